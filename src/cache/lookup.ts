@@ -1,0 +1,73 @@
+import { IntegrityError } from "../errors.js";
+import { type LookupStep, restoreOrder } from "../keys/key.js";
+import type { Log } from "../log.js";
+import { decodeManifest, type Manifest } from "../manifest/manifest.js";
+import { manifestListPrefix, manifestObject, parseManifestObject } from "../store/layout.js";
+import type { Store } from "../store/store.js";
+import type { JobContext } from "./job-context.js";
+
+export interface Match {
+  key: string;
+  scope: string;
+  /** The primary key itself matched (not a prefix). */
+  exact: boolean;
+  manifest: Manifest;
+}
+
+/**
+ * Finds the manifest to restore, in actions/cache order. A damaged manifest is reported and the
+ * search goes on to the next candidate.
+ */
+export async function findManifest(ctx: JobContext): Promise<Match | null> {
+  const steps = restoreOrder(ctx.key, ctx.stackKeyPrefix, ctx.config.key.restorePrefixes, ctx.scopes.read);
+  return searchSteps(ctx.store, steps, ctx.key, ctx.log);
+}
+
+export async function searchSteps(
+  store: Store,
+  steps: LookupStep[],
+  primary: string,
+  log: Log,
+): Promise<Match | null> {
+  const tried = new Set<string>();
+  for (const step of steps) {
+    const candidates =
+      step.match === "exact"
+        ? [manifestObject(step.scope, step.value)]
+        : (await store.list(manifestListPrefix(step.scope, step.value))).map((o) => o.name);
+    for (const object of candidates) {
+      if (tried.has(object)) continue;
+      tried.add(object);
+      const data = await store.read(object);
+      if (!data) continue;
+      try {
+        const manifest = decodeManifest(data, object);
+        const where = parseManifestObject(object);
+        return {
+          key: manifest.key,
+          scope: where?.scope ?? step.scope,
+          exact: manifest.key === primary,
+          manifest,
+        };
+      } catch (e) {
+        if (!(e instanceof IntegrityError)) throw e;
+        log.warn(`${e.message}; skipping it`);
+      }
+    }
+  }
+  return null;
+}
+
+/** Reads one manifest by key from the first readable scope that has it. */
+export async function manifestByKey(
+  ctx: JobContext,
+  key: string,
+  scopes = ctx.scopes.read,
+): Promise<Match | null> {
+  return searchSteps(
+    ctx.store,
+    scopes.map((scope) => ({ scope, match: "exact" as const, value: key })),
+    ctx.key,
+    ctx.log,
+  );
+}

@@ -1,0 +1,86 @@
+import type { Log } from "../log.js";
+import { PACKS } from "../store/layout.js";
+import type { Store } from "../store/store.js";
+import { type CatalogItem, readCatalog } from "./catalog.js";
+
+export interface PrunePolicy {
+  /** Keep the newest N manifests per scope and prefix. */
+  keep?: number;
+  /** Delete manifests older than this many milliseconds. */
+  olderThanMs?: number;
+  /** Delete the oldest manifests until the packs still referenced total at most this many bytes. */
+  maxBytes?: number;
+  /** Packs younger than this are never deleted: a save in flight may not have written its manifest yet. */
+  graceMs: number;
+  dryRun?: boolean;
+  now?: Date;
+}
+
+export interface PruneReport {
+  manifestsDeleted: { scope: string; key: string; reason: string }[];
+  packsDeleted: string[];
+  bytesFreed: number;
+  manifestsKept: number;
+  bytesKept: number;
+  dryRun: boolean;
+}
+
+/**
+ * Deletes manifests by age, count and total size, then every pack no remaining manifest references.
+ * Damaged manifests are deleted too: nothing can restore from them.
+ */
+export async function prune(store: Store, policy: PrunePolicy, log: Log): Promise<PruneReport> {
+  const now = (policy.now ?? new Date()).getTime();
+  const catalog = await readCatalog(store);
+  const doomed = new Map<string, string>();
+  const kept: CatalogItem[] = [];
+  const perGroup = new Map<string, number>();
+  for (const item of catalog) {
+    if (!item.manifest) {
+      doomed.set(item.object, `damaged: ${item.damaged}`);
+      continue;
+    }
+    const group = `${item.scope}\0${item.manifest.prefix}`;
+    const rank = (perGroup.get(group) ?? 0) + 1;
+    perGroup.set(group, rank);
+    if (policy.keep !== undefined && rank > policy.keep)
+      doomed.set(item.object, `beyond the newest ${policy.keep}`);
+    else if (policy.olderThanMs !== undefined && now - item.modified.getTime() > policy.olderThanMs) {
+      doomed.set(item.object, "older than the limit");
+    } else kept.push(item);
+  }
+  if (policy.maxBytes !== undefined) {
+    // Oldest first out, counting each pack once however many manifests share it.
+    const packBytes = (items: CatalogItem[]) => {
+      const sizes = new Map<string, number>();
+      for (const i of items) for (const p of i.manifest?.packs ?? []) sizes.set(p.object, p.size);
+      return [...sizes.values()].reduce((a, b) => a + b, 0);
+    };
+    while (kept.length > 0 && packBytes(kept) > policy.maxBytes) {
+      const oldest = kept.pop() as CatalogItem;
+      doomed.set(oldest.object, "over the size budget");
+    }
+  }
+
+  const referenced = new Set<string>();
+  for (const i of kept) for (const p of i.manifest?.packs ?? []) referenced.add(p.object);
+  const packs = await store.list(`${PACKS}/`);
+  const orphans = packs.filter((p) => !referenced.has(p.name) && now - p.modified.getTime() > policy.graceMs);
+
+  const report: PruneReport = {
+    manifestsDeleted: catalog
+      .filter((i) => doomed.has(i.object))
+      .map((i) => ({ scope: i.scope, key: i.key, reason: doomed.get(i.object) as string })),
+    packsDeleted: orphans.map((p) => p.name),
+    bytesFreed: orphans.reduce((s, p) => s + p.size, 0),
+    manifestsKept: kept.length,
+    bytesKept: packs.filter((p) => referenced.has(p.name)).reduce((s, p) => s + p.size, 0),
+    dryRun: Boolean(policy.dryRun),
+  };
+  if (policy.dryRun) return report;
+  // Manifests first: a restore never finds a manifest whose packs are gone.
+  for (const object of doomed.keys()) await store.delete(object);
+  for (const p of orphans) await store.delete(p.name);
+  log.debug(`pruned ${doomed.size} manifests and ${orphans.length} packs`);
+  return report;
+}

@@ -1,0 +1,203 @@
+import fs from "node:fs";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { cacheKind } from "../kinds/registry.js";
+import type { EntryRef, Manifest } from "../manifest/manifest.js";
+import { makeStaging, type PackReadResult, type RestoreTarget, readPack } from "../pack/pack-reader.js";
+import { entrySignature } from "./entry-signature.js";
+import type { JobContext } from "./job-context.js";
+import { type LocalState, writeState } from "./local-state.js";
+import { findManifest, type Match } from "./lookup.js";
+
+export interface RestoreReport {
+  primaryKey: string;
+  matchedKey: string | null;
+  matchedScope: string | null;
+  /** The primary key matched exactly (actions/cache's cache-hit). */
+  cacheHit: boolean;
+  lookupOnly: boolean;
+  entriesRestored: number;
+  bytesRestored: number;
+  /** Compressed bytes read from the store. */
+  bytesDownloaded: number;
+  /** Entries skipped because they failed verification or their pack could not be read. */
+  entriesBad: number;
+  /** Pack members refused as unsafe. */
+  membersRefused: number;
+  seconds: number;
+  caches: { name: string; path: string; entries: number; bytes: number }[];
+}
+
+const PACK_CONCURRENCY = 4;
+
+/**
+ * Restores the best-matching manifest into the configured cache paths, wherever they are on this
+ * runner. Verified entries land atomically; bad ones are skipped and counted, never written.
+ */
+export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = {}): Promise<RestoreReport> {
+  const t0 = performance.now();
+  const { log } = ctx;
+  const report: RestoreReport = {
+    primaryKey: ctx.key,
+    matchedKey: null,
+    matchedScope: null,
+    cacheHit: false,
+    lookupOnly: Boolean(opts.lookupOnly),
+    entriesRestored: 0,
+    bytesRestored: 0,
+    bytesDownloaded: 0,
+    entriesBad: 0,
+    membersRefused: 0,
+    seconds: 0,
+    caches: ctx.config.caches.map((c) => ({ name: c.name, path: c.path, entries: 0, bytes: 0 })),
+  };
+  const match = await findManifest(ctx);
+  if (match) {
+    report.matchedKey = match.key;
+    report.matchedScope = match.scope;
+    report.cacheHit = match.exact;
+  }
+  if (opts.lookupOnly) {
+    report.seconds = (performance.now() - t0) / 1000;
+    return report;
+  }
+  if (!match) {
+    writeState(ctx.stateFile, { version: 1, primaryKey: ctx.key, parent: null, index: {} });
+    report.seconds = (performance.now() - t0) / 1000;
+    return report;
+  }
+
+  const targets = new Map<string, RestoreTarget>();
+  for (const c of ctx.config.caches) {
+    const saved = match.manifest.caches.find((m) => m.name === c.name);
+    if (!saved) continue;
+    if (saved.kind !== c.kind) {
+      log.warn(
+        `cache ${c.name} was saved as kind ${saved.kind} but is configured as ${c.kind}; not restoring it`,
+      );
+      continue;
+    }
+    removeStaleStaging(c.path);
+    targets.set(c.name, { kind: cacheKind(c.kind), root: c.path, staging: makeStaging(c.path) });
+  }
+
+  const restored: EntryRef[] = [];
+  try {
+    const results = await readPacks(ctx, match.manifest, targets);
+    for (const { refs, result } of results) {
+      const ok = new Set(result.restored.map((w) => `${w.cache}\0${w.name}`));
+      for (const r of refs) if (ok.has(`${r.cache}\0${r.name}`)) restored.push(r);
+      report.bytesDownloaded += result.bytes;
+      report.entriesBad += result.bad.length;
+      report.membersRefused += result.refused.length;
+      if (result.packError)
+        log.warn(`pack ${refs[0] ? match.manifest.packs[refs[0].pack]?.object : "?"}: ${result.packError}`);
+      for (const b of result.bad.slice(0, 5)) log.warn(`entry ${b.entry} skipped: ${b.reason}`);
+      for (const r of result.refused.slice(0, 5)) log.warn(`pack member refused: ${r}`);
+    }
+  } finally {
+    for (const t of targets.values()) fs.rmSync(t.staging, { recursive: true, force: true });
+  }
+
+  for (const r of restored) {
+    const c = report.caches.find((x) => x.name === r.cache);
+    if (c) {
+      c.entries++;
+      c.bytes += r.size;
+    }
+    report.entriesRestored++;
+    report.bytesRestored += r.size;
+  }
+  writeState(ctx.stateFile, await stateAfterRestore(ctx, match, restored, targets));
+  report.seconds = (performance.now() - t0) / 1000;
+  return report;
+}
+
+async function readPacks(
+  ctx: JobContext,
+  manifest: Manifest,
+  targets: Map<string, RestoreTarget>,
+): Promise<{ refs: EntryRef[]; result: PackReadResult }[]> {
+  const byPack = new Map<number, EntryRef[]>();
+  for (const e of manifest.entries) {
+    if (!targets.has(e.cache)) continue;
+    const list = byPack.get(e.pack) ?? [];
+    list.push(e);
+    byPack.set(e.pack, list);
+  }
+  const jobs = [...byPack.entries()];
+  const out: { refs: EntryRef[]; result: PackReadResult }[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < jobs.length) {
+      const [packIndex, refs] = jobs[next++] as [number, EntryRef[]];
+      const pack = manifest.packs[packIndex];
+      if (!pack) continue;
+      let result: PackReadResult;
+      try {
+        const source = await ctx.store.get(pack.object);
+        result = await readPack(source, pack.sha256, refs, targets);
+      } catch (e) {
+        result = {
+          restored: [],
+          bad: refs.map((r) => ({ entry: `${r.cache}/${r.name}`, reason: "pack unreadable" })),
+          refused: [],
+          packError: (e as Error).message,
+          bytes: 0,
+        };
+      }
+      out.push({ refs, result });
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PACK_CONCURRENCY, jobs.length) }, worker));
+  return out;
+}
+
+/** Records what was restored, with each entry's stat signature as it now lies on disk. */
+async function stateAfterRestore(
+  ctx: JobContext,
+  match: Match,
+  restored: EntryRef[],
+  targets: Map<string, RestoreTarget>,
+): Promise<LocalState> {
+  const index: LocalState["index"] = {};
+  for (const [name, t] of targets) {
+    const digests = new Map(restored.filter((r) => r.cache === name).map((r) => [r.name, r.sha256]));
+    const scan = await t.kind.scan(t.root);
+    const idx: Record<string, [string, string]> = {};
+    for (const e of scan.entries) {
+      const d = digests.get(e.name);
+      if (d) idx[e.name] = [entrySignature(e), d];
+    }
+    index[name] = idx;
+  }
+  return {
+    version: 1,
+    primaryKey: ctx.key,
+    parent: { key: match.key, scope: match.scope, exact: match.exact, manifest: match.manifest },
+    index,
+  };
+}
+
+/** Removes staging folders left by restores that were killed (their process is gone). */
+function removeStaleStaging(root: string): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    const m = new RegExp(`^${KCACHE_PRIVATE_PREFIX}restore-(\\d+)-`).exec(n);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    let alive = true;
+    try {
+      process.kill(pid, 0);
+    } catch (e) {
+      alive = (e as NodeJS.ErrnoException).code === "EPERM";
+    }
+    if (!alive || pid === process.pid) fs.rmSync(path.join(root, n), { recursive: true, force: true });
+  }
+}

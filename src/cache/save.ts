@@ -1,0 +1,328 @@
+import { randomBytes } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import type { CacheKind, FoundEntry } from "../kinds/kind.js";
+import { cacheKind } from "../kinds/registry.js";
+import {
+  type EntryRef,
+  encodeManifest,
+  MANIFEST_FORMAT,
+  type Manifest,
+  type PackRef,
+} from "../manifest/manifest.js";
+import { EntryDigest } from "../pack/entry-digest.js";
+import { chunks, closeEntry, openEntry } from "../pack/entry-source.js";
+import { type PackInput, type WrittenPack, writePack } from "../pack/pack-writer.js";
+import { manifestObject, packObject } from "../store/layout.js";
+import { VERSION } from "../version.js";
+import { entrySignature } from "./entry-signature.js";
+import type { JobContext } from "./job-context.js";
+import { type LocalState, readState, writeState } from "./local-state.js";
+import { findManifest, type Match } from "./lookup.js";
+
+export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lost-race";
+
+export interface SaveReport {
+  primaryKey: string;
+  scope: string;
+  outcome: SaveOutcome;
+  /** One line a person reads: what happened and why. */
+  message: string;
+  parentKey: string | null;
+  entries: number;
+  entriesNew: number;
+  entriesReused: number;
+  entriesDropped: number;
+  packsWritten: number;
+  /** Compressed bytes uploaded (packs and manifest). */
+  bytesUploaded: number;
+  consolidated: boolean;
+  skipped: { incomplete: number; tempDirs: number; lockFiles: number; otherFiles: number; vanished: number };
+  seconds: number;
+  caches: { name: string; entries: number; bytes: number }[];
+}
+
+interface Present {
+  cache: string;
+  kind: CacheKind;
+  root: string;
+  entry: FoundEntry;
+  sig: string;
+  digest: string | null;
+  size: number;
+}
+
+const id = (cache: string, name: string) => `${cache}\0${name}`;
+
+/**
+ * Saves the caches under the primary key in this run's scope. Only entries the parent manifest lacks
+ * (or whose digest changed) are packed and uploaded; the rest are referenced in the parent's packs.
+ * Incomplete entries, compiler temp folders and locks are never saved. Keys are immutable.
+ */
+export async function save(ctx: JobContext): Promise<SaveReport> {
+  const t0 = performance.now();
+  const { config, store, log } = ctx;
+  const scope = ctx.scopes.write;
+  const report: SaveReport = {
+    primaryKey: ctx.key,
+    scope,
+    outcome: "saved",
+    message: "",
+    parentKey: null,
+    entries: 0,
+    entriesNew: 0,
+    entriesReused: 0,
+    entriesDropped: 0,
+    packsWritten: 0,
+    bytesUploaded: 0,
+    consolidated: false,
+    skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, otherFiles: 0, vanished: 0 },
+    seconds: 0,
+    caches: config.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),
+  };
+  const done = (outcome: SaveOutcome, message: string) => {
+    report.outcome = outcome;
+    report.message = message;
+    report.seconds = (performance.now() - t0) / 1000;
+    return report;
+  };
+
+  const state = readState(ctx.stateFile);
+  const ours = state?.primaryKey === ctx.key ? state : null;
+  if (ours?.parent?.exact && ours.parent.scope === scope) {
+    return done("key-exists", `key ${ctx.key} was restored exactly; keys are immutable, nothing saved`);
+  }
+  const object = manifestObject(scope, ctx.key);
+  if (await store.exists(object)) {
+    return done(
+      "key-exists",
+      `key ${ctx.key} already exists in scope ${scope}; keys are immutable, nothing saved`,
+    );
+  }
+  const parent: Match | null = ours ? ours.parent : await findManifest(ctx);
+  report.parentKey = parent?.key ?? null;
+
+  // Scan, reusing digests of entries whose stats match what the last restore or save recorded.
+  const present: Present[] = [];
+  for (const c of config.caches) {
+    const kind = cacheKind(c.kind);
+    const scan = await kind.scan(c.path);
+    report.skipped.tempDirs += scan.tempDirs;
+    report.skipped.lockFiles += scan.lockFiles;
+    report.skipped.otherFiles += scan.otherFiles;
+    const known = state?.index[c.name] ?? {};
+    for (const entry of scan.entries) {
+      const sig = entrySignature(entry);
+      const k = known[entry.name];
+      const size = entry.files.reduce((s, f) => s + f.size, 0);
+      if (k && k[0] === sig) {
+        present.push({ cache: c.name, kind, root: c.path, entry, sig, digest: k[1], size });
+        continue;
+      }
+      const why = kind.incompleteReason(c.path, entry);
+      if (why) {
+        report.skipped.incomplete++;
+        log.debug(`not saving ${c.name}/${entry.name}: ${why}`);
+        continue;
+      }
+      present.push({ cache: c.name, kind, root: c.path, entry, sig, digest: null, size });
+    }
+  }
+
+  const parentRefs = new Map<string, EntryRef>();
+  const configured = new Set(config.caches.map((c) => c.name));
+  for (const e of parent?.manifest.entries ?? [])
+    if (configured.has(e.cache)) parentRefs.set(id(e.cache, e.name), e);
+
+  // An entry the parent also has is hashed to tell a changed entry from a touched one.
+  const kept: Present[] = [];
+  for (const p of present) {
+    if (p.digest === null && parentRefs.has(id(p.cache, p.entry.name))) {
+      p.digest = hashEntry(p);
+      if (p.digest === null) {
+        report.skipped.vanished++;
+        continue;
+      }
+    }
+    kept.push(p);
+  }
+  const reused = kept.filter(
+    (p) => p.digest !== null && parentRefs.get(id(p.cache, p.entry.name))?.sha256 === p.digest,
+  );
+  const fresh = kept.filter((p) => !reused.includes(p));
+  const reusedIds = new Set(reused.map((p) => id(p.cache, p.entry.name)));
+  const dropped = [...parentRefs.keys()].filter((k) => !reusedIds.has(k)).length;
+
+  if (parent && fresh.length === 0 && dropped === 0) {
+    writeState(ctx.stateFile, nextState(ctx.key, ours?.parent ?? parent, kept));
+    report.entries = kept.length;
+    report.entriesReused = reused.length;
+    return done("nothing-new", `nothing new since ${parent.key}: no pack written, 0 bytes uploaded`);
+  }
+  if (kept.length === 0) return done("empty", "the caches hold no complete entries; nothing saved");
+
+  // Decide between a delta on top of the parent's packs and one consolidated pack set.
+  const usedPacks = new Set(reused.map((p) => parentRefs.get(id(p.cache, p.entry.name))?.pack as number));
+  const freshBytes = fresh.reduce((s, p) => s + p.size, 0);
+  const newPackCount = fresh.length ? Math.max(1, Math.ceil(freshBytes / config.save.packBytes)) : 0;
+  let deadShare = 0;
+  if (parent && usedPacks.size) {
+    const total = [...usedPacks].reduce((s, i) => s + (parent.manifest.packs[i]?.entryBytes ?? 0), 0);
+    const live = reused.reduce((s, p) => s + p.size, 0);
+    deadShare = total > 0 ? 1 - live / total : 0;
+  }
+  const consolidate =
+    usedPacks.size > 0 &&
+    (usedPacks.size + newPackCount > config.save.maxChain || deadShare > config.save.maxDeadShare);
+  const toPack = consolidate ? kept : fresh;
+  const referenced = consolidate ? [] : reused;
+  report.consolidated = consolidate;
+  if (consolidate) {
+    log.info(
+      `consolidating: ${usedPacks.size} parent packs${deadShare > 0 ? `, ${(deadShare * 100).toFixed(0)}% dead bytes` : ""}`,
+    );
+  }
+
+  // Write the new packs.
+  const written: WrittenPack[] = [];
+  try {
+    for (const group of splitBySize(toPack, config.save.packBytes)) {
+      const inputs: PackInput[] = group.map((p) => ({
+        cache: p.cache,
+        kind: p.kind,
+        root: p.root,
+        entry: p.entry,
+      }));
+      const packId = `${Date.now().toString(36)}-${randomBytes(8).toString("hex")}`;
+      const w = await writePack(store, packObject(scope, packId), inputs, config.save.compressionLevel);
+      written.push(w);
+      report.skipped.vanished += w.vanished.length;
+    }
+  } catch (e) {
+    await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
+    throw e;
+  }
+
+  // The manifest: parent packs still referenced (re-indexed), then the new ones.
+  const packs: PackRef[] = [];
+  const remap = new Map<number, number>();
+  const entries: EntryRef[] = [];
+  for (const p of referenced) {
+    const ref = parentRefs.get(id(p.cache, p.entry.name)) as EntryRef;
+    let idx = remap.get(ref.pack);
+    if (idx === undefined) {
+      idx = packs.length;
+      remap.set(ref.pack, idx);
+      packs.push(parent?.manifest.packs[ref.pack] as PackRef);
+    }
+    entries.push({ ...ref, pack: idx });
+  }
+  const digests = new Map<string, string>();
+  for (const w of written) {
+    const idx = packs.length;
+    packs.push({
+      object: w.object,
+      sha256: w.sha256,
+      size: w.size,
+      entryBytes: w.entryBytes,
+      entries: w.entries.length,
+    });
+    for (const e of w.entries) {
+      entries.push({ ...e, pack: idx });
+      digests.set(id(e.cache, e.name), e.sha256);
+    }
+  }
+  entries.sort((a, b) => (id(a.cache, a.name) < id(b.cache, b.name) ? -1 : 1));
+  const manifest: Manifest = {
+    format: MANIFEST_FORMAT,
+    key: ctx.key,
+    prefix: config.key.prefix,
+    stackId: ctx.stack.stackId,
+    stack: ctx.stack.components,
+    revision: ctx.revision,
+    scope,
+    createdAt: new Date().toISOString(),
+    producer: `kcache ${VERSION}`,
+    parent: consolidate ? null : (parent?.key ?? null),
+    caches: config.caches.map((c) => ({ name: c.name, kind: c.kind })),
+    packs,
+    entries,
+  };
+  const body = encodeManifest(manifest);
+  if (!(await store.createIfAbsent(object, body))) {
+    await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
+    return done(
+      "lost-race",
+      `key ${ctx.key} was saved by another run at the same time; its save stands, ours was discarded`,
+    );
+  }
+
+  for (const p of kept) if (p.digest === null) p.digest = digests.get(id(p.cache, p.entry.name)) ?? null;
+  const savedIds = new Set(entries.map((e) => id(e.cache, e.name)));
+  const savedPresent = kept.filter((p) => savedIds.has(id(p.cache, p.entry.name)));
+  writeState(ctx.stateFile, nextState(ctx.key, { key: ctx.key, scope, exact: true, manifest }, savedPresent));
+
+  report.entries = entries.length;
+  report.entriesNew = written.reduce((s, w) => s + w.entries.length, 0) - (consolidate ? reused.length : 0);
+  report.entriesReused = consolidate ? 0 : reused.length;
+  report.entriesDropped = dropped;
+  report.packsWritten = written.length;
+  report.bytesUploaded = written.reduce((s, w) => s + w.size, 0) + body.length;
+  for (const e of entries) {
+    const c = report.caches.find((x) => x.name === e.cache);
+    if (c) {
+      c.entries++;
+      c.bytes += e.size;
+    }
+  }
+  const newCount = consolidate ? fresh.length : report.entriesNew;
+  return done(
+    "saved",
+    `saved ${ctx.key}: ${newCount} new entries, ${report.entriesReused} reused from ${parent?.key ?? "(no parent)"}, ${dropped} dropped`,
+  );
+}
+
+/** Digest of an entry as it would be packed, without packing it; null when its files vanished. */
+function hashEntry(p: Present): string | null {
+  const files = openEntry(p.kind, p.root, p.entry);
+  if (!files) return null;
+  const d = new EntryDigest();
+  try {
+    for (const f of files) {
+      d.beginFile(f.rel, f.size);
+      for (const c of chunks(f)) d.update(c);
+    }
+  } finally {
+    closeEntry(files);
+  }
+  return d.digest();
+}
+
+/** Groups entries into packs of about `target` uncompressed bytes, in a stable order. */
+function splitBySize(items: Present[], target: number): Present[][] {
+  const sorted = [...items].sort((a, b) => (id(a.cache, a.entry.name) < id(b.cache, b.entry.name) ? -1 : 1));
+  const groups: Present[][] = [];
+  let group: Present[] = [];
+  let bytes = 0;
+  for (const p of sorted) {
+    if (group.length && bytes + p.size > target) {
+      groups.push(group);
+      group = [];
+      bytes = 0;
+    }
+    group.push(p);
+    bytes += p.size;
+  }
+  if (group.length) groups.push(group);
+  return groups;
+}
+
+function nextState(key: string, parent: LocalState["parent"], present: Present[]): LocalState {
+  const index: LocalState["index"] = {};
+  for (const p of present) {
+    if (!p.digest) continue;
+    const idx = index[p.cache] ?? {};
+    idx[p.entry.name] = [p.sig, p.digest];
+    index[p.cache] = idx;
+  }
+  return { version: 1, primaryKey: key, parent, index };
+}

@@ -1,0 +1,63 @@
+import { readCatalog } from "../../cache/catalog.js";
+import { UsageError } from "../../errors.js";
+import { formatBytes, textTable } from "../../report/format.js";
+import { openStore } from "../../store/open.js";
+import type { GlobalOptions } from "../main.js";
+import { commandBasics, printJson } from "../setup.js";
+
+export async function inspectCommand(key: string, o: GlobalOptions & { scope?: string; entries?: boolean }) {
+  const { config } = commandBasics(o);
+  const store = openStore(config);
+  const found = (await readCatalog(store)).filter((i) => i.key === key && (!o.scope || i.scope === o.scope));
+  if (found.length === 0)
+    throw new UsageError(
+      `no key ${key}${o.scope ? ` in scope ${o.scope}` : ""} in ${store.description}; see kcache ls`,
+    );
+  if (o.json) {
+    printJson(
+      found.map((i) => ({ scope: i.scope, object: i.object, damaged: i.damaged, manifest: i.manifest })),
+    );
+    return;
+  }
+  for (const i of found) {
+    const m = i.manifest;
+    if (!m) {
+      process.stdout.write(`${key} (${i.scope}): damaged: ${i.damaged}\n`);
+      continue;
+    }
+    const lines = [
+      `key       ${m.key}`,
+      `scope     ${m.scope}`,
+      `revision  ${m.revision}`,
+      `created   ${m.createdAt} by ${m.producer}`,
+      `parent    ${m.parent ?? "(none: a full save)"}`,
+      `stack     ${m.stackId}`,
+      ...Object.entries(m.stack).map(([k, v]) => `  ${k}=${v}`),
+      `caches    ${m.caches.map((c) => `${c.name} (${c.kind}): ${m.entries.filter((e) => e.cache === c.name).length} entries`).join(", ")}`,
+      `packs     ${m.packs.length}, ${formatBytes(m.packs.reduce((s, p) => s + p.size, 0))} compressed`,
+      textTable(
+        ["  PACK", "SIZE", "ENTRIES", "LIVE"],
+        m.packs.map((p, idx) => [
+          `  ${p.object}`,
+          formatBytes(p.size),
+          String(p.entries),
+          String(m.entries.filter((e) => e.pack === idx).length),
+        ]),
+      ),
+    ];
+    if (o.entries) {
+      lines.push(
+        textTable(
+          ["  ENTRY", "SIZE", "FILES", "SHA256"],
+          m.entries.map((e) => [
+            `  ${e.cache}/${e.name}`,
+            formatBytes(e.size),
+            String(e.files),
+            e.sha256.slice(0, 16),
+          ]),
+        ),
+      );
+    }
+    process.stdout.write(`${lines.join("\n")}\n`);
+  }
+}

@@ -1,0 +1,35 @@
+import { restore } from "../../cache/restore.js";
+import { CacheMissError } from "../../errors.js";
+import { formatBytes, formatSeconds } from "../../report/format.js";
+import type { GlobalOptions } from "../main.js";
+import { commandContext, printJson } from "../setup.js";
+import { tolerateCacheFailure } from "../store-failure.js";
+
+export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; failOnCacheMiss?: boolean }) {
+  const ctx = await commandContext(o);
+  const { log } = ctx;
+  log.info(`key ${ctx.key} (scope ${ctx.scopes.write})`);
+  const report = await tolerateCacheFailure("restore", o.strict, log, () =>
+    restore(ctx, { lookupOnly: o.lookupOnly }),
+  );
+  if (report) {
+    if (!report.matchedKey) log.info("cache miss: no saved key matched");
+    else if (report.lookupOnly) {
+      log.info(
+        `found ${report.matchedKey} in ${report.matchedScope}${report.cacheHit ? " (exact)" : ""}; not downloaded`,
+      );
+    } else {
+      log.info(
+        `restored ${report.entriesRestored} entries (${formatBytes(report.bytesRestored)}, ${formatBytes(report.bytesDownloaded)} read) from ${report.matchedKey}${report.cacheHit ? " (exact)" : ` (${report.matchedScope})`} in ${formatSeconds(report.seconds)}`,
+      );
+      for (const c of report.caches) log.info(`  ${c.name}: ${c.entries} entries at ${c.path}`);
+      if (report.entriesBad)
+        log.warn(`${report.entriesBad} entries failed verification and were not written`);
+    }
+  }
+  if (o.json)
+    printJson(report ?? { primaryKey: ctx.key, matchedKey: null, error: log.warnings.at(-1) ?? null });
+  if (o.failOnCacheMiss && !report?.matchedKey) {
+    throw new CacheMissError(`no saved key matched ${ctx.key} (--fail-on-cache-miss)`);
+  }
+}

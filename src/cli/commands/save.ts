@@ -1,0 +1,30 @@
+import { save } from "../../cache/save.js";
+import { formatBytes, formatSeconds } from "../../report/format.js";
+import type { GlobalOptions } from "../main.js";
+import { commandContext, printJson } from "../setup.js";
+import { tolerateCacheFailure } from "../store-failure.js";
+
+export async function saveCommand(o: GlobalOptions) {
+  const ctx = await commandContext(o);
+  const { log } = ctx;
+  const report = await tolerateCacheFailure("save", o.strict, log, () => save(ctx));
+  if (report) {
+    log.info(report.message);
+    if (report.outcome === "saved") {
+      log.info(
+        `uploaded ${formatBytes(report.bytesUploaded)} in ${report.packsWritten} pack(s)${report.consolidated ? " (consolidated)" : ""}; ${report.entries} entries in the key; ${formatSeconds(report.seconds)}`,
+      );
+    }
+    const s = report.skipped;
+    const skipped = [
+      s.incomplete && `${s.incomplete} incomplete entries`,
+      s.tempDirs && `${s.tempDirs} temp folders`,
+      s.lockFiles && `${s.lockFiles} lock files`,
+      s.otherFiles && `${s.otherFiles} other files`,
+      s.vanished && `${s.vanished} entries that vanished while saving`,
+    ].filter(Boolean);
+    if (skipped.length) log.info(`not saved: ${skipped.join(", ")}`);
+  }
+  if (o.json)
+    printJson(report ?? { primaryKey: ctx.key, outcome: "failed", error: log.warnings.at(-1) ?? null });
+}

@@ -1,0 +1,106 @@
+import { Command, CommanderError, Option } from "commander";
+import { ExitCode, KcacheError } from "../errors.js";
+import { VERSION } from "../version.js";
+
+/** Options every command takes. */
+export interface GlobalOptions {
+  config?: string;
+  strict?: boolean;
+  json?: boolean;
+  verbose?: boolean;
+  revision?: string;
+}
+
+/**
+ * Declares the commands; each lives in its own module under commands/ and is imported only when
+ * run, so `kcache --help` and the fast commands start quickly. One error boundary maps known errors
+ * to documented exit codes with a clean message; anything else is a bug and prints its stack.
+ */
+export async function main(argv: string[]): Promise<void> {
+  const program = new Command("kcache")
+    .description("Keep Triton and other kernel JIT caches warm between CI runs.")
+    .version(VERSION)
+    .exitOverride()
+    .showHelpAfterError();
+
+  const common = (cmd: Command, opts: { json?: boolean; strict?: boolean; revision?: boolean } = {}) => {
+    cmd.option("-c, --config <file>", "kcache.yml to use (default: $KCACHE_CONFIG, then ./kcache.yml)");
+    cmd.option("-v, --verbose", "say more about what is done");
+    if (opts.json !== false) cmd.option("--json", "print the result as JSON on stdout");
+    if (opts.strict !== false)
+      cmd.option("--strict", "fail on store errors and stack pin mismatches instead of warning");
+    if (opts.revision)
+      cmd.option("--revision <rev>", "revision for the key (default: $GITHUB_SHA, then git HEAD)");
+    return cmd;
+  };
+
+  common(
+    program
+      .command("restore")
+      .description("restore the caches from the best-matching saved key")
+      .option("--lookup-only", "only look the key up; download nothing")
+      .option("--fail-on-cache-miss", "exit 5 when no key matched"),
+    { revision: true },
+  ).action(async (o) => (await import("./commands/restore.js")).restoreCommand(o));
+
+  common(program.command("save").description("save what is new in the caches under this run's key"), {
+    revision: true,
+  }).action(async (o) => (await import("./commands/save.js")).saveCommand(o));
+
+  common(
+    program.command("stack").description("print the software stack fingerprint that keys are made of"),
+  ).action(async (o) => (await import("./commands/stack.js")).stackCommand(o));
+
+  common(program.command("key").description("print this run's key, scopes and restore order"), {
+    revision: true,
+  }).action(async (o) => (await import("./commands/key.js")).keyCommand(o));
+
+  common(
+    program
+      .command("ls")
+      .description("list saved keys per prefix with sizes, ages and entry counts")
+      .option("--prefix <prefix>", "only keys starting with this"),
+    { strict: false },
+  ).action(async (o) => (await import("./commands/ls.js")).lsCommand(o));
+
+  common(
+    program
+      .command("inspect")
+      .description("show one saved key: stack, revision, packs and entries")
+      .argument("<key>", "the key to show")
+      .option("--scope <scope>", "look in this scope only (e.g. branch/main, pr/12)")
+      .option("--entries", "list every entry"),
+    { strict: false },
+  ).action(async (key, o) => (await import("./commands/inspect.js")).inspectCommand(key, o));
+
+  common(
+    program
+      .command("prune")
+      .description("delete old keys and every pack no remaining key references")
+      .option("--keep <n>", "keep the newest N keys per scope and prefix")
+      .option("--older-than <age>", "delete keys older than this (30m, 12h, 7d, 2w)")
+      .option("--max-size <size>", "delete the oldest keys until referenced packs fit (e.g. 10GB)")
+      .addOption(new Option("--grace <age>", "never delete packs younger than this").default("1h"))
+      .option("--dry-run", "say what would be deleted; delete nothing"),
+    { strict: false },
+  ).action(async (o) => (await import("./commands/prune.js")).pruneCommand(o));
+
+  try {
+    await program.parseAsync(argv);
+  } catch (e) {
+    process.exitCode = exitCodeFor(e);
+  }
+}
+
+function exitCodeFor(e: unknown): number {
+  if (e instanceof CommanderError) {
+    // --help and --version end here too, with exit code 0.
+    return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+  }
+  if (e instanceof KcacheError) {
+    process.stderr.write(`kcache: error: ${e.message}\n`);
+    return e.exitCode;
+  }
+  process.stderr.write(`kcache: internal error (please report): ${(e as Error)?.stack ?? String(e)}\n`);
+  return ExitCode.internal;
+}

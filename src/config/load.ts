@@ -1,0 +1,148 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseDocument } from "yaml";
+import type { z } from "zod";
+import { ConfigError } from "../errors.js";
+import { interpolate } from "./interpolate.js";
+import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
+
+export interface CacheConfig {
+  name: string;
+  kind: "triton" | "dir";
+  /** Absolute path after interpolation. */
+  path: string;
+  /** Variable that points the job at this cache. */
+  env: string | undefined;
+}
+
+export interface Config {
+  /** The file it came from, or "(defaults)". */
+  source: string;
+  caches: CacheConfig[];
+  store: { type: "local"; path: string };
+  key: { prefix: string; restorePrefixes: string[]; defaultBranch: string | undefined };
+  save: { maxChain: number; maxDeadShare: number; packBytes: number; compressionLevel: number };
+  stack: { python: string; pins: Record<string, string> };
+}
+
+export const DEFAULT_CONFIG_FILE = "kcache.yml";
+
+/** The configuration used when there is no kcache.yml: one Triton cache where Triton keeps it. */
+export function defaultRawConfig(): RawConfig {
+  return {
+    caches: [
+      {
+        name: "triton",
+        kind: "triton",
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: kcache.yml syntax, expanded by interpolate()
+        path: "${TRITON_CACHE_DIR:-~/.triton/cache}",
+        env: "TRITON_CACHE_DIR",
+      },
+    ],
+  };
+}
+
+/**
+ * Loads kcache.yml: an explicit path must exist; otherwise $KCACHE_CONFIG, then ./kcache.yml, then
+ * the defaults. Every error names the file, the field and the fix.
+ */
+export function loadConfig(opts: { file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Config {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const explicit = opts.file ?? env.KCACHE_CONFIG;
+  let file: string | undefined;
+  if (explicit) {
+    file = path.resolve(cwd, explicit);
+    if (!fs.existsSync(file)) {
+      throw new ConfigError(`${file}: no such config file; pass --config with an existing kcache.yml`);
+    }
+  } else if (fs.existsSync(path.join(cwd, DEFAULT_CONFIG_FILE))) {
+    file = path.join(cwd, DEFAULT_CONFIG_FILE);
+  }
+  const raw = file ? readYaml(file) : defaultRawConfig();
+  return resolveConfig(raw, file ?? "(defaults)", env, cwd);
+}
+
+function readYaml(file: string): unknown {
+  const text = fs.readFileSync(file, "utf8");
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0];
+    const where = e?.linePos?.[0] ? `:${e.linePos[0].line}:${e.linePos[0].col}` : "";
+    throw new ConfigError(
+      `${file}${where}: invalid YAML: ${e?.message.split("\n")[0]}; fix the syntax there`,
+    );
+  }
+  return doc.toJS() ?? {};
+}
+
+/** Validates a parsed document and expands its paths; exported for tests and for callers with an object. */
+export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv, cwd: string): Config {
+  const parsed = configSchema.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(formatIssue(source, parsed.error.issues[0]));
+  const cfg: ParsedConfig = parsed.data;
+
+  const expand = (value: string, field: string): string => {
+    const r = interpolate(value, env);
+    if (!r.ok) {
+      throw new ConfigError(
+        `${source}: ${field}: environment variable ${r.missing} is not set; set it, or give a default as \${${r.missing}:-/some/path}`,
+      );
+    }
+    return r.value;
+  };
+
+  const caches = cfg.caches.map((c, i) => ({
+    name: c.name,
+    kind: c.kind,
+    path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
+    env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
+  }));
+  const storePath = cfg.store.path
+    ? path.resolve(cwd, expand(cfg.store.path, "store.path"))
+    : path.resolve(cwd, env.KCACHE_STORE || path.join(env.HOME || os.homedir(), ".cache", "kcache"));
+
+  const pins: Record<string, string> = {};
+  for (const [k, v] of Object.entries(cfg.stack.pins)) pins[k] = expand(v, `stack.pins.${k}`);
+
+  return {
+    source,
+    caches,
+    store: { type: "local", path: storePath },
+    key: {
+      prefix: cfg.key.prefix,
+      restorePrefixes: cfg.key["restore-prefixes"],
+      defaultBranch: cfg.key["default-branch"],
+    },
+    save: {
+      maxChain: cfg.save["max-chain"],
+      maxDeadShare: cfg.save["max-dead-share"],
+      packBytes: cfg.save["pack-mib"] * 1024 * 1024,
+      compressionLevel: cfg.save["compression-level"],
+    },
+    stack: { python: cfg.stack.python, pins },
+  };
+}
+
+function formatIssue(source: string, issue: z.core.$ZodIssue | undefined): string {
+  if (!issue) return `${source}: invalid configuration`;
+  const field = issue.path.length
+    ? issue.path
+        .map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
+        .join("")
+    : "(top level)";
+  let fix = "";
+  switch (issue.code) {
+    case "unrecognized_keys":
+      fix = `; remove ${issue.keys.map((k) => `"${k}"`).join(", ")} or check its spelling`;
+      break;
+    case "invalid_value":
+      fix = `; use one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+      break;
+    case "invalid_type":
+      fix = `; expected ${issue.expected}`;
+      break;
+  }
+  return `${source}: ${field}: ${issue.message}${fix}`;
+}

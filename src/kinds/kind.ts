@@ -1,0 +1,50 @@
+/** One file of a cache entry as found on disk. */
+export interface EntryFile {
+  /** Path relative to the entry ("" when the entry is a single file). */
+  rel: string;
+  size: number;
+  mtimeMs: number;
+  ino: number;
+}
+
+/** A candidate entry found by a scan: a top-level item of the cache whose completeness is not yet known. */
+export interface FoundEntry {
+  /** Path relative to the cache root; "/"-separated. */
+  name: string;
+  files: EntryFile[];
+}
+
+export interface ScanResult {
+  entries: FoundEntry[];
+  /** Compiler temp folders (Triton's tmp.pid_*), never saved. */
+  tempDirs: number;
+  /** Lock files, never saved. */
+  lockFiles: number;
+  /** Symlinks, sockets and other non-regular files, never saved. */
+  otherFiles: number;
+}
+
+/**
+ * A cache kind says what an entry is in one kind of cache directory: how to find entries, when one is
+ * complete, and how its bytes differ between where it was saved and where it is restored.
+ */
+export interface CacheKind {
+  readonly kind: "triton" | "dir";
+  /** Lists candidate entries with their files' stats; reads no file contents. */
+  scan(root: string): Promise<ScanResult>;
+  /** Why an entry may not be saved, or null when it is complete. Reads what it must (group files). */
+  incompleteReason(root: string, entry: FoundEntry): string | null;
+  /** Whether `name` is a well-formed entry name for this kind (checked before any restore write). */
+  isEntryName(name: string): boolean;
+  /** Whether a file's stored bytes differ from its bytes on disk (so it must be normalised/relocated). */
+  isRelocatable(rel: string): boolean;
+  /** Stored form of a relocatable file: independent of the cache's absolute path. */
+  normalize(root: string, entryName: string, rel: string, data: Buffer): Buffer;
+  /** On-disk form of a relocatable file restored under `root`. */
+  relocate(root: string, entryName: string, rel: string, data: Buffer): Buffer;
+  /** Sorts an entry's files into pack order: files Triton looks up first (group files) come last. */
+  packOrder(files: EntryFile[]): EntryFile[];
+}
+
+/** Lock and temp names shared by kinds that hold compiler output. */
+export const KCACHE_PRIVATE_PREFIX = ".kcache-";

@@ -1,0 +1,148 @@
+import fs from "node:fs";
+import path from "node:path";
+import {
+  type CacheKind,
+  type EntryFile,
+  type FoundEntry,
+  KCACHE_PRIVATE_PREFIX,
+  type ScanResult,
+} from "./kind.js";
+
+/**
+ * Triton's FileCacheManager layout (3.x): one folder per cache key. A kernel folder is complete when
+ * every `__grp__<name>.json` in it parses and lists only children present in that folder; a folder
+ * without a group file is complete when it holds a file Triton looks up by name alone (a launcher
+ * `.so`, an `.autotune.json`, `precompiled.h`/`.gch`). Group files hold absolute child paths, so
+ * they are stored relative and rewritten to the restore location.
+ */
+const GROUP = /^__grp__.+\.json$/;
+const SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h(\.gch)?$/, /\.pyd$/, /\.dll$/];
+const TEMP_DIR = /^tmp\./;
+const LOCK = /(^lock$|\.lock$)/;
+/** Entry folder names: Triton's base32 keys, but any single path segment is accepted. */
+const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.=+-]*$/;
+
+export const tritonKind: CacheKind = {
+  kind: "triton",
+
+  async scan(root: string): Promise<ScanResult> {
+    const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, otherFiles: 0 };
+    let top: fs.Dirent[];
+    try {
+      top = await fs.promises.readdir(root, { withFileTypes: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return result;
+      throw e;
+    }
+    for (const d of top) {
+      if (d.name.startsWith(KCACHE_PRIVATE_PREFIX)) continue;
+      if (!d.isDirectory()) {
+        if (LOCK.test(d.name)) result.lockFiles++;
+        else result.otherFiles++;
+        continue;
+      }
+      if (TEMP_DIR.test(d.name)) {
+        result.tempDirs++;
+        continue;
+      }
+      const dir = path.join(root, d.name);
+      const files: EntryFile[] = [];
+      for (const f of fs.readdirSync(dir, { withFileTypes: true })) {
+        if (f.isDirectory()) {
+          if (TEMP_DIR.test(f.name)) result.tempDirs++;
+          else result.otherFiles++;
+          continue;
+        }
+        if (!f.isFile()) {
+          result.otherFiles++;
+          continue;
+        }
+        if (LOCK.test(f.name)) {
+          result.lockFiles++;
+          continue;
+        }
+        const st = fs.statSync(path.join(dir, f.name));
+        files.push({ rel: f.name, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
+      }
+      result.entries.push({ name: d.name, files });
+    }
+    return result;
+  },
+
+  incompleteReason(root: string, entry: FoundEntry): string | null {
+    if (entry.files.length === 0) return "empty folder";
+    const present = new Set(entry.files.map((f) => f.rel));
+    const groups = entry.files.filter((f) => GROUP.test(f.rel));
+    if (groups.length === 0) {
+      return entry.files.some((f) => SINGLE_FILE.some((re) => re.test(f.rel)))
+        ? null
+        : "no group file (a compile that did not finish)";
+    }
+    for (const g of groups) {
+      const children = readChildPaths(path.join(root, entry.name, g.rel));
+      if (!children) return `${g.rel} does not parse as a Triton group file`;
+      for (const [child, p] of Object.entries(children)) {
+        const base = path.basename(p);
+        if (!present.has(base)) return `${g.rel} lists ${child}, which is not in the entry`;
+      }
+    }
+    return null;
+  },
+
+  isEntryName(name: string): boolean {
+    return SEGMENT.test(name) && !TEMP_DIR.test(name);
+  },
+
+  isRelocatable(rel: string): boolean {
+    return GROUP.test(rel);
+  },
+
+  normalize(_root, _entryName, rel, data): Buffer {
+    const parsed = parseGroup(data);
+    if (!parsed) throw new Error(`${rel}: not a Triton group file`);
+    const childPaths: Record<string, string> = {};
+    for (const [child, p] of Object.entries(parsed.child_paths)) childPaths[child] = path.basename(p);
+    return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
+  },
+
+  relocate(root, entryName, rel, data): Buffer {
+    const parsed = parseGroup(data);
+    if (!parsed) throw new Error(`${rel}: not a Triton group file`);
+    const childPaths: Record<string, string> = {};
+    for (const [child, p] of Object.entries(parsed.child_paths)) {
+      childPaths[child] = path.join(root, entryName, path.basename(p));
+    }
+    return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
+  },
+
+  packOrder(files: EntryFile[]): EntryFile[] {
+    const key = (f: EntryFile) => `${GROUP.test(f.rel) ? "1" : "0"}${f.rel}`;
+    return [...files].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  },
+};
+
+interface GroupFile {
+  child_paths: Record<string, string>;
+  [k: string]: unknown;
+}
+
+function parseGroup(data: Buffer): GroupFile | null {
+  try {
+    const v = JSON.parse(data.toString("utf8")) as unknown;
+    if (!v || typeof v !== "object") return null;
+    const cp = (v as { child_paths?: unknown }).child_paths;
+    if (!cp || typeof cp !== "object" || Array.isArray(cp)) return null;
+    if (!Object.values(cp).every((p) => typeof p === "string")) return null;
+    return v as GroupFile;
+  } catch {
+    return null;
+  }
+}
+
+function readChildPaths(file: string): Record<string, string> | null {
+  try {
+    return parseGroup(fs.readFileSync(file))?.child_paths ?? null;
+  } catch {
+    return null;
+  }
+}

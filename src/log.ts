@@ -1,0 +1,42 @@
+/**
+ * Messages for people: plain lines on stderr, and under GitHub Actions warnings also become
+ * `::warning::` annotations. Results meant for programs go to stdout (--json), never here.
+ */
+export interface Log {
+  info(msg: string): void;
+  warn(msg: string): void;
+  /** Detail shown with --verbose. */
+  debug(msg: string): void;
+  warnings: string[];
+}
+
+export function createLog(opts: { verbose?: boolean; quiet?: boolean; env?: NodeJS.ProcessEnv } = {}): Log {
+  const env = opts.env ?? process.env;
+  const gha = env.GITHUB_ACTIONS === "true";
+  const warnings: string[] = [];
+  return {
+    warnings,
+    info(msg) {
+      if (!opts.quiet) process.stderr.write(`kcache: ${msg}\n`);
+    },
+    warn(msg) {
+      warnings.push(msg);
+      process.stderr.write(
+        gha ? `::warning title=kcache::${escapeAnnotation(msg)}\n` : `kcache: warning: ${msg}\n`,
+      );
+    },
+    debug(msg) {
+      if (opts.verbose) process.stderr.write(`kcache: ${msg}\n`);
+    },
+  };
+}
+
+/** A log that records and prints nothing: for library callers and tests. */
+export function silentLog(): Log {
+  const warnings: string[] = [];
+  return { warnings, info() {}, warn: (m) => void warnings.push(m), debug() {} };
+}
+
+function escapeAnnotation(s: string): string {
+  return s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+}

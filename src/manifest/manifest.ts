@@ -1,0 +1,97 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { IntegrityError } from "../errors.js";
+
+export const MANIFEST_FORMAT = "kcache-manifest/1";
+
+const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
+
+export const packRefSchema = z.object({
+  /** Store object name of the pack. */
+  object: z.string().min(1),
+  sha256,
+  /** Compressed bytes. */
+  size: z.number().int().nonnegative(),
+  /** Uncompressed bytes of all entries the pack holds, live or not. */
+  entryBytes: z.number().int().nonnegative(),
+  entries: z.number().int().nonnegative(),
+});
+
+export const entryRefSchema = z.object({
+  cache: z.string().min(1),
+  name: z.string().min(1),
+  sha256,
+  /** Uncompressed bytes of the entry's files. */
+  size: z.number().int().nonnegative(),
+  files: z.number().int().positive(),
+  /** Index into `packs`. */
+  pack: z.number().int().nonnegative(),
+});
+
+export const manifestSchema = z.object({
+  format: z.literal(MANIFEST_FORMAT),
+  key: z.string().min(1),
+  prefix: z.string(),
+  stackId: z.string(),
+  stack: z.record(z.string(), z.string()),
+  revision: z.string(),
+  scope: z.string(),
+  createdAt: z.string(),
+  producer: z.string(),
+  /** Key of the manifest this one was saved on top of (delta save), if any. */
+  parent: z.string().nullable(),
+  caches: z.array(z.object({ name: z.string(), kind: z.enum(["triton", "dir"]) })),
+  packs: z.array(packRefSchema),
+  entries: z.array(entryRefSchema),
+});
+
+export type Manifest = z.infer<typeof manifestSchema>;
+export type PackRef = z.infer<typeof packRefSchema>;
+export type EntryRef = z.infer<typeof entryRefSchema>;
+
+/**
+ * Serialises a manifest with an integrity line: the body's sha256, so a flipped byte that still
+ * parses as JSON is caught as surely as a truncated file.
+ */
+export function encodeManifest(m: Manifest): Buffer {
+  const body = JSON.stringify(m, null, 1);
+  const digest = createHash("sha256").update(body).digest("hex");
+  return Buffer.from(`${JSON.stringify({ integrity: `sha256:${digest}` })}\n${body}\n`);
+}
+
+/** Parses and verifies a stored manifest; throws IntegrityError naming `where` when it is damaged. */
+export function decodeManifest(data: Buffer, where: string): Manifest {
+  const text = data.toString("utf8");
+  const nl = text.indexOf("\n");
+  if (nl < 0) throw new IntegrityError(`${where}: manifest is truncated (no integrity line)`);
+  let integrity: unknown;
+  try {
+    integrity = (JSON.parse(text.slice(0, nl)) as { integrity?: unknown }).integrity;
+  } catch {
+    throw new IntegrityError(`${where}: manifest's integrity line does not parse`);
+  }
+  const body = text.slice(nl + 1).replace(/\n$/, "");
+  const digest = createHash("sha256").update(body).digest("hex");
+  if (integrity !== `sha256:${digest}`) {
+    throw new IntegrityError(`${where}: manifest digest mismatch (damaged or edited)`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    throw new IntegrityError(`${where}: manifest body does not parse`);
+  }
+  const r = manifestSchema.safeParse(parsed);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new IntegrityError(`${where}: manifest field ${issue?.path.join(".")}: ${issue?.message}`);
+  }
+  for (const e of r.data.entries) {
+    if (e.pack >= r.data.packs.length) {
+      throw new IntegrityError(
+        `${where}: entry ${e.cache}/${e.name} points at pack ${e.pack}, which is not listed`,
+      );
+    }
+  }
+  return r.data;
+}

@@ -1,0 +1,19 @@
+import { createHash } from "node:crypto";
+import { Transform, type TransformCallback } from "node:stream";
+
+/** A pass-through that counts bytes and computes their sha256 (a pack's digest as stored). */
+export class DigestStream extends Transform {
+  private readonly hash = createHash("sha256");
+  bytes = 0;
+
+  override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
+    this.hash.update(chunk);
+    this.bytes += chunk.length;
+    cb(null, chunk);
+  }
+
+  /** The hex digest; call once, after the stream has ended. */
+  digest(): string {
+    return this.hash.digest("hex");
+  }
+}

@@ -1,0 +1,239 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { Parser, type ReadEntry } from "tar";
+import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { DigestStream } from "./digest-stream.js";
+import { EntryDigest } from "./entry-digest.js";
+import { decompressStream } from "./zstd.js";
+
+/** An entry the manifest promises in this pack. */
+export interface WantedEntry {
+  cache: string;
+  name: string;
+  sha256: string;
+  size: number;
+  files: number;
+}
+
+/** Where one cache's entries are restored. */
+export interface RestoreTarget {
+  kind: CacheKind;
+  root: string;
+  /** A private folder inside `root` (same filesystem) where entries are assembled before rename. */
+  staging: string;
+}
+
+export interface PackReadResult {
+  restored: WantedEntry[];
+  /** Entries that failed verification or were missing from the pack, with the reason. */
+  bad: { entry: string; reason: string }[];
+  /** Tar members refused as unsafe (links, devices, paths leaving the cache, unknown caches). */
+  refused: string[];
+  /** Set when the pack itself could not be read to its end. */
+  packError: string | null;
+  /** Compressed bytes read. */
+  bytes: number;
+}
+
+const REGULAR = new Set(["File", "OldFile", "ContiguousFile"]);
+
+interface Current {
+  id: string;
+  wanted: WantedEntry;
+  target: RestoreTarget;
+  digest: EntryDigest;
+  staged: string;
+  bad: string | null;
+}
+
+/**
+ * Reads one compressed pack and restores the wanted entries from it. Every member is checked before a
+ * byte is written: only regular files whose path is `<cache>/<entry>[/<file>]` for a wanted entry are
+ * accepted. Each entry is assembled in a staging folder, verified against the manifest's digest, and
+ * only then renamed into place, so a bad or partial entry is never visible in the cache.
+ */
+export async function readPack(
+  source: Readable,
+  expectedSha256: string,
+  wanted: WantedEntry[],
+  targets: Map<string, RestoreTarget>,
+): Promise<PackReadResult> {
+  const result: PackReadResult = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
+  const byId = new Map(wanted.map((w) => [`${w.cache}\0${w.name}`, w]));
+  const seen = new Set<string>();
+  let current: Current | null = null;
+
+  const finish = (c: Current) => {
+    const w = c.wanted;
+    let reason = c.bad;
+    if (!reason) {
+      const got = c.digest.digest();
+      if (got !== w.sha256)
+        reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w.sha256.slice(0, 12)})`;
+      else if (c.digest.size !== w.size || c.digest.files !== w.files)
+        reason = "size or file count differs from manifest";
+    }
+    if (reason) {
+      fs.rmSync(c.staged, { recursive: true, force: true });
+      result.bad.push({ entry: `${w.cache}/${w.name}`, reason });
+      return;
+    }
+    try {
+      place(c.staged, path.join(c.target.root, w.name), c.target.staging);
+      result.restored.push(w);
+    } catch (e) {
+      fs.rmSync(c.staged, { recursive: true, force: true });
+      result.bad.push({
+        entry: `${w.cache}/${w.name}`,
+        reason: `could not be placed: ${(e as Error).message}`,
+      });
+    }
+  };
+
+  const onEntry = (member: ReadEntry) => {
+    const located = locate(member, targets);
+    if (typeof located === "string") {
+      result.refused.push(`${member.path}: ${located}`);
+      if (current && member.path.startsWith(`${current.wanted.cache}/${current.wanted.name}/`)) {
+        current.bad = `unsafe member ${member.path}`;
+      }
+      member.resume();
+      return;
+    }
+    const { cache, entryName, rel, target } = located;
+    const id = `${cache}\0${entryName}`;
+    if (!current || current.id !== id) {
+      if (current) finish(current);
+      current = null;
+      const w = byId.get(id);
+      if (w) {
+        const staged = path.join(target.staging, "e", entryName);
+        const duplicate = seen.has(id);
+        seen.add(id);
+        current = {
+          id,
+          wanted: w,
+          target,
+          digest: new EntryDigest(),
+          staged,
+          bad: duplicate ? "entry appears twice in the pack" : null,
+        };
+      }
+    }
+    if (!current || current.bad) {
+      member.resume();
+      return;
+    }
+    const c = current;
+    c.digest.beginFile(rel, member.size);
+    const dest = rel ? path.join(c.staged, rel) : c.staged;
+    fs.mkdirSync(path.dirname(dest), { recursive: true });
+    if (c.target.kind.isRelocatable(rel)) {
+      const parts: Buffer[] = [];
+      member.on("data", (d: Buffer) => {
+        c.digest.update(d);
+        parts.push(d);
+      });
+      member.on("end", () => {
+        try {
+          const data = c.target.kind.relocate(c.target.root, entryName, rel, Buffer.concat(parts));
+          fs.writeFileSync(dest, data);
+        } catch (e) {
+          c.bad = `cannot relocate ${rel}: ${(e as Error).message}`;
+        }
+      });
+    } else {
+      const fd = fs.openSync(dest, "wx");
+      member.on("data", (d: Buffer) => {
+        c.digest.update(d);
+        fs.writeSync(fd, d);
+      });
+      member.on("end", () => fs.closeSync(fd));
+    }
+  };
+
+  const parser = new Parser({ strict: true, onReadEntry: onEntry });
+  const digest = new DigestStream();
+  try {
+    await pipeline(source, digest, await decompressStream(), parser);
+    if (current) finish(current);
+    current = null;
+    const got = digest.digest();
+    if (got !== expectedSha256)
+      result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${expectedSha256.slice(0, 12)})`;
+  } catch (e) {
+    if (current) {
+      const c: Current = current;
+      c.bad = `pack ended inside this entry (${(e as Error).message})`;
+      finish(c);
+    }
+    result.packError = (e as Error).message;
+  }
+  result.bytes = digest.bytes;
+  for (const w of wanted) {
+    const id = `${w.cache}\0${w.name}`;
+    if (!seen.has(id))
+      result.bad.push({
+        entry: `${w.cache}/${w.name}`,
+        reason: result.packError ? "not read: pack unreadable" : "missing from pack",
+      });
+  }
+  return result;
+}
+
+/** Maps a tar member to its cache, entry and file, or says why it is refused. */
+function locate(
+  member: ReadEntry,
+  targets: Map<string, RestoreTarget>,
+): { cache: string; entryName: string; rel: string; target: RestoreTarget } | string {
+  if (!REGULAR.has(member.type)) return `${member.type} members are never extracted`;
+  const p = member.path;
+  if (p.startsWith("/") || /^[A-Za-z]:/.test(p)) return "absolute path";
+  const parts = p.split("/");
+  if (parts.some((s) => s === "" || s === "." || s === ".." || s.includes("\\") || s.includes("\0"))) {
+    return "path with empty, '.' or '..' parts";
+  }
+  const [cache, ...rest] = parts;
+  const target = targets.get(cache ?? "");
+  if (!target) return "not a configured cache";
+  let entryName: string;
+  let rel: string;
+  if (target.kind.kind === "triton") {
+    if (rest.length !== 2) return "not <cache>/<entry>/<file>";
+    entryName = rest[0] as string;
+    rel = rest[1] as string;
+  } else {
+    entryName = rest.join("/");
+    rel = "";
+  }
+  if (!target.kind.isEntryName(entryName) || entryName.startsWith(KCACHE_PRIVATE_PREFIX))
+    return "bad entry name";
+  return { cache: cache as string, entryName, rel, target };
+}
+
+/**
+ * Moves a verified entry into place. A file replaces atomically; a folder that already exists is
+ * moved aside first, then removed, so the cache never holds a mix of old and new files.
+ */
+function place(staged: string, dest: string, staging: string): void {
+  fs.mkdirSync(path.dirname(dest), { recursive: true });
+  try {
+    fs.renameSync(staged, dest);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+    const aside = path.join(staging, `old-${randomBytes(6).toString("hex")}`);
+    fs.renameSync(dest, aside);
+    fs.renameSync(staged, dest);
+    fs.rmSync(aside, { recursive: true, force: true });
+  }
+}
+
+/** A fresh staging folder inside a cache root. */
+export function makeStaging(root: string): string {
+  fs.mkdirSync(root, { recursive: true });
+  return fs.mkdtempSync(path.join(root, `${KCACHE_PRIVATE_PREFIX}restore-${process.pid}-`));
+}

@@ -1,0 +1,105 @@
+import { execFile } from "node:child_process";
+
+/**
+ * What the interpreter reports about itself and its installed packages. The script reads dist-info
+ * METADATA and torch/version.py as text: importing torch or triton would take seconds.
+ */
+export interface PythonFacts {
+  python: string;
+  implementation: string;
+  abi: string;
+  system: string;
+  machine: string;
+  /** Normalised distribution name (torch, torch_npu, triton, triton_ascend, pytorch_triton...) to version. */
+  packages: Record<string, string>;
+  torchCuda: string | null;
+  torchHip: string | null;
+}
+
+/** Distributions that decide which kernels get compiled; normalised as PEP 503 with '_' for '-'. */
+export const STACK_DISTRIBUTIONS = [
+  "torch",
+  "torch_npu",
+  "triton",
+  "triton_ascend",
+  "pytorch_triton",
+  "pytorch_triton_rocm",
+  "pytorch_triton_xpu",
+] as const;
+
+const SCRIPT = String.raw`
+import json, os, re, sys, sysconfig
+want = set(sys.argv[1].split(","))
+pkgs, torch_dirs = {}, []
+for d in sys.path:
+    if not d or not os.path.isdir(d):
+        continue
+    try:
+        names = os.listdir(d)
+    except OSError:
+        continue
+    if "torch" in names:
+        torch_dirs.append(os.path.join(d, "torch"))
+    for n in names:
+        for suffix, meta in ((".dist-info", "METADATA"), (".egg-info", "PKG-INFO")):
+            if not n.endswith(suffix):
+                continue
+            norm = re.sub(r"[-_.]+", "_", n[: -len(suffix)].split("-")[0]).lower()
+            if norm not in want or norm in pkgs:
+                continue
+            try:
+                with open(os.path.join(d, n, meta), encoding="utf-8", errors="replace") as f:
+                    for line in f:
+                        if line.startswith("Version:"):
+                            pkgs[norm] = line.split(":", 1)[1].strip()
+                            break
+                        if not line.strip():
+                            break
+            except OSError:
+                pass
+cuda = hip = None
+for t in torch_dirs:
+    try:
+        with open(os.path.join(t, "version.py"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        continue
+    m = re.search(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    cuda = m.group(1) if m else None
+    m = re.search(r"^hip\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    hip = m.group(1) if m else None
+    break
+u = os.uname()
+print(json.dumps({
+    "python": "%d.%d.%d" % sys.version_info[:3],
+    "implementation": sys.implementation.name,
+    "abi": sysconfig.get_config_var("SOABI") or "",
+    "system": u.sysname.lower(),
+    "machine": u.machine,
+    "packages": pkgs,
+    "torchCuda": cuda,
+    "torchHip": hip,
+}))
+`;
+
+/** Runs the probe script in `python`; rejects with the interpreter's own message when it cannot run. */
+export function probePython(python: string, env: NodeJS.ProcessEnv = process.env): Promise<PythonFacts> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      python,
+      ["-c", SCRIPT, STACK_DISTRIBUTIONS.join(",")],
+      { env, timeout: 10_000, maxBuffer: 1 << 20 },
+      (err, stdout, stderr) => {
+        if (err) {
+          reject(new Error(`${python}: ${stderr.trim().split("\n").pop() || err.message}`));
+          return;
+        }
+        try {
+          resolve(JSON.parse(stdout) as PythonFacts);
+        } catch {
+          reject(new Error(`${python}: probe printed something that is not JSON: ${stdout.slice(0, 200)}`));
+        }
+      },
+    );
+  });
+}

@@ -1,0 +1,133 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { StoreError } from "../errors.js";
+import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
+
+const TMP = ".tmp";
+
+/**
+ * A store in a local directory (a runner's disk, or an NFS mount shared by runners). Objects are
+ * written to a temp file and renamed in, so a killed save leaves nothing visible; create-if-absent
+ * uses link(2), which fails if the name exists, so concurrent savers of one key cannot both win.
+ */
+export function localStore(root: string): Store {
+  const file = (name: string) => {
+    const parts = name.split("/");
+    for (const p of parts) {
+      if (p === "" || p === "." || p === ".." || p === TMP) throw new Error(`bad object name ${name}`);
+      if (Buffer.byteLength(p) > 255) {
+        throw new StoreError(
+          `${name}: a name part is over 255 bytes, too long for the local store; use a shorter key prefix`,
+        );
+      }
+    }
+    return path.join(root, ...parts);
+  };
+  const tmpFile = () => {
+    const dir = path.join(root, TMP);
+    fs.mkdirSync(dir, { recursive: true });
+    return path.join(dir, `${process.pid}-${randomBytes(6).toString("hex")}`);
+  };
+  const wrap = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+    try {
+      return await fn();
+    } catch (e) {
+      if (e instanceof StoreError || e instanceof ObjectNotFound) throw e;
+      throw new StoreError(`local store ${root}: ${what}: ${(e as Error).message}`, e);
+    }
+  };
+
+  return {
+    description: `local store ${root}`,
+
+    put: (name, body) =>
+      wrap(`writing ${name}`, async () => {
+        const dest = file(name);
+        const tmp = tmpFile();
+        try {
+          await pipeline(body, fs.createWriteStream(tmp));
+          const size = fs.statSync(tmp).size;
+          fs.mkdirSync(path.dirname(dest), { recursive: true });
+          fs.renameSync(tmp, dest);
+          return { size };
+        } finally {
+          fs.rmSync(tmp, { force: true });
+        }
+      }),
+
+    createIfAbsent: (name, body) =>
+      wrap(`creating ${name}`, async () => {
+        const dest = file(name);
+        const tmp = tmpFile();
+        try {
+          fs.writeFileSync(tmp, body);
+          fs.mkdirSync(path.dirname(dest), { recursive: true });
+          fs.linkSync(tmp, dest);
+          return true;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+          throw e;
+        } finally {
+          fs.rmSync(tmp, { force: true });
+        }
+      }),
+
+    get: (name) =>
+      wrap(`reading ${name}`, async () => {
+        const p = file(name);
+        const fd = await fs.promises.open(p, "r").catch((e: NodeJS.ErrnoException) => {
+          if (e.code === "ENOENT") throw new ObjectNotFound(name);
+          throw e;
+        });
+        return fd.createReadStream({ highWaterMark: 1 << 20 }) as Readable;
+      }),
+
+    read: (name) =>
+      wrap(`reading ${name}`, async () => {
+        try {
+          return await fs.promises.readFile(file(name));
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+          throw e;
+        }
+      }),
+
+    exists: (name) => wrap(`checking ${name}`, async () => fs.existsSync(file(name))),
+
+    list: (prefix) =>
+      wrap(`listing ${prefix}`, async () => {
+        const slash = prefix.lastIndexOf("/");
+        const dirPart = slash >= 0 ? prefix.slice(0, slash) : "";
+        const out: StoredObject[] = [];
+        const walk = (rel: string) => {
+          let items: fs.Dirent[];
+          try {
+            items = fs.readdirSync(rel ? path.join(root, rel) : root, { withFileTypes: true });
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
+            throw e;
+          }
+          for (const d of items) {
+            if (!rel && d.name === TMP) continue;
+            const name = rel ? `${rel}/${d.name}` : d.name;
+            if (d.isDirectory()) {
+              if (prefix.startsWith(`${name}/`) || name.startsWith(prefix)) walk(name);
+            } else if (d.isFile() && name.startsWith(prefix)) {
+              const st = fs.statSync(path.join(root, name));
+              out.push({ name, size: st.size, modified: st.mtime });
+            }
+          }
+        };
+        walk(dirPart);
+        return out.sort((a, b) => b.modified.getTime() - a.modified.getTime() || (a.name < b.name ? 1 : -1));
+      }),
+
+    delete: (name) =>
+      wrap(`deleting ${name}`, async () => {
+        fs.rmSync(file(name), { force: true });
+      }),
+  };
+}

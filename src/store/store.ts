@@ -1,0 +1,36 @@
+import type { Readable } from "node:stream";
+
+export interface StoredObject {
+  name: string;
+  size: number;
+  modified: Date;
+}
+
+/**
+ * What kcache needs of a place to keep packs and manifests. Object names are "/"-separated. An
+ * object is visible to get/list only once completely written.
+ */
+export interface Store {
+  /** Where it is, for messages ("local store /var/cache/kcache"). */
+  readonly description: string;
+  /** Writes an object from a stream, replacing any object of that name. */
+  put(name: string, body: Readable): Promise<{ size: number }>;
+  /** Writes a small object only if none of that name exists; false when one did. */
+  createIfAbsent(name: string, body: Buffer): Promise<boolean>;
+  /** Streams an object; rejects with ObjectNotFound when it is absent. */
+  get(name: string): Promise<Readable>;
+  /** Reads a small object whole, or null when absent. */
+  read(name: string): Promise<Buffer | null>;
+  exists(name: string): Promise<boolean>;
+  /** Objects whose name starts with `prefix`, newest first. */
+  list(prefix: string): Promise<StoredObject[]>;
+  /** Deletes an object; deleting a missing one is not an error. */
+  delete(name: string): Promise<void>;
+}
+
+export class ObjectNotFound extends Error {
+  readonly code = "ENOENT";
+  constructor(readonly object: string) {
+    super(`${object}: no such object`);
+  }
+}

@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Tests spawn real processes (python3, zstd, the CLI); two cores on CI.
+    maxWorkers: 2,
+  },
+});
