@@ -1,0 +1,90 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach } from "vitest";
+import { jobContext, type JobContext } from "../../src/cache/job-context.js";
+import { type Config, resolveConfig } from "../../src/config/load.js";
+import { silentLog } from "../../src/log.js";
+import { fingerprintFrom } from "../../src/stack/fingerprint.js";
+
+const made: string[] = [];
+afterEach(() => {
+  for (const d of made.splice(0)) fs.rmSync(d, { recursive: true, force: true });
+});
+
+/** A fresh temporary folder, removed after the test. */
+export function tempDir(label = "kcache"): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), `${label}-`));
+  made.push(d);
+  return d;
+}
+
+/** A fixed software stack, so tests do not depend on this machine's Python. */
+export const TEST_STACK = fingerprintFrom(
+  {
+    python: "3.12.3",
+    implementation: "cpython",
+    abi: "cpython-312-x86_64-linux-gnu",
+    system: "linux",
+    machine: "x86_64",
+    packages: { torch: "2.11.0", triton: "3.6.0" },
+    torchCuda: "12.8",
+    torchHip: null,
+  },
+  { models: ["NVIDIA H200"], driver: "570.124.06", vendor: "nvidia", cann: null },
+  {},
+);
+
+export interface Sandbox {
+  dir: string;
+  store: string;
+  state: string;
+  env: NodeJS.ProcessEnv;
+  config(raw?: Record<string, unknown>): Config;
+  context(opts?: { config?: Config; revision?: string; env?: NodeJS.ProcessEnv; stateDir?: string }): Promise<JobContext>;
+}
+
+/** A store, a state folder and an environment of a push to main, all under one temp folder. */
+export function sandbox(): Sandbox {
+  const dir = tempDir();
+  const store = path.join(dir, "store");
+  const state = path.join(dir, "state");
+  const env: NodeJS.ProcessEnv = {
+    HOME: dir,
+    PATH: process.env.PATH,
+    KCACHE_STATE_DIR: state,
+    GITHUB_REF: "refs/heads/main",
+    GITHUB_SHA: "1111111111111111111111111111111111111111",
+  };
+  const sb: Sandbox = {
+    dir,
+    store,
+    state,
+    env,
+    config(raw) {
+      return resolveConfig(
+        raw ?? {
+          caches: [{ name: "triton", kind: "triton", path: path.join(dir, "triton") }],
+          store: { path: store },
+          key: { prefix: "bench" },
+        },
+        "kcache.yml",
+        env,
+        dir,
+      );
+    },
+    async context(opts = {}) {
+      const e: NodeJS.ProcessEnv = { ...env, ...opts.env };
+      if (opts.stateDir) e.KCACHE_STATE_DIR = opts.stateDir;
+      return jobContext({
+        config: opts.config ?? sb.config(),
+        log: silentLog(),
+        env: e,
+        cwd: dir,
+        revision: opts.revision ?? e.GITHUB_SHA,
+        stack: TEST_STACK,
+      });
+    },
+  };
+  return sb;
+}
