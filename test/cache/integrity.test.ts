@@ -1,0 +1,131 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { restore } from "../../src/cache/restore.js";
+import { save } from "../../src/cache/save.js";
+import { decodeManifest, encodeManifest } from "../../src/manifest/manifest.js";
+import { generateTritonCache } from "../fixtures/triton-cache.js";
+import { type Sandbox, sandbox } from "../helpers/sandbox.js";
+import { treeDigests } from "../helpers/tree.js";
+
+const REV1 = "1".repeat(40);
+const REV2 = "2".repeat(40);
+
+/** A cache saved in several small packs, and a second runner's config to restore it elsewhere. */
+async function savedInPacks(sb: Sandbox) {
+  const src = path.join(sb.dir, "triton");
+  generateTritonCache(src, { entries: 30, totalBytes: 3_000_000, seed: 11 });
+  const cfg = (p: string) =>
+    sb.config({
+      caches: [{ name: "triton", kind: "triton", path: p }],
+      store: { path: sb.store },
+      key: { prefix: "bench" },
+      save: { "pack-mib": 1 },
+    });
+  await save(await sb.context({ config: cfg(src), revision: REV1 }));
+  const manifestFile = fs
+    .readdirSync(path.join(sb.store, "manifests"), { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .map((d) => path.join(d.parentPath, d.name))[0] as string;
+  const manifest = decodeManifest(fs.readFileSync(manifestFile), manifestFile);
+  expect(manifest.packs.length).toBeGreaterThanOrEqual(3);
+  const dest = path.join(sb.dir, "restored");
+  const restoreCtx = () => sb.context({ config: cfg(dest), revision: REV1, stateDir: path.join(sb.dir, "s2") });
+  return { src, dest, manifest, manifestFile, restoreCtx };
+}
+
+/** Every entry present in `dest` is byte-identical to the source (group files aside) and complete. */
+function expectOnlyWholeEntries(src: string, dest: string) {
+  const s = treeDigests(src);
+  const d = treeDigests(dest);
+  const entries = new Set([...d.keys()].map((k) => k.split("/")[0]));
+  for (const e of entries) {
+    const want = [...s.keys()].filter((k) => k.startsWith(`${e}/`)).sort();
+    const got = [...d.keys()].filter((k) => k.startsWith(`${e}/`)).sort();
+    expect(got).toEqual(want);
+    for (const k of got) if (!k.includes("__grp__")) expect(d.get(k)).toBe(s.get(k));
+  }
+  return entries.size;
+}
+
+describe("damaged stores", () => {
+  it("skips the entries of a corrupted pack and restores the rest", async () => {
+    const sb = sandbox();
+    const { src, dest, manifest, restoreCtx } = await savedInPacks(sb);
+    const victim = manifest.packs[1]?.object as string;
+    const file = path.join(sb.store, ...victim.split("/"));
+    const bytes = fs.readFileSync(file);
+    for (let i = 200; i < bytes.length; i += 97) bytes[i] = (bytes[i] as number) ^ 0xff;
+    fs.writeFileSync(file, bytes);
+
+    const r = await restore(await restoreCtx());
+    const inVictim = manifest.entries.filter((e) => e.pack === 1).length;
+    expect(r.entriesBad).toBeGreaterThan(0);
+    expect(r.entriesBad).toBeLessThanOrEqual(inVictim);
+    expect(r.entriesRestored).toBe(manifest.entries.length - r.entriesBad);
+    expect(expectOnlyWholeEntries(src, dest)).toBe(r.entriesRestored);
+  });
+
+  it("never writes an entry whose bytes do not match the manifest's digest", async () => {
+    const sb = sandbox();
+    const { src, dest, manifest, manifestFile, restoreCtx } = await savedInPacks(sb);
+    // A manifest that promises other bytes for two entries (as a tampered pack would be).
+    const tampered = structuredClone(manifest);
+    const [a, b] = tampered.entries;
+    if (!a || !b) throw new Error("fixture too small");
+    a.sha256 = "0".repeat(64);
+    b.sha256 = "f".repeat(64);
+    fs.writeFileSync(manifestFile, encodeManifest(tampered));
+
+    const r = await restore(await restoreCtx());
+    expect(r.entriesBad).toBe(2);
+    expect(r.entriesRestored).toBe(manifest.entries.length - 2);
+    expect(fs.existsSync(path.join(dest, a.name))).toBe(false);
+    expect(fs.existsSync(path.join(dest, b.name))).toBe(false);
+    expectOnlyWholeEntries(src, dest);
+  });
+
+  it("restores what it can when a pack is missing", async () => {
+    const sb = sandbox();
+    const { manifest, restoreCtx } = await savedInPacks(sb);
+    fs.rmSync(path.join(sb.store, ...(manifest.packs[0]?.object as string).split("/")));
+    const r = await restore(await restoreCtx());
+    const lost = manifest.entries.filter((e) => e.pack === 0).length;
+    expect(r.entriesBad).toBe(lost);
+    expect(r.entriesRestored).toBe(manifest.entries.length - lost);
+  });
+
+  it("detects an edited manifest and falls back to the next candidate", async () => {
+    const sb = sandbox();
+    const root = path.join(sb.dir, "triton");
+    generateTritonCache(root, { entries: 8, totalBytes: 300_000, seed: 2 });
+    await save(await sb.context({ revision: REV1 }));
+    generateTritonCache(root, { entries: 4, totalBytes: 100_000, seed: 9, prefix: "more" });
+    const second = await save(await sb.context({ revision: REV2 }));
+    expect(second.outcome).toBe("saved");
+
+    const file = path.join(sb.store, "manifests", "branch%2Fmain", encodeURIComponent(second.primaryKey));
+    // Still valid JSON, but not what was written: the integrity line catches it.
+    fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"revision": "2222', '"revision": "3333'));
+    const dest = path.join(sb.dir, "dest");
+    const cfg = sb.config({ caches: [{ name: "triton", kind: "triton", path: dest }], store: { path: sb.store }, key: { prefix: "bench" } });
+    const ctx = await sb.context({ config: cfg, revision: REV2, stateDir: path.join(sb.dir, "s3") });
+    const r = await restore(ctx);
+    expect(r.cacheHit).toBe(false);
+    expect(r.matchedKey).toMatch(new RegExp(`${REV1}$`));
+    expect(r.entriesRestored).toBe(8);
+    expect(ctx.log.warnings.join("\n")).toMatch(/manifest digest mismatch/);
+  });
+
+  it("treats a truncated manifest as absent", async () => {
+    const sb = sandbox();
+    generateTritonCache(path.join(sb.dir, "triton"), { entries: 4, totalBytes: 100_000 });
+    const saved = await save(await sb.context({ revision: REV1 }));
+    const file = path.join(sb.store, "manifests", "branch%2Fmain", encodeURIComponent(saved.primaryKey));
+    fs.truncateSync(file, 100);
+    const ctx = await sb.context({ revision: REV1, stateDir: path.join(sb.dir, "s4") });
+    const r = await restore(ctx);
+    expect(r.matchedKey).toBeNull();
+    expect(ctx.log.warnings.join("\n")).toMatch(/manifest/);
+  });
+});

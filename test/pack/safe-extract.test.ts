@@ -1,0 +1,135 @@
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { buffer } from "node:stream/consumers";
+import { Header } from "tar";
+import { describe, expect, it } from "vitest";
+import { restore } from "../../src/cache/restore.js";
+import { encodeManifest, MANIFEST_FORMAT, type Manifest } from "../../src/manifest/manifest.js";
+import { EntryDigest } from "../../src/pack/entry-digest.js";
+import { END_OF_ARCHIVE, fileHeader, padding } from "../../src/pack/tar-header.js";
+import { compressStream } from "../../src/pack/zstd.js";
+import { manifestObject, packObject } from "../../src/store/layout.js";
+import { tritonKeyName } from "../fixtures/triton-cache.js";
+import { sandbox } from "../helpers/sandbox.js";
+
+type Member =
+  | { type: "File"; path: string; data: string }
+  | { type: "SymbolicLink" | "Link"; path: string; linkpath: string }
+  | { type: "CharacterDevice" | "FIFO" | "Directory"; path: string };
+
+/** A tar stream built member by member, so it can hold what kcache itself would never write. */
+function tarOf(members: Member[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const m of members) {
+    if (m.type === "File") {
+      const data = Buffer.from(m.data);
+      parts.push(fileHeader(m.path, data.length), data, padding(data.length));
+      continue;
+    }
+    const h = new Header({
+      path: m.path,
+      type: m.type,
+      mode: 0o644,
+      size: 0,
+      mtime: new Date(0),
+      ...("linkpath" in m ? { linkpath: m.linkpath } : {}),
+      ...(m.type === "CharacterDevice" ? { devmaj: 1, devmin: 3 } : {}),
+    });
+    h.encode();
+    parts.push(h.block as Buffer);
+  }
+  parts.push(END_OF_ARCHIVE);
+  return Buffer.concat(parts);
+}
+
+describe("unpacking a hostile pack", () => {
+  it("writes nothing outside the cache: no '..', absolute paths, symlinks, hard links or devices", async () => {
+    const sb = sandbox();
+    const dest = path.join(sb.dir, "deep", "triton");
+    const outsideAbs = path.join(sb.dir, "absolute-target.txt");
+    const good = tritonKeyName("good");
+    const linky = tritonKeyName("linky");
+    const goodFiles = [
+      ["k.cubin", "cubin bytes"],
+      ["k.json", "{}"],
+    ] as const;
+    const members: Member[] = [
+      { type: "File", path: "triton/../../escape-dotdot.txt", data: "pwned" },
+      { type: "File", path: `triton/${good}/../../../escape-inner.txt`, data: "pwned" },
+      { type: "File", path: outsideAbs, data: "pwned" },
+      { type: "File", path: "other-cache/x/y", data: "pwned" },
+      { type: "Directory", path: `triton/${good}/` },
+      ...goodFiles.map(([f, d]) => ({ type: "File" as const, path: `triton/${good}/${f}`, data: d })),
+      { type: "File", path: `triton/${linky}/k.so`, data: "launcher" },
+      { type: "SymbolicLink", path: `triton/${linky}/passwd`, linkpath: "/etc/passwd" },
+      { type: "Link", path: `triton/${linky}/hard`, linkpath: "/etc/passwd" },
+      { type: "CharacterDevice", path: `triton/${linky}/null` },
+      { type: "FIFO", path: `triton/${linky}/fifo` },
+      { type: "File", path: `triton/${linky}/sub/deeper.so`, data: "too deep" },
+    ];
+    const tar = tarOf(members);
+    const z = await compressStream(3);
+    const [packed] = await Promise.all([buffer(z), Promise.resolve(z.end(tar))]);
+    const object = packObject("branch/main", "hostile");
+    const file = path.join(sb.store, ...object.split("/"));
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, packed);
+
+    const d = new EntryDigest();
+    for (const [f, data] of goodFiles) {
+      d.beginFile(f, data.length);
+      d.update(Buffer.from(data));
+    }
+    // The manifest's digest for this entry is right for its one regular file: only the links and
+    // devices beside it can make kcache refuse it.
+    const l = new EntryDigest();
+    l.beginFile("k.so", 8);
+    l.update(Buffer.from("launcher"));
+    const ctx = await sb.context({
+      config: sb.config({
+        caches: [{ name: "triton", kind: "triton", path: dest }],
+        store: { path: sb.store },
+        key: { prefix: "bench" },
+      }),
+    });
+    const manifest: Manifest = {
+      format: MANIFEST_FORMAT,
+      key: ctx.key,
+      prefix: "bench",
+      stackId: ctx.stack.stackId,
+      stack: ctx.stack.components,
+      revision: ctx.revision,
+      scope: "branch/main",
+      createdAt: new Date().toISOString(),
+      producer: "test",
+      parent: null,
+      caches: [{ name: "triton", kind: "triton" }],
+      packs: [
+        { object, sha256: createHash("sha256").update(packed).digest("hex"), size: packed.length, entryBytes: 0, entries: 2 },
+      ],
+      entries: [
+        { cache: "triton", name: good, sha256: d.digest(), size: d.size, files: d.files, pack: 0 },
+        { cache: "triton", name: linky, sha256: l.digest(), size: 8, files: 1, pack: 0 },
+      ],
+    };
+    const mfile = path.join(sb.store, ...manifestObject("branch/main", ctx.key).split("/"));
+    fs.mkdirSync(path.dirname(mfile), { recursive: true });
+    fs.writeFileSync(mfile, encodeManifest(manifest));
+
+    const r = await restore(ctx);
+    expect(r.entriesRestored).toBe(1);
+    expect(r.membersRefused).toBeGreaterThanOrEqual(9);
+    expect(fs.readdirSync(path.join(dest, good)).sort()).toEqual(["k.cubin", "k.json"]);
+    expect(fs.existsSync(path.join(dest, linky))).toBe(false);
+
+    // Nothing anywhere in the sandbox but the store, the state and the restored entry.
+    const everything = fs
+      .readdirSync(sb.dir, { recursive: true, withFileTypes: true })
+      .filter((e) => !e.isDirectory())
+      .map((e) => path.relative(sb.dir, path.join(e.parentPath, e.name)))
+      .filter((p) => !p.startsWith("store/") && !p.startsWith("state/"));
+    expect(everything.sort()).toEqual([`deep/triton/${good}/k.cubin`, `deep/triton/${good}/k.json`]);
+    expect(fs.existsSync("/escape-dotdot.txt")).toBe(false);
+  });
+});
