@@ -63,7 +63,9 @@ export const stackSchema = z
 export const configSchema = z
   .object({
     version: z.literal(1).default(1),
-    caches: z.array(cacheSchema).min(1),
+    caches: z
+      .array(cacheSchema)
+      .min(1, { message: "list at least one cache, each with name, kind and path" }),
     store: storeSchema.default({ type: "local" }),
     key: keySchema.default({ prefix: "kcache", "restore-prefixes": [] }),
     save: saveSchema.default({

@@ -30,7 +30,8 @@ async function savedInPacks(sb: Sandbox) {
   const manifest = decodeManifest(fs.readFileSync(manifestFile), manifestFile);
   expect(manifest.packs.length).toBeGreaterThanOrEqual(3);
   const dest = path.join(sb.dir, "restored");
-  const restoreCtx = () => sb.context({ config: cfg(dest), revision: REV1, stateDir: path.join(sb.dir, "s2") });
+  const restoreCtx = () =>
+    sb.context({ config: cfg(dest), revision: REV1, stateDir: path.join(sb.dir, "s2") });
   return { src, dest, manifest, manifestFile, restoreCtx };
 }
 
@@ -108,7 +109,11 @@ describe("damaged stores", () => {
     // Still valid JSON, but not what was written: the integrity line catches it.
     fs.writeFileSync(file, fs.readFileSync(file, "utf8").replace('"revision": "2222', '"revision": "3333'));
     const dest = path.join(sb.dir, "dest");
-    const cfg = sb.config({ caches: [{ name: "triton", kind: "triton", path: dest }], store: { path: sb.store }, key: { prefix: "bench" } });
+    const cfg = sb.config({
+      caches: [{ name: "triton", kind: "triton", path: dest }],
+      store: { path: sb.store },
+      key: { prefix: "bench" },
+    });
     const ctx = await sb.context({ config: cfg, revision: REV2, stateDir: path.join(sb.dir, "s3") });
     const r = await restore(ctx);
     expect(r.cacheHit).toBe(false);

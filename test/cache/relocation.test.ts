@@ -25,7 +25,9 @@ describe("restore at another path", () => {
     const saved = await save(await sb.context({ config: cacheAt(sb, a) }));
     expect(saved.outcome).toBe("saved");
 
-    const r = await restore(await sb.context({ config: cacheAt(sb, b), stateDir: path.join(sb.dir, "state-b") }));
+    const r = await restore(
+      await sb.context({ config: cacheAt(sb, b), stateDir: path.join(sb.dir, "state-b") }),
+    );
     expect(r.cacheHit).toBe(true);
     expect(r.entriesRestored).toBe(30);
     expect(r.entriesBad).toBe(0);

@@ -5,7 +5,13 @@ import { readCatalog } from "../../src/cache/catalog.js";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { localStore } from "../../src/store/local.js";
-import { addCompileDebris, generateTritonCache, rng, writeKernelEntry, tritonKeyName } from "../fixtures/triton-cache.js";
+import {
+  addCompileDebris,
+  generateTritonCache,
+  rng,
+  tritonKeyName,
+  writeKernelEntry,
+} from "../fixtures/triton-cache.js";
 import { sandbox } from "../helpers/sandbox.js";
 import { treeDigests } from "../helpers/tree.js";
 
@@ -17,7 +23,10 @@ const REV4 = "4".repeat(40);
 function storeFiles(store: string, under: string): string[] {
   const dir = path.join(store, under);
   if (!fs.existsSync(dir)) return [];
-  return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((d) => d.isFile()).map((d) => d.name);
+  return fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .map((d) => d.name);
 }
 
 async function manifests(store: string) {
@@ -53,7 +62,13 @@ describe("save", () => {
     writeKernelEntry(root, tritonKeyName("new-a"), "new_a", 40_000, r);
     writeKernelEntry(root, tritonKeyName("new-b"), "new_b", 40_000, r);
     const second = await save(await sb.context({ revision: REV2 }));
-    expect(second).toMatchObject({ outcome: "saved", entriesNew: 2, entriesReused: 40, packsWritten: 1, entries: 42 });
+    expect(second).toMatchObject({
+      outcome: "saved",
+      entriesNew: 2,
+      entriesReused: 40,
+      packsWritten: 1,
+      entries: 42,
+    });
     expect(second.bytesUploaded).toBeLessThan(first.bytesUploaded / 5);
 
     const m2 = (await manifests(sb.store)).find((m) => m.revision === REV2);
@@ -61,8 +76,14 @@ describe("save", () => {
     expect(m2?.packs).toHaveLength(2);
 
     const elsewhere = path.join(sb.dir, "fresh");
-    const cfg = sb.config({ caches: [{ name: "triton", kind: "triton", path: elsewhere }], store: { path: sb.store }, key: { prefix: "bench" } });
-    const restored = await restore(await sb.context({ config: cfg, revision: REV2, stateDir: path.join(sb.dir, "s2") }));
+    const cfg = sb.config({
+      caches: [{ name: "triton", kind: "triton", path: elsewhere }],
+      store: { path: sb.store },
+      key: { prefix: "bench" },
+    });
+    const restored = await restore(
+      await sb.context({ config: cfg, revision: REV2, stateDir: path.join(sb.dir, "s2") }),
+    );
     expect(restored.entriesRestored).toBe(42);
     const src = treeDigests(root);
     const dst = treeDigests(elsewhere);
@@ -76,7 +97,11 @@ describe("save", () => {
     const before = storeFiles(sb.store, "packs").length;
 
     const other = path.join(sb.dir, "runner-2");
-    const cfg = sb.config({ caches: [{ name: "triton", kind: "triton", path: other }], store: { path: sb.store }, key: { prefix: "bench" } });
+    const cfg = sb.config({
+      caches: [{ name: "triton", kind: "triton", path: other }],
+      store: { path: sb.store },
+      key: { prefix: "bench" },
+    });
     const ctx = await sb.context({ config: cfg, revision: REV2, stateDir: path.join(sb.dir, "s2") });
     await restore(ctx);
     const again = await save(ctx);
@@ -150,7 +175,9 @@ describe("save", () => {
     const sb = sandbox();
     generateTritonCache(path.join(sb.dir, "triton"), { entries: 5, totalBytes: 200_000 });
     await save(await sb.context({ revision: REV1 }));
-    const again = await save(await sb.context({ revision: REV1, stateDir: path.join(sb.dir, "other-state") }));
+    const again = await save(
+      await sb.context({ revision: REV1, stateDir: path.join(sb.dir, "other-state") }),
+    );
     expect(again.outcome).toBe("key-exists");
     expect(again.message).toMatch(/immutable/);
   });

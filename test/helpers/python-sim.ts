@@ -4,7 +4,10 @@ import path from "node:path";
 const SIM = path.resolve(import.meta.dirname, "../../demo/sim");
 
 /** Runs the simulated Triton workload (a real Python process) against a cache directory. */
-export function runSimWorkload(cacheDir: string, opts: { plain?: number; autotuned?: number; compileMs?: number } = {}) {
+export function runSimWorkload(
+  cacheDir: string,
+  opts: { plain?: number; autotuned?: number; compileMs?: number } = {},
+) {
   const out = execFileSync(
     "python3",
     [path.join(SIM, "workload.py"), String(opts.plain ?? 4), String(opts.autotuned ?? 2)],
@@ -18,5 +21,9 @@ export function runSimWorkload(cacheDir: string, opts: { plain?: number; autotun
       },
     },
   ).toString();
-  return JSON.parse(out.trim().split("\n").pop() as string) as { compiled: number; loaded: number; seconds: number };
+  return JSON.parse(out.trim().split("\n").pop() as string) as {
+    compiled: number;
+    loaded: number;
+    seconds: number;
+  };
 }

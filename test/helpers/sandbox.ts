@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach } from "vitest";
-import { jobContext, type JobContext } from "../../src/cache/job-context.js";
+import { type JobContext, jobContext } from "../../src/cache/job-context.js";
 import { type Config, resolveConfig } from "../../src/config/load.js";
 import { silentLog } from "../../src/log.js";
 import { fingerprintFrom } from "../../src/stack/fingerprint.js";
@@ -41,7 +41,12 @@ export interface Sandbox {
   state: string;
   env: NodeJS.ProcessEnv;
   config(raw?: Record<string, unknown>): Config;
-  context(opts?: { config?: Config; revision?: string; env?: NodeJS.ProcessEnv; stateDir?: string }): Promise<JobContext>;
+  context(opts?: {
+    config?: Config;
+    revision?: string;
+    env?: NodeJS.ProcessEnv;
+    stateDir?: string;
+  }): Promise<JobContext>;
 }
 
 /** A store, a state folder and an environment of a push to main, all under one temp folder. */

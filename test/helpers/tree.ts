@@ -10,7 +10,13 @@ export function treeDigests(root: string): Map<string, string> {
       const r = rel ? `${rel}/${d.name}` : d.name;
       if (!rel && d.name.startsWith(".kcache-")) continue;
       if (d.isDirectory()) walk(r);
-      else if (d.isFile()) out.set(r, createHash("sha256").update(fs.readFileSync(path.join(root, r))).digest("hex"));
+      else if (d.isFile())
+        out.set(
+          r,
+          createHash("sha256")
+            .update(fs.readFileSync(path.join(root, r)))
+            .digest("hex"),
+        );
     }
   };
   if (fs.existsSync(root)) walk("");
@@ -18,14 +24,18 @@ export function treeDigests(root: string): Map<string, string> {
 }
 
 /** Every group file under a Triton cache root with its parsed child paths. */
-export function groupFiles(root: string): { entry: string; file: string; childPaths: Record<string, string> }[] {
+export function groupFiles(
+  root: string,
+): { entry: string; file: string; childPaths: Record<string, string> }[] {
   const out: { entry: string; file: string; childPaths: Record<string, string> }[] = [];
   for (const entry of fs.readdirSync(root)) {
     const dir = path.join(root, entry);
     if (!fs.statSync(dir).isDirectory() || entry.startsWith(".kcache-")) continue;
     for (const f of fs.readdirSync(dir)) {
       if (/^__grp__.+\.json$/.test(f)) {
-        const parsed = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as { child_paths: Record<string, string> };
+        const parsed = JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")) as {
+          child_paths: Record<string, string>;
+        };
         out.push({ entry, file: f, childPaths: parsed.child_paths });
       }
     }

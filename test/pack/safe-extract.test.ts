@@ -106,7 +106,13 @@ describe("unpacking a hostile pack", () => {
       parent: null,
       caches: [{ name: "triton", kind: "triton" }],
       packs: [
-        { object, sha256: createHash("sha256").update(packed).digest("hex"), size: packed.length, entryBytes: 0, entries: 2 },
+        {
+          object,
+          sha256: createHash("sha256").update(packed).digest("hex"),
+          size: packed.length,
+          entryBytes: 0,
+          entries: 2,
+        },
       ],
       entries: [
         { cache: "triton", name: good, sha256: d.digest(), size: d.size, files: d.files, pack: 0 },

@@ -1,0 +1,117 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { generateTritonCache } from "../fixtures/triton-cache.js";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+/** A project folder with a kcache.yml, a cache and the environment of a push to main. */
+function project(yml?: string) {
+  const dir = tempDir("kcache-cli");
+  const cache = path.join(dir, "triton-cache");
+  fs.writeFileSync(
+    path.join(dir, "kcache.yml"),
+    yml ??
+      `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  path: ${path.join(dir, "store")}\nkey:\n  prefix: cli\n`,
+  );
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    CACHE_ROOT: cache,
+    KCACHE_STATE_DIR: path.join(dir, "state"),
+    GITHUB_REF: "refs/heads/main",
+    GITHUB_SHA: "f".repeat(40),
+  };
+  return { dir, cache, env };
+}
+
+describe("kcache CLI", () => {
+  it("saves, lists, inspects and restores with exit code 0", async () => {
+    const p = project();
+    generateTritonCache(p.cache, { entries: 10, totalBytes: 400_000 });
+    const save = await runCli(["save", "--json"], { env: p.env, cwd: p.dir });
+    expect(save.code).toBe(0);
+    const saved = JSON.parse(save.stdout) as { outcome: string; primaryKey: string; entries: number };
+    expect(saved).toMatchObject({ outcome: "saved", entries: 10 });
+    expect(saved.primaryKey).toMatch(/^cli-[0-9a-f]{12}-f{40}$/);
+
+    const ls = await runCli(["ls", "--json"], { env: p.env, cwd: p.dir });
+    const listed = JSON.parse(ls.stdout) as { keys: { key: string; entries: number; scope: string }[] };
+    expect(listed.keys).toEqual([
+      expect.objectContaining({ key: saved.primaryKey, entries: 10, scope: "branch/main" }),
+    ]);
+
+    const inspect = await runCli(["inspect", saved.primaryKey], { env: p.env, cwd: p.dir });
+    expect(inspect.code).toBe(0);
+    expect(inspect.stdout).toMatch(/revision\s+f{40}/);
+    expect(inspect.stdout).toMatch(/triton \(triton\): 10 entries/);
+
+    const elsewhere = path.join(p.dir, "runner-2");
+    const restore = await runCli(["restore", "--json"], {
+      env: { ...p.env, CACHE_ROOT: elsewhere, KCACHE_STATE_DIR: path.join(p.dir, "state-2") },
+      cwd: p.dir,
+    });
+    expect(restore.code).toBe(0);
+    expect(JSON.parse(restore.stdout)).toMatchObject({ cacheHit: true, entriesRestored: 10, entriesBad: 0 });
+    expect(restore.stderr).toMatch(/restored 10 entries/);
+  });
+
+  it("names the file, the field and the fix for a bad config, and exits 2", async () => {
+    const p = project("caches:\n  - name: triton\n    kind: trition\n    path: /tmp/x\n");
+    const r = await runCli(["restore"], { env: p.env, cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(path.join(p.dir, "kcache.yml"));
+    expect(r.stderr).toContain("caches[0].kind");
+    expect(r.stderr).toMatch(/use one of "triton", "dir"/);
+  });
+
+  it("reports YAML syntax errors with their line", async () => {
+    const p = project("caches:\n  - name: [unclosed\n");
+    const r = await runCli(["save"], { env: p.env, cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/kcache\.yml:\d+:\d+: invalid YAML/);
+  });
+
+  it("warns and exits 0 when the store fails, and exits 3 with --strict", async () => {
+    const p = project();
+    generateTritonCache(p.cache, { entries: 3, totalBytes: 50_000 });
+    fs.writeFileSync(path.join(p.dir, "store"), "a file where the store folder should be");
+    const lenient = await runCli(["save"], { env: p.env, cwd: p.dir });
+    expect(lenient.code).toBe(0);
+    expect(lenient.stderr).toMatch(/warning: save skipped: local store/);
+    const strict = await runCli(["save", "--strict"], { env: p.env, cwd: p.dir });
+    expect(strict.code).toBe(3);
+    const restore = await runCli(["restore"], { env: p.env, cwd: p.dir });
+    expect(restore.code).toBe(0);
+  });
+
+  it("exits 5 on a miss with --fail-on-cache-miss, and annotates warnings under GitHub Actions", async () => {
+    const p = project();
+    const r = await runCli(["restore", "--fail-on-cache-miss"], { env: p.env, cwd: p.dir });
+    expect(r.code).toBe(5);
+    expect(r.stderr).toMatch(/no saved key matched/);
+
+    fs.writeFileSync(path.join(p.dir, "store"), "not a folder");
+    const gha = await runCli(["restore"], { env: { ...p.env, GITHUB_ACTIONS: "true" }, cwd: p.dir });
+    expect(gha.code).toBe(0);
+    expect(gha.stderr).toMatch(/^::warning title=kcache::restore skipped/m);
+  });
+
+  it("prints the key, its scope and the restore order", async () => {
+    const p = project();
+    const r = await runCli(["key", "--json"], { env: p.env, cwd: p.dir });
+    const k = JSON.parse(r.stdout) as { key: string; writeScope: string; restoreOrder: unknown[] };
+    expect(k.writeScope).toBe("branch/main");
+    expect(k.key).toMatch(/^cli-[0-9a-f]{12}-f{40}$/);
+    expect(k.restoreOrder).toHaveLength(2);
+  });
+
+  it("prints usage errors with exit code 2", async () => {
+    const p = project();
+    const r = await runCli(["prune", "--older-than", "soon"], { env: p.env, cwd: p.dir });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--older-than soon: use a number and a unit/);
+    const unknown = await runCli(["sav"], { env: p.env, cwd: p.dir });
+    expect(unknown.code).toBe(2);
+  });
+});

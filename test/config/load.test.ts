@@ -1,0 +1,91 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadConfig, resolveConfig } from "../../src/config/load.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+const env = { HOME: "/home/ci", RUNNER_TEMP: "/runner/_temp" };
+
+describe("kcache.yml", () => {
+  it("expands ${VAR}, ${VAR:-default} and ~ in paths, and fills defaults", () => {
+    const c = resolveConfig(
+      {
+        caches: [
+          { name: "triton", kind: "triton", path: "${TRITON_CACHE_DIR:-~/.triton/cache}" },
+          { name: "inductor", kind: "dir", path: "${RUNNER_TEMP}/inductor", env: "TORCHINDUCTOR_CACHE_DIR" },
+        ],
+      },
+      "kcache.yml",
+      env,
+      "/repo",
+    );
+    expect(c.caches).toEqual([
+      { name: "triton", kind: "triton", path: "/home/ci/.triton/cache", env: "TRITON_CACHE_DIR" },
+      { name: "inductor", kind: "dir", path: "/runner/_temp/inductor", env: "TORCHINDUCTOR_CACHE_DIR" },
+    ]);
+    expect(c.store.path).toBe("/home/ci/.cache/kcache");
+    expect(c.key).toEqual({ prefix: "kcache", restorePrefixes: [], defaultBranch: undefined });
+    expect(c.save).toMatchObject({ maxChain: 8, maxDeadShare: 0.5, compressionLevel: 3 });
+  });
+
+  it("puts the store at $KCACHE_STORE when the file names none", () => {
+    const c = resolveConfig(
+      { caches: [{ name: "t", kind: "dir", path: "x" }] },
+      "k.yml",
+      { ...env, KCACHE_STORE: "/srv/kc" },
+      "/repo",
+    );
+    expect(c.store.path).toBe("/srv/kc");
+    expect(c.caches[0]?.path).toBe("/repo/x");
+  });
+
+  it.each([
+    [{ caches: [] }, /k\.yml: caches: list at least one cache, each with name, kind and path/],
+    [{ caches: [{ name: "t", kind: "triton" }] }, /k\.yml: caches\[0\]\.path: .*expected string/],
+    [
+      { caches: [{ name: "t", kind: "triton", path: "/x", size: 3 }] },
+      /caches\[0\]: .*remove "size" or check its spelling/,
+    ],
+    [
+      { caches: [{ name: "t", kind: "triton", path: "/x" }], key: { prefix: "a,b" } },
+      /key\.prefix: must not contain a comma/,
+    ],
+    [
+      {
+        caches: [
+          { name: "t", kind: "triton", path: "/x" },
+          { name: "t", kind: "dir", path: "/y" },
+        ],
+      },
+      /caches\[1\]\.name: duplicate cache name "t"/,
+    ],
+    [
+      { caches: [{ name: "t", kind: "triton", path: "${NOPE}/x" }] },
+      /caches\[0\]\.path: environment variable NOPE is not set; .*\$\{NOPE:-/,
+    ],
+    [
+      { caches: [{ name: "t", kind: "triton", path: "/x" }], save: { "max-dead-share": 2 } },
+      /save\.max-dead-share: /,
+    ],
+  ])("rejects %j with a message naming the field and the fix", (raw, message) => {
+    expect(() => resolveConfig(raw, "k.yml", env, "/repo")).toThrow(message);
+  });
+
+  it("uses one Triton cache at TRITON_CACHE_DIR when there is no kcache.yml", () => {
+    const dir = tempDir("noconfig");
+    const c = loadConfig({ cwd: dir, env: { HOME: dir, TRITON_CACHE_DIR: "/data/triton" } });
+    expect(c.source).toBe("(defaults)");
+    expect(c.caches).toEqual([
+      { name: "triton", kind: "triton", path: "/data/triton", env: "TRITON_CACHE_DIR" },
+    ]);
+  });
+
+  it("fails clearly when an explicit config file is missing", () => {
+    const dir = tempDir("missing");
+    expect(() => loadConfig({ cwd: dir, file: "ci/kcache.yml", env: {} })).toThrow(
+      `${path.join(dir, "ci/kcache.yml")}: no such config file`,
+    );
+    fs.writeFileSync(path.join(dir, "kcache.yml"), "caches: 3\n");
+    expect(() => loadConfig({ cwd: dir, env: {} })).toThrow(/kcache\.yml: caches: .*expected array/);
+  });
+});

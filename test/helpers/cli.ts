@@ -1,0 +1,27 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+
+export const BIN = path.resolve(import.meta.dirname, "../../bin/kcache.js");
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the built `kcache` as a user would, with exactly the environment given. */
+export function runCli(args: string[], opts: { env: NodeJS.ProcessEnv; cwd: string }): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: opts.env, cwd: opts.cwd });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -1,0 +1,146 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { jobContext } from "../../src/cache/job-context.js";
+import { resolveConfig } from "../../src/config/load.js";
+import { silentLog } from "../../src/log.js";
+import { probeAccelerator } from "../../src/stack/accelerator-probe.js";
+import { canonicalForm, fingerprintFrom, probeStack } from "../../src/stack/fingerprint.js";
+import { probePython } from "../../src/stack/python-probe.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+/** A site-packages folder holding only metadata, as pip leaves it, and torch/version.py. */
+function fakeSitePackages(): string {
+  const site = tempDir("site");
+  const dist = (dir: string, file: string, name: string, version: string) => {
+    fs.mkdirSync(path.join(site, dir), { recursive: true });
+    fs.writeFileSync(
+      path.join(site, dir, file),
+      `Metadata-Version: 2.1\nName: ${name}\nVersion: ${version}\n\nlong text\n`,
+    );
+  };
+  dist("torch-2.11.0+cu128.dist-info", "METADATA", "torch", "2.11.0+cu128");
+  dist("triton-3.6.0.dist-info", "METADATA", "triton", "3.6.0");
+  dist("torch_npu-2.7.1.dist-info", "METADATA", "torch-npu", "2.7.1");
+  dist("numpy-2.0.0.dist-info", "METADATA", "numpy", "2.0.0");
+  dist("triton_ascend-3.2.0.egg-info", "PKG-INFO", "triton-ascend", "3.2.0");
+  fs.mkdirSync(path.join(site, "torch"));
+  fs.writeFileSync(
+    path.join(site, "torch", "version.py"),
+    "from typing import Optional\n__version__ = '2.11.0+cu128'\ndebug = False\ncuda: Optional[str] = '12.8'\nhip: Optional[str] = None\n",
+  );
+  // Importing torch must never happen: this one would fail loudly.
+  fs.writeFileSync(path.join(site, "torch", "__init__.py"), "raise SystemExit('kcache imported torch')\n");
+  return site;
+}
+
+describe("stack probe", () => {
+  it("reads package versions and torch's CUDA version from metadata, without importing them", async () => {
+    const site = fakeSitePackages();
+    const facts = await probePython("python3", { PATH: process.env.PATH, PYTHONPATH: site });
+    expect(facts.packages).toMatchObject({
+      torch: "2.11.0+cu128",
+      triton: "3.6.0",
+      torch_npu: "2.7.1",
+      triton_ascend: "3.2.0",
+    });
+    expect(facts.packages).not.toHaveProperty("numpy");
+    expect(facts.torchCuda).toBe("12.8");
+    expect(facts.torchHip).toBeNull();
+    expect(facts.python).toMatch(/^3\.\d+\.\d+$/);
+    expect(facts.abi).toMatch(/^cpython-3\d+/);
+  });
+
+  it("reads the NVIDIA model and driver from the driver's /proc files", async () => {
+    const proc = tempDir("proc");
+    fs.writeFileSync(
+      path.join(proc, "version"),
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build  (dvs-builder@U16-I3-B03-4-3)\nGCC version:  gcc version 12.3.0\n",
+    );
+    for (const bus of ["0000:18:00.0", "0000:2a:00.0"]) {
+      fs.mkdirSync(path.join(proc, "gpus", bus), { recursive: true });
+      fs.writeFileSync(
+        path.join(proc, "gpus", bus, "information"),
+        "Model: \t\t NVIDIA H200\nIRQ:   \t\t 0\n",
+      );
+    }
+    const acc = await probeAccelerator({ nvidiaProc: proc, ascend: tempDir("none"), env: { PATH: "" } });
+    expect(acc).toEqual({ models: ["NVIDIA H200"], driver: "570.124.06", vendor: "nvidia", cann: null });
+  });
+
+  it("reads the CANN version and Ascend driver from their install files", async () => {
+    const ascend = tempDir("ascend");
+    fs.mkdirSync(path.join(ascend, "driver"), { recursive: true });
+    fs.writeFileSync(
+      path.join(ascend, "driver", "version.info"),
+      "Version=24.1.rc3\nascendhal_version=7.35.23\n",
+    );
+    const arch = path.join(ascend, "ascend-toolkit", "latest", "aarch64-linux");
+    fs.mkdirSync(arch, { recursive: true });
+    fs.writeFileSync(
+      path.join(arch, "ascend_toolkit_install.info"),
+      "package_name=Ascend-cann-toolkit\nversion=8.0.RC3\n",
+    );
+    const acc = await probeAccelerator({ nvidiaProc: tempDir("noproc"), ascend, env: { PATH: "" } });
+    expect(acc).toMatchObject({ vendor: "ascend", driver: "24.1.rc3", cann: "8.0.RC3" });
+  });
+
+  it("gives one stack id per canonical form, and a new one when any component changes", () => {
+    const acc = { models: ["NVIDIA H200"], driver: "570.124.06", vendor: "nvidia" as const, cann: null };
+    const py = {
+      python: "3.12.3",
+      implementation: "cpython",
+      abi: "cpython-312-x86_64-linux-gnu",
+      system: "linux",
+      machine: "x86_64",
+      packages: { torch: "2.11.0", triton: "3.6.0" },
+      torchCuda: "12.8",
+      torchHip: null,
+    };
+    const a = fingerprintFrom(py, acc, { image: "ghcr.io/org/ci:2026.11" });
+    expect(canonicalForm(a.components)).toBe(
+      "accelerator=NVIDIA H200\narch=x86_64\ndriver=570.124.06\nos=linux\npin.image=ghcr.io/org/ci:2026.11\npython=3.12.3\npython-abi=cpython-312-x86_64-linux-gnu\ntorch=2.11.0\ntorch-cuda=12.8\ntriton=3.6.0\n",
+    );
+    expect(a.stackId).toMatch(/^[0-9a-f]{12}$/);
+    expect(fingerprintFrom(py, acc, { image: "ghcr.io/org/ci:2026.11" }).stackId).toBe(a.stackId);
+    expect(
+      fingerprintFrom({ ...py, packages: { torch: "2.11.0", triton: "3.6.1" } }, acc, {}).stackId,
+    ).not.toBe(fingerprintFrom(py, acc, {}).stackId);
+    expect(fingerprintFrom(py, { ...acc, driver: "580.1" }, {}).stackId).not.toBe(
+      fingerprintFrom(py, acc, {}).stackId,
+    );
+  });
+
+  it("warns when a pin disagrees with the probe, and fails with --strict", async () => {
+    const site = fakeSitePackages();
+    const env = {
+      PATH: process.env.PATH,
+      PYTHONPATH: site,
+      HOME: tempDir("home"),
+      GITHUB_SHA: "a".repeat(40),
+    };
+    const fp = await probeStack({ python: "python3", pins: { triton: "3.5.0" }, env });
+    expect(fp.mismatches).toEqual(["triton: pinned 3.5.0, found 3.6.0"]);
+    const config = resolveConfig(
+      { caches: [{ name: "t", kind: "triton", path: "/tmp/t" }], stack: { pins: { triton: "3.5.0" } } },
+      "/repo/kcache.yml",
+      env,
+      "/repo",
+    );
+    const log = silentLog();
+    await jobContext({ config, log, env, cwd: "/", stack: fp });
+    expect(log.warnings.join("\n")).toMatch(
+      /\/repo\/kcache\.yml: stack\.pins disagree .*triton: pinned 3\.5\.0, found 3\.6\.0/,
+    );
+    await expect(jobContext({ config, log, env, cwd: "/", stack: fp, strict: true })).rejects.toMatchObject({
+      code: "EKCACHE_STACK",
+      exitCode: 4,
+    });
+  });
+
+  it("still forms a key, with a warning, when the interpreter is missing", async () => {
+    const fp = await probeStack({ python: "/nonexistent/python3", pins: {}, env: { PATH: "" } });
+    expect(fp.stackId).toMatch(/^[0-9a-f]{12}$/);
+    expect(fp.warnings.join("\n")).toMatch(/python probe failed/);
+  });
+});
