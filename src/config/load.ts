@@ -35,7 +35,6 @@ export function defaultRawConfig(): RawConfig {
       {
         name: "triton",
         kind: "triton",
-        // biome-ignore lint/suspicious/noTemplateCurlyInString: kcache.yml syntax, expanded by interpolate()
         path: "${TRITON_CACHE_DIR:-~/.triton/cache}",
         env: "TRITON_CACHE_DIR",
       },

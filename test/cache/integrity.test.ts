@@ -89,7 +89,9 @@ describe("damaged stores", () => {
   it("restores what it can when a pack is missing", async () => {
     const sb = sandbox();
     const { manifest, restoreCtx } = await savedInPacks(sb);
-    fs.rmSync(path.join(sb.store, ...(manifest.packs[0]?.object as string).split("/")));
+    const pack = manifest.packs[0];
+    if (!pack) throw new Error("fixture has no pack");
+    fs.rmSync(path.join(sb.store, ...pack.object.split("/")));
     const r = await restore(await restoreCtx());
     const lost = manifest.entries.filter((e) => e.pack === 0).length;
     expect(r.entriesBad).toBe(lost);
