@@ -1,0 +1,108 @@
+/**
+ * `npm run demo`: the main job on the embedded local store, cold then warm, on a simulated Triton.
+ *
+ * demo/sim is a stand-in for Triton 3.6 (it compiles nothing; it writes what Triton writes, where
+ * Triton writes it, and looks kernels up as Triton does, sleeping per compile). The same commands
+ * work around a real Triton job: see the README.
+ */
+import { execFileSync, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const BIN = path.join(ROOT, "bin", "kcache.js");
+const SIM = path.join(ROOT, "demo", "sim");
+const work = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-demo-"));
+const REVISION = "d".repeat(40);
+
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  KCACHE_STORE: path.join(work, "store"),
+  KCACHE_STATE_DIR: path.join(work, "state"),
+  TRITON_SIM_COMPILE_MS: process.env.TRITON_SIM_COMPILE_MS ?? "250",
+};
+delete env.GITHUB_ACTIONS;
+delete env.GITHUB_REF;
+delete env.GITHUB_SHA;
+
+fs.writeFileSync(
+  path.join(work, "kcache.yml"),
+  ["caches:", "  - name: triton", "    kind: triton", "    path: ${TRITON_CACHE_DIR}", "key:", "  prefix: demo-bench", ""].join("\n"),
+);
+
+function kcache(args: string[], cacheDir: string): void {
+  const r = spawnSync(process.execPath, [BIN, ...args, "--revision", REVISION], {
+    cwd: work,
+    env: { ...env, TRITON_CACHE_DIR: cacheDir },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  if (r.status !== 0) throw new Error(`kcache ${args.join(" ")} exited ${r.status}`);
+}
+
+interface Run {
+  compiled: number;
+  loaded: number;
+  seconds: number;
+}
+
+function workload(cacheDir: string): Run {
+  const out = execFileSync("python3", [path.join(SIM, "workload.py"), "12", "4"], {
+    env: { ...env, PYTHONPATH: SIM, TRITON_CACHE_DIR: cacheDir },
+  }).toString();
+  return JSON.parse(out.trim().split("\n").pop() as string) as Run;
+}
+
+function timed<T>(fn: () => T): [T, number] {
+  const t0 = performance.now();
+  const v = fn();
+  return [v, (performance.now() - t0) / 1000];
+}
+
+try {
+  execFileSync("python3", ["--version"], { stdio: "ignore" });
+} catch {
+  console.error("kcache demo: python3 is needed to run the simulated Triton workload; install it and run again");
+  process.exit(2);
+}
+
+console.log(`kcache demo in ${work}\n(simulated Triton: each compile sleeps ${env.TRITON_SIM_COMPILE_MS} ms)\n`);
+const runnerA = path.join(work, "runner-a", "_work", "triton-cache");
+const runnerB = path.join(work, "runner-b", "home", "ci", ".triton", "cache");
+
+console.log("== run 1 on runner A: cold ==");
+const [, restoreA] = timed(() => kcache(["restore"], runnerA));
+const cold = workload(runnerA);
+console.log(`workload: ${cold.compiled} kernels compiled, ${cold.loaded} loaded, ${cold.seconds.toFixed(2)} s`);
+const [, saveA] = timed(() => kcache(["save"], runnerA));
+
+console.log("\n== run 2 on runner B, a different cache path: warm through kcache ==");
+const [, restoreB] = timed(() => kcache(["restore"], runnerB));
+const warm = workload(runnerB);
+console.log(`workload: ${warm.compiled} kernels compiled, ${warm.loaded} loaded, ${warm.seconds.toFixed(2)} s`);
+const [, saveB] = timed(() => kcache(["save"], runnerB));
+
+console.log("\n== for contrast: runner A's cache bytes moved to runner C's path without kcache ==");
+const runnerC = path.join(work, "runner-c", "triton-cache");
+fs.mkdirSync(path.dirname(runnerC), { recursive: true });
+fs.renameSync(runnerA, runnerC);
+const moved = workload(runnerC);
+console.log(`workload: ${moved.compiled} kernels compiled, ${moved.loaded} loaded, ${moved.seconds.toFixed(2)} s`);
+
+const row = (name: string, r: Run, overhead: string) =>
+  `| ${name.padEnd(38)} | ${String(r.compiled).padStart(8)} | ${String(r.loaded).padStart(6)} | ${r.seconds.toFixed(2).padStart(9)} | ${overhead.padStart(20)} |`;
+console.log(`
+| run                                    | compiled | loaded | workload s | kcache restore+save s |
+|----------------------------------------|----------|--------|-----------|----------------------|
+${row("cold (runner A)", cold, `${(restoreA + saveA).toFixed(2)}`)}
+${row("warm via kcache (runner B, other path)", warm, `${(restoreB + saveB).toFixed(2)}`)}
+${row("moved bytes, no kcache (runner C)", moved, "-")}
+
+Warm run: ${warm.compiled} of ${warm.compiled + warm.loaded} kernels compiled, ${(cold.seconds - warm.seconds).toFixed(2)} s of compiling saved (${((1 - warm.seconds / cold.seconds) * 100).toFixed(0)}%).
+Moving the bytes alone recompiled ${moved.compiled}: Triton's group files hold absolute paths, which kcache rewrites on restore.
+`);
+if (warm.compiled !== 0) {
+  console.error("kcache demo: the warm run compiled kernels; this is a bug");
+  process.exitCode = 1;
+}
+if (!process.env.KCACHE_DEMO_KEEP) fs.rmSync(work, { recursive: true, force: true });
