@@ -162,8 +162,9 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
 
   // Decide between a delta on top of the parent's packs and one consolidated pack set.
   const usedPacks = new Set(reused.map((p) => parentRefs.get(id(p.cache, p.entry.name))?.pack as number));
-  const freshBytes = fresh.reduce((s, p) => s + p.size, 0);
-  const newPackCount = fresh.length ? Math.max(1, Math.ceil(freshBytes / config.save.packBytes)) : 0;
+  // The chain is the number of saves whose packs a restore must read: one more if this save adds packs.
+  const generations = new Set([...usedPacks].map((i) => parent?.manifest.packs[i]?.savedBy));
+  const chain = generations.size + (fresh.length ? 1 : 0);
   let deadShare = 0;
   if (parent && usedPacks.size) {
     const total = [...usedPacks].reduce((s, i) => s + (parent.manifest.packs[i]?.entryBytes ?? 0), 0);
@@ -172,13 +173,13 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
   }
   const consolidate =
     usedPacks.size > 0 &&
-    (usedPacks.size + newPackCount > config.save.maxChain || deadShare > config.save.maxDeadShare);
+    (chain > config.save.maxChain || deadShare > config.save.maxDeadShare);
   const toPack = consolidate ? kept : fresh;
   const referenced = consolidate ? [] : reused;
   report.consolidated = consolidate;
   if (consolidate) {
     log.info(
-      `consolidating: ${usedPacks.size} parent packs${deadShare > 0 ? `, ${(deadShare * 100).toFixed(0)}% dead bytes` : ""}`,
+      `consolidating: a chain of ${chain} saves${deadShare > 0 ? `, ${(deadShare * 100).toFixed(0)}% dead bytes` : ""}`,
     );
   }
 
@@ -225,6 +226,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       size: w.size,
       entryBytes: w.entryBytes,
       entries: w.entries.length,
+      savedBy: ctx.key,
     });
     for (const e of w.entries) {
       entries.push({ ...e, pack: idx });

@@ -15,6 +15,8 @@ export const packRefSchema = z.object({
   /** Uncompressed bytes of all entries the pack holds, live or not. */
   entryBytes: z.number().int().nonnegative(),
   entries: z.number().int().nonnegative(),
+  /** Key of the save that wrote the pack; packs of one save count once in the chain length. */
+  savedBy: z.string(),
 });
 
 export const entryRefSchema = z.object({

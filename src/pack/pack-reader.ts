@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import type { Readable } from "node:stream";
+import { once } from "node:events";
+import { type Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Parser, type ReadEntry } from "tar";
 import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
@@ -39,21 +40,38 @@ export interface PackReadResult {
 }
 
 const REGULAR = new Set(["File", "OldFile", "ContiguousFile"]);
+/** Files above this are streamed to the staging folder as they arrive instead of held in memory. */
+const STREAM_ABOVE = 32 * 1024 * 1024;
+/** Verified bytes waiting to be written before the reader stops taking input. */
+const MAX_PENDING_BYTES = 64 * 1024 * 1024;
+
+interface StagedFile {
+  rel: string;
+  chunks: Buffer[];
+  /** Open descriptor of a large file being streamed to the staging folder. */
+  fd: number | null;
+  /** Written as it arrived (a large file), so not held in `chunks`. */
+  streamed: boolean;
+}
 
 interface Current {
   id: string;
+  entryName: string;
   wanted: WantedEntry;
   target: RestoreTarget;
   digest: EntryDigest;
   staged: string;
+  files: StagedFile[];
+  bytes: number;
   bad: string | null;
 }
 
 /**
  * Reads one compressed pack and restores the wanted entries from it. Every member is checked before a
  * byte is written: only regular files whose path is `<cache>/<entry>[/<file>]` for a wanted entry are
- * accepted. Each entry is assembled in a staging folder, verified against the manifest's digest, and
- * only then renamed into place, so a bad or partial entry is never visible in the cache.
+ * accepted. An entry is verified against the manifest's digest in memory, written to a staging folder
+ * (many entries at once, on libuv's threads) and only then renamed into place, so a bad or partial
+ * entry is never visible in the cache.
  */
 export async function readPack(
   source: Readable,
@@ -65,32 +83,48 @@ export async function readPack(
   const byId = new Map(wanted.map((w) => [`${w.cache}\0${w.name}`, w]));
   const seen = new Set<string>();
   let current: Current | null = null;
+  const writes = new Set<Promise<void>>();
+  let pendingBytes = 0;
+  let drained: (() => void) | null = null;
+
+  const discard = (c: Current, reason: string) => {
+    for (const f of c.files) if (f.fd !== null) fs.closeSync(f.fd);
+    fs.rmSync(c.staged, { recursive: true, force: true });
+    result.bad.push({ entry: `${c.wanted.cache}/${c.wanted.name}`, reason });
+  };
 
   const finish = (c: Current) => {
     const w = c.wanted;
     let reason = c.bad;
     if (!reason) {
       const got = c.digest.digest();
-      if (got !== w.sha256)
-        reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w.sha256.slice(0, 12)})`;
-      else if (c.digest.size !== w.size || c.digest.files !== w.files)
-        reason = "size or file count differs from manifest";
+      if (got !== w.sha256) reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w.sha256.slice(0, 12)})`;
+      else if (c.digest.size !== w.size || c.digest.files !== w.files) reason = "size or file count differs from manifest";
     }
     if (reason) {
-      fs.rmSync(c.staged, { recursive: true, force: true });
-      result.bad.push({ entry: `${w.cache}/${w.name}`, reason });
+      discard(c, reason);
       return;
     }
-    try {
-      place(c.staged, path.join(c.target.root, w.name), c.target.staging);
-      result.restored.push(w);
-    } catch (e) {
-      fs.rmSync(c.staged, { recursive: true, force: true });
-      result.bad.push({
-        entry: `${w.cache}/${w.name}`,
-        reason: `could not be placed: ${(e as Error).message}`,
+    pendingBytes += c.bytes;
+    const job = writeEntry(c)
+      .then(
+        () => {
+          place(c.staged, path.join(c.target.root, w.name), c.target.staging);
+          result.restored.push(w);
+        },
+        (e: Error) => discard(c, `could not be written: ${e.message}`),
+      )
+      .catch((e: Error) => discard(c, `could not be placed: ${e.message}`))
+      .finally(() => {
+        writes.delete(job);
+        pendingBytes -= c.bytes;
+        if (drained && pendingBytes <= MAX_PENDING_BYTES / 2) {
+          const d = drained;
+          drained = null;
+          d();
+        }
       });
-    }
+    writes.add(job);
   };
 
   const onEntry = (member: ReadEntry) => {
@@ -110,15 +144,17 @@ export async function readPack(
       current = null;
       const w = byId.get(id);
       if (w) {
-        const staged = path.join(target.staging, "e", entryName);
         const duplicate = seen.has(id);
         seen.add(id);
         current = {
           id,
+          entryName,
           wanted: w,
           target,
           digest: new EntryDigest(),
-          staged,
+          staged: path.join(target.staging, "e", entryName),
+          files: [],
+          bytes: 0,
           bad: duplicate ? "entry appears twice in the pack" : null,
         };
       }
@@ -129,59 +165,104 @@ export async function readPack(
     }
     const c = current;
     c.digest.beginFile(rel, member.size);
-    const dest = rel ? path.join(c.staged, rel) : c.staged;
-    fs.mkdirSync(path.dirname(dest), { recursive: true });
-    if (c.target.kind.isRelocatable(rel)) {
-      const parts: Buffer[] = [];
-      member.on("data", (d: Buffer) => {
-        c.digest.update(d);
-        parts.push(d);
-      });
-      member.on("end", () => {
-        try {
-          const data = c.target.kind.relocate(c.target.root, entryName, rel, Buffer.concat(parts));
-          fs.writeFileSync(dest, data);
-        } catch (e) {
-          c.bad = `cannot relocate ${rel}: ${(e as Error).message}`;
-        }
-      });
-    } else {
+    const file: StagedFile = { rel, chunks: [], fd: null, streamed: false };
+    c.files.push(file);
+    if (member.size > STREAM_ABOVE && !c.target.kind.isRelocatable(rel)) {
+      const dest = rel ? path.join(c.staged, rel) : c.staged;
+      fs.mkdirSync(path.dirname(dest), { recursive: true });
       const fd = fs.openSync(dest, "wx");
+      file.fd = fd;
+      file.streamed = true;
       member.on("data", (d: Buffer) => {
         c.digest.update(d);
         fs.writeSync(fd, d);
       });
-      member.on("end", () => fs.closeSync(fd));
+      member.on("end", () => {
+        fs.closeSync(fd);
+        file.fd = null;
+      });
+      return;
     }
+    c.bytes += member.size;
+    member.on("data", (d: Buffer) => {
+      c.digest.update(d);
+      file.chunks.push(d);
+    });
   };
 
   const parser = new Parser({ strict: true, onReadEntry: onEntry });
+  const sink = new Writable({
+    highWaterMark: 1 << 20,
+    write(chunk: Buffer, _enc, cb) {
+      try {
+        parser.write(chunk);
+      } catch (e) {
+        cb(e as Error);
+        return;
+      }
+      if (pendingBytes <= MAX_PENDING_BYTES) cb();
+      else drained = () => cb();
+    },
+    final(cb) {
+      const ended = once(parser, "end");
+      parser.end();
+      ended.then(() => cb(), cb);
+    },
+  });
+  parser.on("error", (e: Error) => sink.destroy(e));
   const digest = new DigestStream();
   try {
-    await pipeline(source, digest, await decompressStream(), parser);
+    await pipeline(source, digest, await decompressStream(), sink);
     if (current) finish(current);
     current = null;
     const got = digest.digest();
-    if (got !== expectedSha256)
-      result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${expectedSha256.slice(0, 12)})`;
+    if (got !== expectedSha256) result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${expectedSha256.slice(0, 12)})`;
   } catch (e) {
     if (current) {
       const c: Current = current;
-      c.bad = `pack ended inside this entry (${(e as Error).message})`;
-      finish(c);
+      discard(c, `pack ended inside this entry (${(e as Error).message})`);
+      current = null;
     }
     result.packError = (e as Error).message;
   }
+  while (writes.size) await Promise.all([...writes]);
   result.bytes = digest.bytes;
   for (const w of wanted) {
     const id = `${w.cache}\0${w.name}`;
-    if (!seen.has(id))
+    if (!seen.has(id)) {
       result.bad.push({
         entry: `${w.cache}/${w.name}`,
         reason: result.packError ? "not read: pack unreadable" : "missing from pack",
       });
+    }
   }
   return result;
+}
+
+/**
+ * Writes a verified entry's files into its staging place: the other files together, then the files
+ * Triton looks up first (group files), rewritten for the restore location, last.
+ */
+async function writeEntry(c: Current): Promise<void> {
+  const kind = c.target.kind;
+  const isDir = kind.kind === "triton";
+  await fs.promises.mkdir(isDir ? c.staged : path.dirname(c.staged), { recursive: true });
+  const dest = (rel: string) => (rel ? path.join(c.staged, rel) : c.staged);
+  const early = c.files.filter((f) => !f.streamed && !kind.isRelocatable(f.rel));
+  await Promise.all(early.map((f) => writeChunks(dest(f.rel), f.chunks)));
+  for (const f of c.files.filter((x) => kind.isRelocatable(x.rel))) {
+    const data = kind.relocate(c.target.root, c.entryName, f.rel, Buffer.concat(f.chunks));
+    await fs.promises.writeFile(dest(f.rel), data, { flag: "wx" });
+  }
+}
+
+async function writeChunks(file: string, chunks: Buffer[]): Promise<void> {
+  const fh = await fs.promises.open(file, "wx");
+  try {
+    if (chunks.length) await fh.writev(chunks);
+  } finally {
+    await fh.close();
+  }
 }
 
 /** Maps a tar member to its cache, entry and file, or says why it is refused. */

@@ -110,6 +110,7 @@ describe("unpacking a hostile pack", () => {
           object,
           sha256: createHash("sha256").update(packed).digest("hex"),
           size: packed.length,
+          savedBy: ctx.key,
           entryBytes: 0,
           entries: 2,
         },
