@@ -2,7 +2,11 @@ import { execFileSync } from "node:child_process";
 import os from "node:os";
 
 /** Runs `fn` `n` times and returns every wall time in seconds. */
-export async function repeat(n: number, fn: (i: number) => Promise<void> | void, before?: (i: number) => void): Promise<number[]> {
+export async function repeat(
+  n: number,
+  fn: (i: number) => Promise<void> | void,
+  before?: (i: number) => void,
+): Promise<number[]> {
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     before?.(i);
@@ -54,7 +58,12 @@ export function machineLine(): string {
   const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU";
   let zstd = "none";
   try {
-    zstd = execFileSync("zstd", ["--version"]).toString().trim().replace(/^\*+\s*/, "").split(",")[0] ?? zstd;
+    zstd =
+      execFileSync("zstd", ["--version"])
+        .toString()
+        .trim()
+        .replace(/^\*+\s*/, "")
+        .split(",")[0] ?? zstd;
   } catch {}
   return `${cpu}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.platform()} ${os.release()}, Node ${process.version}, ${zstd}`;
 }

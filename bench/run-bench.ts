@@ -24,10 +24,17 @@ const chosen = (process.env.KCACHE_BENCH_SIZES ?? "small,large").split(",") as (
 const ROUNDS = Number(process.env.KCACHE_BENCH_ROUNDS ?? 5);
 const STACK = fingerprintFrom(null, { models: ["bench"], driver: null, vendor: null, cann: null }, {});
 
-const du = (p: string) => Number(execSync(`du -sb ${JSON.stringify(p)}`).toString().split("\t")[0]);
+const du = (p: string) =>
+  Number(
+    execSync(`du -sb ${JSON.stringify(p)}`)
+      .toString()
+      .split("\t")[0],
+  );
 const rm = (p: string) => fs.rmSync(p, { recursive: true, force: true });
 const tarZstd = (dir: string, archive: string): void => {
-  execSync(`tar -C ${JSON.stringify(dir)} -cf - . | zstd -T0 -3 -q -o ${JSON.stringify(archive)} -f`, { shell: "/bin/bash" });
+  execSync(`tar -C ${JSON.stringify(dir)} -cf - . | zstd -T0 -3 -q -o ${JSON.stringify(archive)} -f`, {
+    shell: "/bin/bash",
+  });
 };
 
 function source(size: keyof typeof SIZES): string {
@@ -43,7 +50,11 @@ function source(size: keyof typeof SIZES): string {
 
 async function context(work: string, cacheDir: string, revision: string, state: string) {
   const config = resolveConfig(
-    { caches: [{ name: "triton", kind: "triton", path: cacheDir }], store: { path: path.join(work, "store") }, key: { prefix: "bench" } },
+    {
+      caches: [{ name: "triton", kind: "triton", path: cacheDir }],
+      store: { path: path.join(work, "store") },
+      key: { prefix: "bench" },
+    },
     "bench",
     { HOME: work },
     work,
@@ -80,7 +91,9 @@ async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
     const full = await paired(
       ROUNDS,
       async (i) => {
-        fullBytes = (await save(await context(work, src, `${i}`.repeat(40), path.join(work, `state-full-${i}`)))).bytesUploaded;
+        fullBytes = (
+          await save(await context(work, src, `${i}`.repeat(40), path.join(work, `state-full-${i}`)))
+        ).bytesUploaded;
       },
       () => tarZstd(src, archive),
       (which) => which === "a" && rm(path.join(work, "store")),
@@ -97,7 +110,9 @@ async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
       },
       () => {
         fs.mkdirSync(dest, { recursive: true });
-        execSync(`zstd -d -q -c ${JSON.stringify(archive)} | tar -C ${JSON.stringify(dest)} -xf -`, { shell: "/bin/bash" });
+        execSync(`zstd -d -q -c ${JSON.stringify(archive)} | tar -C ${JSON.stringify(dest)} -xf -`, {
+          shell: "/bin/bash",
+        });
       },
       () => rm(dest),
     );
@@ -120,7 +135,14 @@ async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
       },
       () => tarZstd(dest, archive),
     );
-    rows.push({ size, op: "save, nothing new", kcache: nc.a, tar: nc.b, kcacheBytes: ncBytes, tarBytes: fs.statSync(archive).size });
+    rows.push({
+      size,
+      op: "save, nothing new",
+      kcache: nc.a,
+      tar: nc.b,
+      kcacheBytes: ncBytes,
+      tarBytes: fs.statSync(archive).size,
+    });
 
     // 5% new entries: kcache packs only those; actions/cache re-archives everything.
     const extra = Math.ceil(SIZES[size].entries * 0.05);
@@ -129,7 +151,9 @@ async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
     const delta = await paired(
       ROUNDS,
       async (i) => {
-        const r = await save(await context(work, dest, `b${i}`.padEnd(40, "0"), path.join(work, `state-d-${i}`)));
+        const r = await save(
+          await context(work, dest, `b${i}`.padEnd(40, "0"), path.join(work, `state-d-${i}`)),
+        );
         if (r.outcome !== "saved") throw new Error(`delta save did ${r.outcome}`);
         deltaBytes = r.bytesUploaded;
       },
@@ -141,12 +165,23 @@ async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
         fs.cpSync(path.join(work, "state-nc"), path.join(work, `state-d-${i}`), { recursive: true });
         for (const n of fs.readdirSync(dest)) if (n.startsWith("NEW")) rm(path.join(dest, n));
         const r = rng(1000 + i);
-        for (let k = 0; k < extra; k++) writeKernelEntry(dest, `NEW${tritonKeyName(`r${i}-${k}`).slice(3)}`, `new_${k}`, perEntry, r);
+        for (let k = 0; k < extra; k++)
+          writeKernelEntry(dest, `NEW${tritonKeyName(`r${i}-${k}`).slice(3)}`, `new_${k}`, perEntry, r);
       },
     );
-    rows.push({ size, op: "save, 5% new entries", kcache: delta.a, tar: delta.b, kcacheBytes: deltaBytes, tarBytes: fs.statSync(archive).size });
+    rows.push({
+      size,
+      op: "save, 5% new entries",
+      kcache: delta.a,
+      tar: delta.b,
+      kcacheBytes: deltaBytes,
+      tarBytes: fs.statSync(archive).size,
+    });
     console.error(`${size}: ${(bytes / 1e6).toFixed(0)} MB in ${SIZES[size].entries} entries done`);
-    return rows.map((r) => ({ ...r, size: `${size} (${SIZES[size].entries} entries, ${(bytes / 1e6).toFixed(0)} MB)` }));
+    return rows.map((r) => ({
+      ...r,
+      size: `${size} (${SIZES[size].entries} entries, ${(bytes / 1e6).toFixed(0)} MB)`,
+    }));
   } finally {
     fs.writeFileSync(path.join(src, ".complete"), "");
     rm(work);
@@ -179,13 +214,15 @@ async function main() {
     ...lines,
     "",
     "tar+zstd is `tar -cf - . | zstd -T0 -3` and `zstd -d | tar -xf -`, as actions/cache runs them; for",
-    "\"save, nothing new\" the tar column is the full re-archive actions/cache would upload again. kcache",
+    '"save, nothing new" the tar column is the full re-archive actions/cache would upload again. kcache',
     "times are the library calls (restore, save) with the stack given; the CLI adds Node start-up and the",
     "stack probe (see `kcache stack --json`'s probeMs).",
     "<!-- bench:store:end -->",
   ].join("\n");
   const file = path.join(ROOT, "BENCHMARKS.md");
-  const old = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : "# Benchmarks\n\n## Local store vs tar + zstd\n\n<!-- bench:store:start -->\n<!-- bench:store:end -->\n";
+  const old = fs.existsSync(file)
+    ? fs.readFileSync(file, "utf8")
+    : "# Benchmarks\n\n## Local store vs tar + zstd\n\n<!-- bench:store:start -->\n<!-- bench:store:end -->\n";
   fs.writeFileSync(file, old.replace(/<!-- bench:store:start -->[\s\S]*<!-- bench:store:end -->/, section));
   console.log(section);
 }

@@ -28,7 +28,15 @@ delete env.GITHUB_SHA;
 
 fs.writeFileSync(
   path.join(work, "kcache.yml"),
-  ["caches:", "  - name: triton", "    kind: triton", "    path: ${TRITON_CACHE_DIR}", "key:", "  prefix: demo-bench", ""].join("\n"),
+  [
+    "caches:",
+    "  - name: triton",
+    "    kind: triton",
+    "    path: ${TRITON_CACHE_DIR}",
+    "key:",
+    "  prefix: demo-bench",
+    "",
+  ].join("\n"),
 );
 
 function kcache(args: string[], cacheDir: string): void {
@@ -62,24 +70,32 @@ function timed<T>(fn: () => T): [T, number] {
 try {
   execFileSync("python3", ["--version"], { stdio: "ignore" });
 } catch {
-  console.error("kcache demo: python3 is needed to run the simulated Triton workload; install it and run again");
+  console.error(
+    "kcache demo: python3 is needed to run the simulated Triton workload; install it and run again",
+  );
   process.exit(2);
 }
 
-console.log(`kcache demo in ${work}\n(simulated Triton: each compile sleeps ${env.TRITON_SIM_COMPILE_MS} ms)\n`);
+console.log(
+  `kcache demo in ${work}\n(simulated Triton: each compile sleeps ${env.TRITON_SIM_COMPILE_MS} ms)\n`,
+);
 const runnerA = path.join(work, "runner-a", "_work", "triton-cache");
 const runnerB = path.join(work, "runner-b", "home", "ci", ".triton", "cache");
 
 console.log("== run 1 on runner A: cold ==");
 const [, restoreA] = timed(() => kcache(["restore"], runnerA));
 const cold = workload(runnerA);
-console.log(`workload: ${cold.compiled} kernels compiled, ${cold.loaded} loaded, ${cold.seconds.toFixed(2)} s`);
+console.log(
+  `workload: ${cold.compiled} kernels compiled, ${cold.loaded} loaded, ${cold.seconds.toFixed(2)} s`,
+);
 const [, saveA] = timed(() => kcache(["save"], runnerA));
 
 console.log("\n== run 2 on runner B, a different cache path: warm through kcache ==");
 const [, restoreB] = timed(() => kcache(["restore"], runnerB));
 const warm = workload(runnerB);
-console.log(`workload: ${warm.compiled} kernels compiled, ${warm.loaded} loaded, ${warm.seconds.toFixed(2)} s`);
+console.log(
+  `workload: ${warm.compiled} kernels compiled, ${warm.loaded} loaded, ${warm.seconds.toFixed(2)} s`,
+);
 const [, saveB] = timed(() => kcache(["save"], runnerB));
 
 console.log("\n== for contrast: runner A's cache bytes moved to runner C's path without kcache ==");
@@ -87,7 +103,9 @@ const runnerC = path.join(work, "runner-c", "triton-cache");
 fs.mkdirSync(path.dirname(runnerC), { recursive: true });
 fs.renameSync(runnerA, runnerC);
 const moved = workload(runnerC);
-console.log(`workload: ${moved.compiled} kernels compiled, ${moved.loaded} loaded, ${moved.seconds.toFixed(2)} s`);
+console.log(
+  `workload: ${moved.compiled} kernels compiled, ${moved.loaded} loaded, ${moved.seconds.toFixed(2)} s`,
+);
 
 const row = (name: string, r: Run, overhead: string) =>
   `| ${name.padEnd(38)} | ${String(r.compiled).padStart(8)} | ${String(r.loaded).padStart(6)} | ${r.seconds.toFixed(2).padStart(9)} | ${overhead.padStart(20)} |`;

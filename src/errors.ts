@@ -14,6 +14,8 @@ export const ExitCode = {
   stackMismatch: 4,
   /** No cache matched and --fail-on-cache-miss was given. */
   cacheMiss: 5,
+  /** `kcache run`: an error-severity check failed (or expect: warm failed); nothing was saved. */
+  checkFailed: 6,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 

@@ -172,8 +172,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     deadShare = total > 0 ? 1 - live / total : 0;
   }
   const consolidate =
-    usedPacks.size > 0 &&
-    (chain > config.save.maxChain || deadShare > config.save.maxDeadShare);
+    usedPacks.size > 0 && (chain > config.save.maxChain || deadShare > config.save.maxDeadShare);
   const toPack = consolidate ? kept : fresh;
   const referenced = consolidate ? [] : reused;
   report.consolidated = consolidate;

@@ -85,6 +85,22 @@ export async function main(argv: string[]): Promise<void> {
     { strict: false },
   ).action(async (o) => (await import("./commands/prune.js")).pruneCommand(o));
 
+  common(
+    program
+      .command("run")
+      .description(
+        "restore, run a profile's commands as timed stages, check their results, save only if all passed",
+      )
+      .requiredOption("-p, --profile <name>", "the profile in kcache.yml to run")
+      .option(
+        "--out <dir>",
+        "folder for logs, telemetry and kcache-report.json (default: $RUNNER_TEMP/kcache/<profile> or .kcache/<profile>)",
+      )
+      .option("--no-restore", "start cold: restore nothing")
+      .option("--no-save", "never save, whatever the outcome"),
+    { revision: true },
+  ).action(async (o) => (await import("./commands/run.js")).runCommandCli(o));
+
   try {
     await program.parseAsync(argv);
   } catch (e) {

@@ -5,6 +5,7 @@ import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { interpolate } from "./interpolate.js";
+import type { ProfileSpec } from "./profile-schema.js";
 import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
 
 export interface CacheConfig {
@@ -24,6 +25,7 @@ export interface Config {
   key: { prefix: string; restorePrefixes: string[]; defaultBranch: string | undefined };
   save: { maxChain: number; maxDeadShare: number; packBytes: number; compressionLevel: number };
   stack: { python: string; pins: Record<string, string> };
+  profiles: Record<string, ProfileSpec>;
 }
 
 export const DEFAULT_CONFIG_FILE = "kcache.yml";
@@ -121,6 +123,7 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
       compressionLevel: cfg.save["compression-level"],
     },
     stack: { python: cfg.stack.python, pins },
+    profiles: cfg.profiles,
   };
 }
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { profileSchema } from "./profile-schema.js";
 
 /** A cache prefix or restore prefix: GitHub's key rules (no commas) plus a sane length. */
 const keyPart = z
@@ -75,6 +76,8 @@ export const configSchema = z
       "compression-level": 3,
     }),
     stack: stackSchema.default({ python: "python3", pins: {} }),
+    /** Named jobs for `kcache run --profile <name>`. */
+    profiles: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/), profileSchema).default({}),
   })
   .strict()
   .superRefine((cfg, ctx) => {
@@ -89,6 +92,17 @@ export const configSchema = z
       }
       seen.add(c.name);
     });
+    for (const [name, p] of Object.entries(cfg.profiles)) {
+      (p.caches ?? []).forEach((c, i) => {
+        if (!seen.has(c)) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["profiles", name, "caches", i],
+            message: `no cache named "${c}"; use one of ${[...seen].map((s) => `"${s}"`).join(", ")}`,
+          });
+        }
+      });
+    }
   });
 
 export type RawConfig = z.input<typeof configSchema>;

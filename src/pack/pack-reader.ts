@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import fs from "node:fs";
 import path from "node:path";
-import { once } from "node:events";
 import { type Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Parser, type ReadEntry } from "tar";
@@ -98,8 +98,10 @@ export async function readPack(
     let reason = c.bad;
     if (!reason) {
       const got = c.digest.digest();
-      if (got !== w.sha256) reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w.sha256.slice(0, 12)})`;
-      else if (c.digest.size !== w.size || c.digest.files !== w.files) reason = "size or file count differs from manifest";
+      if (got !== w.sha256)
+        reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w.sha256.slice(0, 12)})`;
+      else if (c.digest.size !== w.size || c.digest.files !== w.files)
+        reason = "size or file count differs from manifest";
     }
     if (reason) {
       discard(c, reason);
@@ -216,7 +218,8 @@ export async function readPack(
     if (current) finish(current);
     current = null;
     const got = digest.digest();
-    if (got !== expectedSha256) result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${expectedSha256.slice(0, 12)})`;
+    if (got !== expectedSha256)
+      result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${expectedSha256.slice(0, 12)})`;
   } catch (e) {
     if (current) {
       const c: Current = current;

@@ -22,7 +22,11 @@ describe("zstd engines", () => {
     expect((await save(await sb.context())).outcome).toBe("saved");
     process.env.KCACHE_ZSTD = reader;
     const dest = path.join(sb.dir, "dest");
-    const cfg = sb.config({ caches: [{ name: "triton", kind: "triton", path: dest }], store: { path: sb.store }, key: { prefix: "bench" } });
+    const cfg = sb.config({
+      caches: [{ name: "triton", kind: "triton", path: dest }],
+      store: { path: sb.store },
+      key: { prefix: "bench" },
+    });
     const r = await restore(await sb.context({ config: cfg, stateDir: path.join(sb.dir, "s2") }));
     expect(r).toMatchObject({ entriesRestored: 12, entriesBad: 0 });
     expect([...treeDigests(dest).keys()].sort()).toEqual([...treeDigests(src).keys()].sort());

@@ -1,8 +1,8 @@
 import { prune } from "../../cache/prune.js";
+import { parseDuration, parseSize } from "../../config/durations.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../report/format.js";
 import { openStore } from "../../store/open.js";
-import { parseDuration, parseSize } from "../durations.js";
 import type { GlobalOptions } from "../main.js";
 import { commandBasics, printJson } from "../setup.js";
 
@@ -19,9 +19,9 @@ export async function pruneCommand(
     openStore(config),
     {
       keep,
-      olderThanMs: o.olderThan ? parseDuration(o.olderThan, "--older-than") : undefined,
-      maxBytes: o.maxSize ? parseSize(o.maxSize, "--max-size") : undefined,
-      graceMs: parseDuration(o.grace, "--grace"),
+      olderThanMs: o.olderThan ? duration(o.olderThan, "--older-than") : undefined,
+      maxBytes: o.maxSize ? size(o.maxSize, "--max-size") : undefined,
+      graceMs: duration(o.grace, "--grace"),
       dryRun: o.dryRun,
     },
     log,
@@ -35,4 +35,17 @@ export async function pruneCommand(
   log.info(
     `${verb} ${report.manifestsDeleted.length} keys and ${report.packsDeleted.length} packs (${formatBytes(report.bytesFreed)}); kept ${report.manifestsKept} keys (${formatBytes(report.bytesKept)})`,
   );
+}
+
+function duration(text: string, flag: string): number {
+  const ms = parseDuration(text);
+  if (ms === null)
+    throw new UsageError(`${flag} ${text}: use a number and a unit, like 90s, 30m, 12h, 7d or 2w`);
+  return ms;
+}
+
+function size(text: string, flag: string): number {
+  const bytes = parseSize(text);
+  if (bytes === null) throw new UsageError(`${flag} ${text}: use a size like 500MB, 10GB or 2GiB`);
+  return bytes;
 }

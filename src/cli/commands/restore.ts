@@ -1,9 +1,9 @@
 import { restore } from "../../cache/restore.js";
+import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { CacheMissError } from "../../errors.js";
 import { formatBytes, formatSeconds } from "../../report/format.js";
 import type { GlobalOptions } from "../main.js";
 import { commandContext, printJson } from "../setup.js";
-import { tolerateCacheFailure } from "../store-failure.js";
 
 export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; failOnCacheMiss?: boolean }) {
   const ctx = await commandContext(o);

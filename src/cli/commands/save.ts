@@ -1,8 +1,8 @@
 import { save } from "../../cache/save.js";
+import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { formatBytes, formatSeconds } from "../../report/format.js";
 import type { GlobalOptions } from "../main.js";
 import { commandContext, printJson } from "../setup.js";
-import { tolerateCacheFailure } from "../store-failure.js";
 
 export async function saveCommand(o: GlobalOptions) {
   const ctx = await commandContext(o);

@@ -1,0 +1,131 @@
+"""kcache's kernel telemetry hook, put first on PYTHONPATH by `kcache run`.
+
+When (and only when) the job imports triton.knobs, it registers
+triton.knobs.compilation.listener (Triton >= 3.4), which Triton calls for every kernel load, and
+appends one JSON line per kernel to $KCACHE_TELEMETRY_FILE: name, cache_hit, compile seconds, pid.
+A listener the job already had keeps being called. At exit each process that imported triton
+writes one line saying whether the listener could be registered. Then any other sitecustomize on
+the path runs, as it would have without kcache. Nothing here may break the job: errors are ignored.
+"""
+import json
+import os
+import sys
+import time
+
+_FILE = os.environ.get("KCACHE_TELEMETRY_FILE")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_state = {"registered": False}
+
+
+def _write(record):
+    try:
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        fd = os.open(_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
+
+
+def _compile_seconds(times):
+    try:
+        if isinstance(times, dict):
+            v = times.get("total")
+            return float(v) if v is not None else None
+        total = getattr(times, "total", None)
+        if callable(total):
+            total = total()
+        if total is None:
+            parts = [getattr(times, "ir_initialization", 0), getattr(times, "store_results", 0)]
+            parts += [t for _, t in getattr(times, "lowering_stages", [])]
+            total = sum(parts)
+        return float(total) / 1e6  # CompileTimes counts microseconds
+    except Exception:
+        return None
+
+
+def _register(knobs):
+    try:
+        compilation = knobs.compilation
+        previous = getattr(compilation, "listener", None)
+    except Exception:
+        return
+
+    def listener(*, src, metadata, metadata_group, times, cache_hit):
+        try:
+            name = metadata.get("name") if isinstance(metadata, dict) else getattr(metadata, "name", None)
+            if name is None:
+                name = getattr(src, "name", None) or getattr(getattr(src, "fn", None), "__name__", None)
+            _write({"kernel": str(name), "cache_hit": bool(cache_hit), "compile_s": None if cache_hit else _compile_seconds(times),
+                    "pid": os.getpid(), "t": time.time()})
+        except Exception:
+            pass
+        if previous is not None:
+            return previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times, cache_hit=cache_hit)
+
+    try:
+        compilation.listener = listener
+        _state["registered"] = True
+    except Exception:
+        pass
+
+
+class _KnobsFinder:
+    """Wraps the loader of triton.knobs so the listener is registered right after it loads."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "triton.knobs":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return None
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_and_register(module):
+            exec_module(module)
+            _register(module)
+
+        loader.exec_module = exec_and_register
+        return spec
+
+
+def _at_exit():
+    if "triton" in sys.modules:
+        triton = sys.modules["triton"]
+        _write({"event": "exit", "pid": os.getpid(), "triton": getattr(triton, "__version__", None),
+                "listener": _state["registered"]})
+
+
+def _run_next_sitecustomize():
+    import importlib.machinery
+    import importlib.util
+
+    rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None or os.path.abspath(spec.origin or "") == os.path.abspath(__file__):
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+if _FILE:
+    try:
+        if "triton.knobs" in sys.modules:
+            _register(sys.modules["triton.knobs"])
+        else:
+            sys.meta_path.insert(0, _KnobsFinder())
+        import atexit
+
+        atexit.register(_at_exit)
+    except Exception:
+        pass
+try:
+    _run_next_sitecustomize()
+except Exception as e:  # the job's own sitecustomize failed: say so, as Python would have
+    sys.stderr.write("kcache hook: error in sitecustomize: %r\n" % (e,))

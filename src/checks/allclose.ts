@@ -1,0 +1,85 @@
+import type { CheckSpec } from "../config/profile-schema.js";
+import type { CheckResult } from "./check.js";
+import { readNpy, unravel } from "./npy.js";
+
+type Spec = Extract<CheckSpec, { type: "allclose" }>;
+
+/**
+ * numpy.allclose over two .npy arrays: |a - b| <= atol + rtol * |b| everywhere, NaN equal to NaN
+ * when equal-nan is set. Reports the largest absolute and relative errors and the worst element.
+ */
+export function allcloseCheck(spec: Spec, fileA: string, fileB: string, name: string): CheckResult {
+  const a = readNpy(fileA, spec.dtype);
+  const b = readNpy(fileB, spec.dtype);
+  const result = (passed: boolean, message: string, details: Record<string, unknown> = {}): CheckResult => ({
+    name,
+    type: "allclose",
+    severity: spec.severity,
+    passed,
+    file: fileA,
+    message,
+    details,
+  });
+  if (a.shape.join(",") !== b.shape.join(",")) {
+    return result(
+      false,
+      `${fileA}: shape (${a.shape.join(", ")}) differs from ${fileB} (${b.shape.join(", ")})`,
+    );
+  }
+  let maxAbs = 0;
+  let maxRel = 0;
+  let worst = -1;
+  let worstExcess = 0;
+  let bad = 0;
+  for (let i = 0; i < a.values.length; i++) {
+    const x = a.values[i] as number;
+    const y = b.values[i] as number;
+    if (Number.isNaN(x) || Number.isNaN(y)) {
+      if (spec["equal-nan"] && Number.isNaN(x) && Number.isNaN(y)) continue;
+      bad++;
+      if (worst < 0 || worstExcess !== Number.POSITIVE_INFINITY) {
+        worst = i;
+        worstExcess = Number.POSITIVE_INFINITY;
+      }
+      continue;
+    }
+    if (x === y) continue; // equal infinities too
+    const diff = Math.abs(x - y);
+    const rel = y === 0 ? Number.POSITIVE_INFINITY : diff / Math.abs(y);
+    if (diff > maxAbs) maxAbs = diff;
+    if (rel > maxRel) maxRel = rel;
+    const excess = diff - (spec.atol + spec.rtol * Math.abs(y));
+    if (excess > 0 || Number.isNaN(excess)) {
+      bad++;
+      if (worst < 0 || excess > worstExcess) {
+        worst = i;
+        worstExcess = excess;
+      }
+    }
+  }
+  const details = {
+    shape: a.shape,
+    dtype: a.dtype,
+    maxAbsError: maxAbs,
+    maxRelError: maxRel,
+    mismatched: bad,
+    worstIndex: worst >= 0 ? unravel(worst, a.shape) : null,
+  };
+  const errors = `max abs error ${fmt(maxAbs)}, max rel error ${fmt(maxRel)}`;
+  if (bad === 0)
+    return result(
+      true,
+      `${a.values.length} values within rtol=${spec.rtol} atol=${spec.atol} (${errors})`,
+      details,
+    );
+  const at = `[${details.worstIndex?.join(", ")}]`;
+  return result(
+    false,
+    `${fileA} vs ${fileB}: ${bad} of ${a.values.length} values differ beyond rtol=${spec.rtol} atol=${spec.atol}; ${errors}; worst at ${at}: ${a.values[worst]} vs ${b.values[worst]}`,
+    details,
+  );
+}
+
+function fmt(v: number): string {
+  return Number.isFinite(v) ? v.toExponential(3) : String(v);
+}

@@ -1,0 +1,40 @@
+import fs from "node:fs";
+import path from "node:path";
+import { runProfile } from "../../pipeline/run-profile.js";
+import { checkAnnotations, runOutputs, writeOutputs, writeStepSummary } from "../../report/github.js";
+import { runMarkdown } from "../../report/run-markdown.js";
+import type { GlobalOptions } from "../main.js";
+import { commandBasics, printJson } from "../setup.js";
+
+export async function runCommandCli(
+  o: GlobalOptions & { profile: string; out?: string; restore: boolean; save: boolean },
+) {
+  const { config, log } = commandBasics(o);
+  const env = process.env;
+  const outDir =
+    o.out ??
+    (env.RUNNER_TEMP ? path.join(env.RUNNER_TEMP, "kcache", o.profile) : path.join(".kcache", o.profile));
+  const report = await runProfile({
+    config,
+    profileName: o.profile,
+    log,
+    outDir,
+    revision: o.revision,
+    strict: o.strict,
+    restore: o.restore,
+    save: o.save,
+    // With --json, stdout carries only the report; command output still reaches the log files and stderr.
+    echo: o.json ? process.stderr : process.stdout,
+  });
+  const file = path.join(report.outDir, "kcache-report.json");
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  const markdown = runMarkdown(report);
+  if (o.json) printJson(report);
+  else process.stdout.write(`\n${markdown}`);
+  if (env.GITHUB_ACTIONS === "true")
+    for (const a of checkAnnotations(report, process.cwd())) process.stdout.write(`${a}\n`);
+  writeStepSummary(env, markdown);
+  writeOutputs(env, runOutputs(report));
+  log.info(`report: ${file}`);
+  process.exitCode = report.exitCode;
+}

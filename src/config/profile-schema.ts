@@ -1,0 +1,174 @@
+import { z } from "zod";
+import { parseDuration } from "./durations.js";
+
+const envMap = z.record(
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
+  z.union([z.string(), z.number(), z.boolean()]).transform(String),
+);
+const duration = z
+  .string()
+  .refine((s) => parseDuration(s) !== null, { message: "use a number and a unit, like 90s, 30m or 2h" });
+const stepName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { message: "use letters, digits, '.', '_' and '-' only" });
+const devices = z
+  .array(z.union([z.number().int().nonnegative(), z.string().min(1)]).transform(String))
+  .min(1);
+
+export const commandSchema = z
+  .object({
+    name: stepName,
+    run: z.string().min(1),
+    env: envMap.default({}),
+    workdir: z.string().optional(),
+    timeout: duration.optional(),
+    /** Visible devices for this command (CUDA_VISIBLE_DEVICES and its NPU/HIP twins). */
+    devices: devices.optional(),
+  })
+  .strict();
+
+export const groupSchema = z
+  .object({
+    name: stepName,
+    /** Commands run at the same time. */
+    parallel: z.array(commandSchema).min(1),
+    /** One device per command, round robin; at most this many run at once. */
+    devices: devices.optional(),
+  })
+  .strict();
+
+/** Where the records are in a JSON result file: a dotted path to an array; default the file itself or its "results". */
+const records = z.string().optional();
+const severity = z.enum(["error", "warn"]).default("error");
+const fieldList = z.array(z.string().min(1)).min(1);
+const recordValue = z.union([z.string(), z.number(), z.boolean()]);
+
+const base = { name: z.string().optional(), severity };
+
+export const checkSchema = z.discriminatedUnion("type", [
+  z
+    .object({
+      ...base,
+      type: z.literal("coverage"),
+      file: z.string(),
+      records,
+      /** Fields that identify a record; default: the fields the expected records name. */
+      key: fieldList.optional(),
+      expect: z
+        .object({
+          /** Factors of a cartesian product: each a map of one field to its values, or a list of partial records. */
+          product: z
+            .array(
+              z.union([
+                z.record(z.string(), z.array(recordValue).min(1)),
+                z.array(z.record(z.string(), recordValue)).min(1),
+              ]),
+            )
+            .min(1)
+            .optional(),
+          list: z.array(z.record(z.string(), recordValue)).min(1).optional(),
+          /** How many records there are in all. */
+          count: z.number().int().nonnegative().optional(),
+          /** How many times each expected record appears (default 1). */
+          each: z.number().int().positive().default(1),
+        })
+        .strict()
+        .refine((e) => e.product || e.list || e.count !== undefined, {
+          message: "give product, list or count",
+        }),
+    })
+    .strict(),
+  z
+    .object({ ...base, type: z.literal("finite-positive"), file: z.string(), records, fields: fieldList })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: z.literal("threshold"),
+      file: z.string(),
+      records,
+      field: z.string().min(1),
+      "<=": z.number().optional(),
+      ">=": z.number().optional(),
+      "<": z.number().optional(),
+      ">": z.number().optional(),
+      /** Compare value / baseline value instead of the value itself. */
+      baseline: z.string().optional(),
+      "baseline-records": z.string().optional(),
+      key: fieldList.optional(),
+    })
+    .strict()
+    .refine((t) => ["<=", ">=", "<", ">"].filter((op) => t[op as "<="] !== undefined).length === 1, {
+      message: 'give exactly one bound: "<=", ">=", "<" or ">"',
+    })
+    .refine((t) => !t.baseline || t.key, {
+      message: "a relative threshold (baseline) needs key fields to match records",
+    }),
+  z
+    .object({
+      ...base,
+      type: z.literal("allclose"),
+      a: z.string(),
+      b: z.string(),
+      rtol: z.number().nonnegative().default(1e-5),
+      atol: z.number().nonnegative().default(1e-8),
+      "equal-nan": z.boolean().default(true),
+      /** How to read 2-byte void arrays (ml_dtypes' bfloat16 is saved as '<V2'). */
+      dtype: z.enum(["bfloat16"]).optional(),
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: z.literal("agree"),
+      a: z.string(),
+      b: z.string(),
+      records,
+      "b-records": z.string().optional(),
+      key: fieldList,
+      /** Numeric fields to compare; "x" compares x with x, "x=y" compares a's x with b's y. */
+      fields: fieldList,
+      rtol: z.number().nonnegative().default(1e-3),
+      atol: z.number().nonnegative().default(1e-6),
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: z.literal("command"),
+      run: z.string().min(1),
+      workdir: z.string().optional(),
+      env: envMap.default({}),
+    })
+    .strict(),
+]);
+
+export const profileSchema = z
+  .object({
+    /** Key prefix of this workload (default: key.prefix). */
+    prefix: z
+      .string()
+      .min(1)
+      .max(400)
+      .refine((s) => !s.includes(","), { message: "must not contain a comma" })
+      .optional(),
+    /** Names of the caches this profile restores and saves (default: all). */
+    caches: z.array(z.string()).min(1).optional(),
+    env: envMap.default({}),
+    workdir: z.string().optional(),
+    commands: z.array(z.union([groupSchema, commandSchema])).min(1),
+    checks: z.array(checkSchema).default([]),
+    /** Run the remaining commands after one fails (checks and the report always run). */
+    "continue-on-error": z.boolean().default(false),
+    save: z.enum(["on-success", "never"]).default("on-success"),
+    /** warm: after an exact-key restore, compiling any kernel is unexpected. */
+    expect: z.enum(["any", "warm"]).default("any"),
+    /** What an unexpected compile does: warn, or fail the run (and block the save). */
+    "on-unexpected-compile": z.enum(["warn", "fail"]).default("warn"),
+  })
+  .strict();
+
+export type CommandSpec = z.output<typeof commandSchema>;
+export type GroupSpec = z.output<typeof groupSchema>;
+export type CheckSpec = z.output<typeof checkSchema>;
+export type ProfileSpec = z.output<typeof profileSchema>;

@@ -1,0 +1,112 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+
+export interface CommandOutcome {
+  exitCode: number;
+  /** Signal that ended it, if one did. */
+  signal: string | null;
+  timedOut: boolean;
+  seconds: number;
+}
+
+export interface CommandOptions {
+  run: string;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  logFile: string;
+  timeoutMs?: number;
+  /** Where to echo output as it comes; null to only log it. */
+  echo: NodeJS.WritableStream | null;
+  /** Prefix for echoed lines when several commands run at once. */
+  linePrefix?: string;
+}
+
+/** Exit code reported for a command stopped by its timeout, as coreutils' timeout does. */
+export const TIMEOUT_EXIT = 124;
+
+/**
+ * Runs a shell command in its own process group, logging stdout and stderr to a file and echoing
+ * them. A timeout sends SIGTERM to the whole group, then SIGKILL after 10 s.
+ */
+export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
+  fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
+  const log = fs.createWriteStream(opts.logFile);
+  const t0 = performance.now();
+  return new Promise((resolve) => {
+    const child = spawn("bash", ["-c", opts.run], {
+      cwd: opts.cwd,
+      env: opts.env,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let timedOut = false;
+    let killer: NodeJS.Timeout | undefined;
+    const timer =
+      opts.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            signalGroup(child.pid, "SIGTERM");
+            killer = setTimeout(() => signalGroup(child.pid, "SIGKILL"), 10_000);
+          }, opts.timeoutMs);
+    const forward = (stream: NodeJS.ReadableStream) => {
+      let partial = "";
+      stream.on("data", (d: Buffer) => {
+        log.write(d);
+        if (!opts.echo) return;
+        if (!opts.linePrefix) {
+          opts.echo.write(d);
+          return;
+        }
+        const lines = (partial + d.toString()).split("\n");
+        partial = lines.pop() ?? "";
+        for (const l of lines) opts.echo.write(`${opts.linePrefix}${l}\n`);
+      });
+      stream.on("end", () => {
+        if (partial && opts.echo) opts.echo.write(`${opts.linePrefix ?? ""}${partial}\n`);
+      });
+    };
+    forward(child.stdout);
+    forward(child.stderr);
+    const done = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+      if (timer) clearTimeout(timer);
+      if (killer) clearTimeout(killer);
+      if (error) log.write(`kcache: could not start: ${error.message}\n`);
+      log.end();
+      resolve({
+        exitCode: timedOut ? TIMEOUT_EXIT : (code ?? (signal ? 128 + signalNumber(signal) : 1)),
+        signal,
+        timedOut,
+        seconds: (performance.now() - t0) / 1000,
+      });
+    };
+    child.on("error", (e) => done(127, null, e));
+    child.on("close", (code, signal) => done(code, signal));
+  });
+}
+
+function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (!pid) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+function signalNumber(signal: NodeJS.Signals): number {
+  const n = (
+    {
+      SIGHUP: 1,
+      SIGINT: 2,
+      SIGQUIT: 3,
+      SIGABRT: 6,
+      SIGKILL: 9,
+      SIGSEGV: 11,
+      SIGPIPE: 13,
+      SIGTERM: 15,
+    } as Record<string, number>
+  )[signal];
+  return n ?? 1;
+}

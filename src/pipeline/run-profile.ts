@@ -1,0 +1,387 @@
+import fs from "node:fs";
+import path from "node:path";
+import { type JobContext, jobContext } from "../cache/job-context.js";
+import { type RestoreReport, restore } from "../cache/restore.js";
+import { type SaveReport, save } from "../cache/save.js";
+import { tolerateCacheFailure } from "../cache/tolerate.js";
+import type { CheckResult } from "../checks/check.js";
+import { runCheck } from "../checks/run-checks.js";
+import { parseDuration } from "../config/durations.js";
+import type { Config } from "../config/load.js";
+import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
+import { ConfigError, ExitCode } from "../errors.js";
+import type { Log } from "../log.js";
+import type { StackFingerprint } from "../stack/fingerprint.js";
+import { telemetryEnv } from "../telemetry/hook.js";
+import { type KernelStats, readTelemetry } from "../telemetry/read.js";
+import { deviceEnv } from "./devices.js";
+import { runCommand } from "./run-command.js";
+
+export const RUN_REPORT_SCHEMA = "kcache-run-report/1";
+
+export interface Stage {
+  name: string;
+  kind: "restore" | "command" | "group" | "checks" | "save";
+  seconds: number;
+  status: "ok" | "failed" | "skipped" | "warned";
+  /** One line: "hit (exact)", "exit 2", "3 passed, 1 failed"... */
+  summary: string;
+  children?: Stage[];
+}
+
+export interface CommandReport {
+  name: string;
+  group: string | null;
+  run: string;
+  exitCode: number;
+  timedOut: boolean;
+  seconds: number;
+  log: string;
+  devices: string | null;
+  kernels: KernelStats;
+}
+
+export interface RunReport {
+  schema: typeof RUN_REPORT_SCHEMA;
+  profile: string;
+  key: string;
+  scope: string;
+  revision: string;
+  stackId: string;
+  startedAt: string;
+  seconds: number;
+  restore: RestoreReport | null;
+  commands: CommandReport[];
+  checks: CheckResult[];
+  save: SaveReport | null;
+  /** Why nothing was saved, when the gate or the policy held the save back. */
+  saveSkipped: string | null;
+  kernels: { status: KernelStats["status"]; loaded: number; compiled: number; compileSeconds: number };
+  /** Set when `expect: warm` saw kernels compiled after an exact-key restore. */
+  unexpectedCompile: string | null;
+  stages: Stage[];
+  passed: boolean;
+  firstFailure: string | null;
+  exitCode: number;
+  outDir: string;
+}
+
+export interface RunOptions {
+  config: Config;
+  profileName: string;
+  log: Log;
+  /** Where logs, telemetry and kcache-report.json go. */
+  outDir: string;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  revision?: string;
+  strict?: boolean;
+  stack?: StackFingerprint;
+  /** Restore from the store before the commands (false for a cold run). */
+  restore?: boolean;
+  /** Save after the gate passed (false to never save). */
+  save?: boolean;
+  /** Echo command output (default: stdout). */
+  echo?: NodeJS.WritableStream | null;
+}
+
+/** The profile with its caches and prefix applied to the configuration. */
+export function profileConfig(config: Config, name: string): { profile: ProfileSpec; config: Config } {
+  const profile = config.profiles[name];
+  if (!profile) {
+    const known = Object.keys(config.profiles);
+    throw new ConfigError(
+      `${config.source}: no profile "${name}"${known.length ? `; profiles are ${known.map((k) => `"${k}"`).join(", ")}` : "; add one under profiles:"}`,
+    );
+  }
+  const caches = profile.caches
+    ? config.caches.filter((c) => profile.caches?.includes(c.name))
+    : config.caches;
+  return {
+    profile,
+    config: { ...config, caches, key: { ...config.key, prefix: profile.prefix ?? config.key.prefix } },
+  };
+}
+
+/**
+ * `kcache run`: restore, the profile's commands as timed stages, its checks, and a save only when
+ * every command exited 0 and every error-severity check passed.
+ */
+export async function runProfile(opts: RunOptions): Promise<RunReport> {
+  const t0 = performance.now();
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const { log } = opts;
+  const { profile, config } = profileConfig(opts.config, opts.profileName);
+  const ctx: JobContext = await jobContext({
+    config,
+    log,
+    env,
+    cwd,
+    revision: opts.revision,
+    strict: opts.strict,
+    stack: opts.stack,
+  });
+  const outDir = path.resolve(cwd, opts.outDir);
+  fs.mkdirSync(path.join(outDir, "logs"), { recursive: true });
+  fs.mkdirSync(path.join(outDir, "telemetry"), { recursive: true });
+  const echo = opts.echo === undefined ? process.stdout : opts.echo;
+  const gha = env.GITHUB_ACTIONS === "true";
+  const stages: Stage[] = [];
+
+  // Restore.
+  let restored: RestoreReport | null = null;
+  if (opts.restore !== false) {
+    const s0 = performance.now();
+    restored = await tolerateCacheFailure("restore", opts.strict, log, () => restore(ctx));
+    stages.push({
+      name: "restore",
+      kind: "restore",
+      seconds: (performance.now() - s0) / 1000,
+      status: restored ? "ok" : "warned",
+      summary: !restored
+        ? "store failed (warned)"
+        : restored.matchedKey
+          ? `${restored.cacheHit ? "hit (exact)" : `partial (${restored.matchedKey})`}, ${restored.entriesRestored} entries`
+          : "miss",
+    });
+  } else {
+    stages.push({
+      name: "restore",
+      kind: "restore",
+      seconds: 0,
+      status: "skipped",
+      summary: "cold run: nothing restored",
+    });
+  }
+
+  // Commands.
+  const baseEnv: NodeJS.ProcessEnv = { ...env, ...profile.env };
+  for (const c of config.caches) {
+    fs.mkdirSync(c.path, { recursive: true });
+    if (c.env) baseEnv[c.env] = c.path;
+  }
+  const workdir = profile.workdir ? path.resolve(cwd, profile.workdir) : cwd;
+  const commands: CommandReport[] = [];
+  let failedCommand: CommandReport | null = null;
+  const runOne = async (
+    cmd: CommandSpec,
+    group: string | null,
+    devices: string[] | undefined,
+    prefix?: string,
+  ) => {
+    const telemetryFile = path.join(outDir, "telemetry", `${cmd.name}.jsonl`);
+    fs.rmSync(telemetryFile, { force: true });
+    const devs = cmd.devices ?? devices;
+    const cmdEnv = telemetryEnv({ ...baseEnv, ...cmd.env, ...(devs ? deviceEnv(devs) : {}) }, telemetryFile);
+    const logFile = path.join(outDir, "logs", `${cmd.name}.log`);
+    if (echo && gha && !prefix) echo.write(`::group::${cmd.name}: ${cmd.run}\n`);
+    else log.info(`${cmd.name}: ${cmd.run}${devs ? ` (devices ${devs.join(",")})` : ""}`);
+    const r = await runCommand({
+      run: cmd.run,
+      cwd: cmd.workdir ? path.resolve(workdir, cmd.workdir) : workdir,
+      env: cmdEnv,
+      logFile,
+      timeoutMs: cmd.timeout ? (parseDuration(cmd.timeout) as number) : undefined,
+      echo,
+      linePrefix: prefix,
+    });
+    if (echo && gha && !prefix) echo.write("::endgroup::\n");
+    const report: CommandReport = {
+      name: cmd.name,
+      group,
+      run: cmd.run,
+      exitCode: r.exitCode,
+      timedOut: r.timedOut,
+      seconds: r.seconds,
+      log: logFile,
+      devices: devs ? devs.join(",") : null,
+      kernels: readTelemetry(telemetryFile),
+    };
+    commands.push(report);
+    if (r.exitCode !== 0) {
+      failedCommand ??= report;
+      log.warn(
+        `${cmd.name} ${r.timedOut ? `timed out after ${cmd.timeout}` : `exited ${r.exitCode}`}; its output is in ${logFile}`,
+      );
+    }
+    return { report, stage: commandStage(report) };
+  };
+
+  for (const item of profile.commands) {
+    if (failedCommand && !profile["continue-on-error"]) {
+      stages.push({
+        name: item.name,
+        kind: "parallel" in item ? "group" : "command",
+        seconds: 0,
+        status: "skipped",
+        summary: "not run: an earlier command failed",
+      });
+      continue;
+    }
+    if ("parallel" in item) stages.push(await runGroup(item, runOne));
+    else stages.push((await runOne(item, null, undefined)).stage);
+  }
+
+  // Checks, on whatever the commands left.
+  const c0 = performance.now();
+  const checks: CheckResult[] = [];
+  for (const [i, spec] of profile.checks.entries()) {
+    const result = await runCheck(spec, i, workdir, baseEnv, path.join(outDir, "logs", `check-${i + 1}.log`));
+    checks.push(result);
+    if (!result.passed)
+      log.warn(`check ${result.name} ${result.severity === "error" ? "failed" : "warns"}: ${result.message}`);
+  }
+  const failedChecks = checks.filter((c) => !c.passed && c.severity === "error");
+  const warnedChecks = checks.filter((c) => !c.passed && c.severity === "warn");
+  stages.push({
+    name: "checks",
+    kind: "checks",
+    seconds: (performance.now() - c0) / 1000,
+    status: failedChecks.length
+      ? "failed"
+      : warnedChecks.length
+        ? "warned"
+        : profile.checks.length
+          ? "ok"
+          : "skipped",
+    summary: profile.checks.length
+      ? `${checks.filter((c) => c.passed).length} passed${failedChecks.length ? `, ${failedChecks.length} failed` : ""}${warnedChecks.length ? `, ${warnedChecks.length} warned` : ""}`
+      : "no checks",
+  });
+
+  // Kernel telemetry across commands, and the warm expectation.
+  const kernels = totalKernels(commands);
+  let unexpectedCompile: string | null = null;
+  if (profile.expect === "warm" && restored?.cacheHit && kernels.compiled > 0) {
+    const names = [...new Set(commands.flatMap((c) => c.kernels.compiledKernels))].slice(0, 5);
+    unexpectedCompile = `${kernels.compiled} kernels compiled after an exact-key restore (expect: warm): ${names.join(", ")}`;
+    log.warn(unexpectedCompile);
+  }
+  const expectFailed = unexpectedCompile !== null && profile["on-unexpected-compile"] === "fail";
+
+  // The gate.
+  const firstFailure = failedCommand
+    ? `command ${(failedCommand as CommandReport).name} (exit ${(failedCommand as CommandReport).exitCode})`
+    : failedChecks[0]
+      ? `check ${failedChecks[0].name}`
+      : expectFailed
+        ? "expect: warm (kernels compiled after an exact-key restore)"
+        : null;
+  let saved: SaveReport | null = null;
+  let saveSkipped: string | null = null;
+  const s0 = performance.now();
+  if (opts.save === false || profile.save === "never") saveSkipped = "saving is off for this run";
+  else if (firstFailure) saveSkipped = `not saved: ${firstFailure} failed`;
+  else {
+    saved = await tolerateCacheFailure("save", opts.strict, log, () => save(ctx));
+    if (!saved) saveSkipped = "the store failed (warned)";
+    else log.info(saved.message);
+  }
+  stages.push({
+    name: "save",
+    kind: "save",
+    seconds: (performance.now() - s0) / 1000,
+    status: saved
+      ? "ok"
+      : firstFailure
+        ? "skipped"
+        : saveSkipped?.startsWith("saving is off")
+          ? "skipped"
+          : "warned",
+    summary: saved ? saved.outcome : (saveSkipped as string),
+  });
+
+  const exitCode = failedCommand
+    ? (failedCommand as CommandReport).exitCode
+    : failedChecks.length || expectFailed
+      ? ExitCode.checkFailed
+      : ExitCode.ok;
+  return {
+    schema: RUN_REPORT_SCHEMA,
+    profile: opts.profileName,
+    key: ctx.key,
+    scope: ctx.scopes.write,
+    revision: ctx.revision,
+    stackId: ctx.stack.stackId,
+    startedAt: new Date(Date.now() - (performance.now() - t0)).toISOString(),
+    seconds: (performance.now() - t0) / 1000,
+    restore: restored,
+    commands,
+    checks,
+    save: saved,
+    saveSkipped,
+    kernels,
+    unexpectedCompile,
+    stages,
+    passed: firstFailure === null,
+    firstFailure,
+    exitCode,
+    outDir,
+  };
+}
+
+async function runGroup(
+  group: GroupSpec,
+  runOne: (
+    cmd: CommandSpec,
+    group: string | null,
+    devices: string[] | undefined,
+    prefix?: string,
+  ) => Promise<{ stage: Stage }>,
+): Promise<Stage> {
+  const g0 = performance.now();
+  const slots = group.devices ? group.devices.length : group.parallel.length;
+  const children: Stage[] = new Array(group.parallel.length);
+  let next = 0;
+  // A pool of device slots: command i waits for a free device when there are more commands than devices.
+  const worker = async (slot: number) => {
+    while (next < group.parallel.length) {
+      const i = next++;
+      const cmd = group.parallel[i] as CommandSpec;
+      const devices = group.devices ? [group.devices[slot] as string] : undefined;
+      children[i] = (await runOne(cmd, group.name, devices, `[${cmd.name}] `)).stage;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(slots, group.parallel.length) }, (_, s) => worker(s)));
+  const failed = children.filter((c) => c.status === "failed").length;
+  return {
+    name: group.name,
+    kind: "group",
+    seconds: (performance.now() - g0) / 1000,
+    status: failed ? "failed" : "ok",
+    summary: `${children.length - failed} of ${children.length} exited 0`,
+    children,
+  };
+}
+
+function commandStage(r: CommandReport): Stage {
+  const k = r.kernels;
+  const kernels =
+    k.status === "available"
+      ? `; ${k.loaded} kernels loaded, ${k.compiled} compiled`
+      : k.status === "unavailable"
+        ? "; telemetry unavailable"
+        : "";
+  return {
+    name: r.name,
+    kind: "command",
+    seconds: r.seconds,
+    status: r.exitCode === 0 ? "ok" : "failed",
+    summary: `${r.timedOut ? "timed out" : `exit ${r.exitCode}`}${kernels}`,
+  };
+}
+
+function totalKernels(commands: CommandReport[]): RunReport["kernels"] {
+  const statuses = commands.map((c) => c.kernels.status);
+  return {
+    status: statuses.includes("available")
+      ? "available"
+      : statuses.includes("unavailable")
+        ? "unavailable"
+        : "no-triton",
+    loaded: commands.reduce((s, c) => s + c.kernels.loaded, 0),
+    compiled: commands.reduce((s, c) => s + c.kernels.compiled, 0),
+    compileSeconds: commands.reduce((s, c) => s + c.kernels.compileSeconds, 0),
+  };
+}

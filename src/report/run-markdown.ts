@@ -1,0 +1,51 @@
+import type { RunReport, Stage } from "../pipeline/run-profile.js";
+import { formatBytes } from "./format.js";
+
+const STATUS: Record<Stage["status"], string> = { ok: "✅", failed: "❌", skipped: "⏭️", warned: "⚠️" };
+
+/** The run as Markdown: a headline, a stage table with kernels per command, and the checks. */
+export function runMarkdown(r: RunReport): string {
+  const lines: string[] = [];
+  lines.push(`### kcache run \`${r.profile}\`: ${r.passed ? "passed" : `failed at ${r.firstFailure}`}`);
+  lines.push("");
+  const restore = r.restore
+    ? r.restore.matchedKey
+      ? `restored ${r.restore.cacheHit ? "the exact key" : `\`${r.restore.matchedKey}\``} (${r.restore.entriesRestored} entries, ${formatBytes(r.restore.bytesRestored)})`
+      : "cache miss"
+    : "nothing restored";
+  const kernels =
+    r.kernels.status === "available"
+      ? `${r.kernels.loaded} kernels loaded from cache, ${r.kernels.compiled} compiled (${r.kernels.compileSeconds.toFixed(1)} s)`
+      : r.kernels.status === "unavailable"
+        ? "kernel telemetry unavailable (Triton < 3.4 has no compilation listener)"
+        : "no Triton kernels seen";
+  lines.push(
+    `key \`${r.key}\` · ${restore} · ${kernels} · ${r.save ? `save: ${r.save.outcome}` : (r.saveSkipped ?? "")}`,
+  );
+  lines.push("");
+  lines.push("| stage | seconds | result | kernels loaded | compiled | compile s |");
+  lines.push("|---|---:|---|---:|---:|---:|");
+  const row = (s: Stage, indent: string) => {
+    const c = s.kind === "command" ? r.commands.find((x) => x.name === s.name) : undefined;
+    const k = c?.kernels.status === "available" ? c.kernels : null;
+    lines.push(
+      `| ${indent}${STATUS[s.status]} ${s.name} | ${s.seconds.toFixed(2)} | ${s.summary} | ${k ? k.loaded : ""} | ${k ? k.compiled : ""} | ${k ? k.compileSeconds.toFixed(1) : ""} |`,
+    );
+    for (const child of s.children ?? []) row(child, `${indent}↳ `);
+  };
+  for (const s of r.stages) row(s, "");
+  lines.push(
+    `| **total** | **${r.seconds.toFixed(2)}** | | **${r.kernels.loaded}** | **${r.kernels.compiled}** | |`,
+  );
+  if (r.checks.length) {
+    lines.push("");
+    lines.push("| check | result |");
+    lines.push("|---|---|");
+    for (const c of r.checks) {
+      const mark = c.passed ? "✅" : c.severity === "error" ? "❌" : "⚠️";
+      lines.push(`| ${mark} ${c.name} | ${c.message.replace(/\|/g, "\\|")} |`);
+    }
+  }
+  if (r.unexpectedCompile) lines.push("", `⚠️ ${r.unexpectedCompile}`);
+  return `${lines.join("\n")}\n`;
+}

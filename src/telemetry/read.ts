@@ -1,0 +1,73 @@
+import fs from "node:fs";
+
+/** Kernel loads of one command, from the telemetry its Python processes wrote. */
+export interface KernelStats {
+  /** "available": the listener ran; "unavailable": Triton was imported but has no listener (< 3.4); "no-triton": no process imported Triton. */
+  status: "available" | "unavailable" | "no-triton";
+  loaded: number;
+  compiled: number;
+  compileSeconds: number;
+  /** Names of compiled kernels, most frequent first (at most 20). */
+  compiledKernels: string[];
+  tritonVersions: string[];
+}
+
+interface KernelLine {
+  kernel?: string;
+  cache_hit?: boolean;
+  compile_s?: number | null;
+  event?: string;
+  triton?: string | null;
+  listener?: boolean;
+}
+
+/** Reads a telemetry file; a missing file means no Python process imported Triton. */
+export function readTelemetry(file: string): KernelStats {
+  const stats: KernelStats = {
+    status: "no-triton",
+    loaded: 0,
+    compiled: 0,
+    compileSeconds: 0,
+    compiledKernels: [],
+    tritonVersions: [],
+  };
+  let text = "";
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch {
+    return stats;
+  }
+  const names = new Map<string, number>();
+  let sawListener = false;
+  let sawTriton = false;
+  for (const line of text.split("\n")) {
+    if (!line.trim()) continue;
+    let rec: KernelLine;
+    try {
+      rec = JSON.parse(line) as KernelLine;
+    } catch {
+      continue; // a process killed mid-line
+    }
+    if (rec.event === "exit") {
+      sawTriton = true;
+      if (rec.listener) sawListener = true;
+      if (rec.triton && !stats.tritonVersions.includes(rec.triton)) stats.tritonVersions.push(rec.triton);
+      continue;
+    }
+    sawListener = true;
+    sawTriton = true;
+    if (rec.cache_hit) stats.loaded++;
+    else {
+      stats.compiled++;
+      stats.compileSeconds += rec.compile_s ?? 0;
+      const n = rec.kernel ?? "?";
+      names.set(n, (names.get(n) ?? 0) + 1);
+    }
+  }
+  stats.status = sawListener ? "available" : sawTriton ? "unavailable" : "no-triton";
+  stats.compiledKernels = [...names]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 20)
+    .map(([n]) => n);
+  return stats;
+}
