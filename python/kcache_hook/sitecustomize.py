@@ -10,11 +10,13 @@ the path runs, as it would have without kcache. Nothing here may break the job: 
 import json
 import os
 import sys
+import threading
 import time
 
 _FILE = os.environ.get("KCACHE_TELEMETRY_FILE")
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_state = {"registered": False}
+_state = {"registered": False, "downstream": None}
+_local = threading.local()
 
 
 def _write(record):
@@ -49,24 +51,50 @@ def _compile_seconds(times):
 def _register(knobs):
     try:
         compilation = knobs.compilation
-        previous = getattr(compilation, "listener", None)
+        _state["downstream"] = getattr(compilation, "listener", None)
     except Exception:
         return
 
     def listener(*, src, metadata, metadata_group, times, cache_hit):
+        # A job listener that wraps the one it found (ours) calls back into us: count once.
+        if getattr(_local, "inside", False):
+            return None
+        _local.inside = True
+        try:
+            return _record_and_forward(src, metadata, metadata_group, times, cache_hit)
+        finally:
+            _local.inside = False
+
+    def _record_and_forward(src, metadata, metadata_group, times, cache_hit):
         try:
             name = metadata.get("name") if isinstance(metadata, dict) else getattr(metadata, "name", None)
             if name is None:
                 name = getattr(src, "name", None) or getattr(getattr(src, "fn", None), "__name__", None)
-            _write({"kernel": str(name), "cache_hit": bool(cache_hit), "compile_s": None if cache_hit else _compile_seconds(times),
-                    "pid": os.getpid(), "t": time.time()})
+            _write({"kernel": str(name), "cache_hit": bool(cache_hit),
+                    "compile_s": None if cache_hit else _compile_seconds(times), "pid": os.getpid(), "t": time.time()})
         except Exception:
             pass
-        if previous is not None:
-            return previous(src=src, metadata=metadata, metadata_group=metadata_group, times=times, cache_hit=cache_hit)
+        downstream = _state["downstream"]
+        if downstream is not None:
+            return downstream(src=src, metadata=metadata, metadata_group=metadata_group, times=times, cache_hit=cache_hit)
 
     try:
         compilation.listener = listener
+        # A job that sets its own listener later must not switch kcache's off: keep ours in place and
+        # call theirs from it.
+        base = type(compilation)
+
+        class _Chained(base):
+            def __setattr__(self, name, value):
+                if name == "listener" and value is not listener:
+                    _state["downstream"] = value
+                    return
+                base.__setattr__(self, name, value)
+
+        try:
+            compilation.__class__ = _Chained
+        except TypeError:
+            pass
         _state["registered"] = True
     except Exception:
         pass

@@ -31,8 +31,10 @@ export async function runCommandCli(
   const markdown = runMarkdown(report);
   if (o.json) printJson(report);
   else process.stdout.write(`\n${markdown}`);
+  // With --json, stdout carries only the report: annotations go to stderr, which the runner reads too.
+  const annotate = o.json ? process.stderr : process.stdout;
   if (env.GITHUB_ACTIONS === "true")
-    for (const a of checkAnnotations(report, process.cwd())) process.stdout.write(`${a}\n`);
+    for (const a of checkAnnotations(report, process.cwd())) annotate.write(`${a}\n`);
   writeStepSummary(env, markdown);
   writeOutputs(env, runOutputs(report));
   log.info(`report: ${file}`);

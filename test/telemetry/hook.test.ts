@@ -1,0 +1,117 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { telemetryEnv } from "../../src/telemetry/hook.js";
+import { readTelemetry } from "../../src/telemetry/read.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+/** A fake `triton` package: with knobs.compilation.listener (as 3.4+) or without a knobs module (as < 3.4). */
+function fakeTriton(withKnobs: boolean): string {
+  const root = tempDir("faketriton");
+  const pkg = path.join(root, "triton");
+  fs.mkdirSync(pkg);
+  fs.writeFileSync(path.join(pkg, "__init__.py"), `__version__ = "${withKnobs ? "3.6.0" : "3.2.0"}"\n`);
+  if (withKnobs) {
+    fs.writeFileSync(
+      path.join(pkg, "knobs.py"),
+      [
+        "class CompileTimes:",
+        "    def __init__(self, ir, stages, store):",
+        "        self.ir_initialization, self.lowering_stages, self.store_results = ir, stages, store",
+        "class compilation_knobs:",
+        "    listener = None",
+        "compilation = compilation_knobs()",
+        "",
+      ].join("\n"),
+    );
+  }
+  return root;
+}
+
+/** What a Triton job does: load (or compile) kernels through the listener, as compiler.compile does. */
+const JOB = `
+import sys
+import triton
+mine = []
+try:
+    from triton import knobs
+except ImportError:
+    knobs = None
+if knobs:
+    # The job sets its own listener after import, as libraries do; kcache's must keep counting.
+    knobs.compilation.listener = lambda **kw: mine.append(kw["cache_hit"])
+    times = knobs.CompileTimes(2_000_000, [("ttir", 500_000), ("cubin", 1_500_000)], 0)
+    for i, hit in enumerate([True, True, False]):
+        knobs.compilation.listener(src=None, metadata={"name": f"kernel_{i}"}, metadata_group={}, times=times, cache_hit=hit)
+    assert mine == [True, True, False], mine
+print("job done")
+`;
+
+function runJob(pythonPath: string, file: string, extraEnv: NodeJS.ProcessEnv = {}) {
+  const env = telemetryEnv({ PATH: process.env.PATH, PYTHONPATH: pythonPath, ...extraEnv }, file);
+  return execFileSync("python3", ["-c", JOB], { env }).toString();
+}
+
+describe("the Python telemetry hook", () => {
+  it("counts kernels loaded and compiled with compile seconds, and keeps the job's own listener working", () => {
+    const file = path.join(tempDir(), "t.jsonl");
+    expect(runJob(fakeTriton(true), file)).toBe("job done\n");
+    const stats = readTelemetry(file);
+    expect(stats).toMatchObject({
+      status: "available",
+      loaded: 2,
+      compiled: 1,
+      compiledKernels: ["kernel_2"],
+      tritonVersions: ["3.6.0"],
+    });
+    expect(stats.compileSeconds).toBeCloseTo(4.0, 5);
+  });
+
+  it('says "unavailable" for a Triton without knobs (< 3.4), and the job still runs', () => {
+    const file = path.join(tempDir(), "t.jsonl");
+    expect(runJob(fakeTriton(false), file)).toBe("job done\n");
+    expect(readTelemetry(file)).toMatchObject({
+      status: "unavailable",
+      loaded: 0,
+      compiled: 0,
+      tritonVersions: ["3.2.0"],
+    });
+  });
+
+  it('says "no-triton" when no process imported Triton', () => {
+    const file = path.join(tempDir(), "t.jsonl");
+    execFileSync("python3", ["-c", "print(1)"], { env: telemetryEnv({ PATH: process.env.PATH }, file) });
+    expect(readTelemetry(file).status).toBe("no-triton");
+  });
+
+  it("still runs the sitecustomize the job already had", () => {
+    const file = path.join(tempDir(), "t.jsonl");
+    const own = tempDir("own-site");
+    const marker = path.join(own, "ran");
+    fs.writeFileSync(
+      path.join(own, "sitecustomize.py"),
+      `open(${JSON.stringify(marker)}, "w").write("yes")\n`,
+    );
+    runJob(`${fakeTriton(true)}${path.delimiter}${own}`, file);
+    expect(fs.readFileSync(marker, "utf8")).toBe("yes");
+    expect(readTelemetry(file).loaded).toBe(2);
+  });
+
+  it("counts the simulated Triton's kernels through kcache run's environment", () => {
+    const file = path.join(tempDir(), "t.jsonl");
+    const sim = path.resolve(import.meta.dirname, "../../demo/sim");
+    const cache = tempDir("cache");
+    const env = telemetryEnv(
+      { PATH: process.env.PATH, PYTHONPATH: sim, TRITON_CACHE_DIR: cache, TRITON_SIM_COMPILE_MS: "1" },
+      file,
+    );
+    execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
+    const cold = readTelemetry(file);
+    fs.rmSync(file);
+    execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
+    const warm = readTelemetry(file);
+    expect(cold.compiled).toBe(7);
+    expect(warm).toMatchObject({ status: "available", compiled: 0, loaded: 4 });
+  });
+});
