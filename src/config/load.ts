@@ -123,8 +123,32 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
       compressionLevel: cfg.save["compression-level"],
     },
     stack: { python: cfg.stack.python, pins },
-    profiles: cfg.profiles,
+    profiles: expandProfiles(cfg.profiles, expand),
   };
+}
+
+/** Expands ${VAR} in the paths of profiles (workdirs and check files); commands are left to the shell. */
+function expandProfiles(
+  profiles: Record<string, ProfileSpec>,
+  expand: (value: string, field: string) => string,
+): Record<string, ProfileSpec> {
+  const out: Record<string, ProfileSpec> = {};
+  for (const [name, p] of Object.entries(profiles)) {
+    const at = `profiles.${name}`;
+    out[name] = {
+      ...p,
+      workdir: p.workdir === undefined ? undefined : expand(p.workdir, `${at}.workdir`),
+      checks: p.checks.map((c, i) => {
+        const copy = { ...c } as Record<string, unknown>;
+        for (const field of ["file", "a", "b", "baseline", "workdir"]) {
+          const v = copy[field];
+          if (typeof v === "string") copy[field] = expand(v, `${at}.checks[${i}].${field}`);
+        }
+        return copy as typeof c;
+      }),
+    };
+  }
+  return out;
 }
 
 function formatIssue(source: string, issue: z.core.$ZodIssue | undefined): string {

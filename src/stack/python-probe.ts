@@ -27,11 +27,44 @@ export const STACK_DISTRIBUTIONS = [
   "pytorch_triton_xpu",
 ] as const;
 
+// Runs under `python -S`: skipping site's start-up (and the imports .pth files make) halves the
+// probe's time. The folders site would add are computed here instead, .pth paths included.
 const SCRIPT = String.raw`
-import json, os, re, sys, sysconfig
+import json, os, re, sys
+import site
 want = set(sys.argv[1].split(","))
+dirs = list(sys.path)
+prefixes = [sys.prefix]
+if sys.prefix != sys.base_prefix:
+    try:
+        with open(os.path.join(sys.prefix, "pyvenv.cfg")) as f:
+            if re.search(r"include-system-site-packages\s*=\s*true", f.read(), re.I):
+                prefixes.append(sys.base_prefix)
+    except OSError:
+        pass
+site_dirs = site.getsitepackages(prefixes)
+if site.check_enableusersite():
+    site_dirs.append(site.getusersitepackages())
+for d in site_dirs:
+    if d not in dirs:
+        dirs.append(d)
+    try:
+        pth = [n for n in os.listdir(d) if n.endswith(".pth")]
+    except OSError:
+        pth = []
+    for n in pth:
+        try:
+            with open(os.path.join(d, n), encoding="utf-8", errors="replace") as f:
+                for line in f:
+                    line = line.strip()
+                    if line and not line.startswith(("#", "import ", "import	")):
+                        p = os.path.join(d, line)
+                        if p not in dirs:
+                            dirs.append(p)
+        except OSError:
+            pass
 pkgs, torch_dirs = {}, []
-for d in sys.path:
+for d in dirs:
     if not d or not os.path.isdir(d):
         continue
     try:
@@ -70,6 +103,7 @@ for t in torch_dirs:
     hip = m.group(1) if m else None
     break
 u = os.uname()
+import sysconfig
 print(json.dumps({
     "python": "%d.%d.%d" % sys.version_info[:3],
     "implementation": sys.implementation.name,
@@ -87,7 +121,7 @@ export function probePython(python: string, env: NodeJS.ProcessEnv = process.env
   return new Promise((resolve, reject) => {
     execFile(
       python,
-      ["-c", SCRIPT, STACK_DISTRIBUTIONS.join(",")],
+      ["-S", "-c", SCRIPT, STACK_DISTRIBUTIONS.join(",")],
       { env, timeout: 10_000, maxBuffer: 1 << 20 },
       (err, stdout, stderr) => {
         if (err) {
