@@ -20,51 +20,58 @@ export function expectedRecords(spec: CoverageSpec["expect"]): Partial[] | null 
 }
 
 /**
- * Every expected record is present exactly `each` times (and the total is `count`, when given);
- * missing and duplicated records are named.
+ * Every expected record is present exactly `each` times (and the total is `count`, when given).
+ * An expected record names some fields (op and mode, say): a result matches it when it agrees on
+ * those. With `key`, two results with the same key fields are duplicates whatever was expected.
+ * Missing and duplicated records are named.
  */
 export function coverageCheck(spec: CoverageSpec, file: string, name: string): CheckResult {
   const records = readRecords(file, spec.records);
   const expected = expectedRecords(spec.expect);
-  const key = spec.key ?? [...new Set((expected ?? []).flatMap((e) => Object.keys(e)))];
   const problems: string[] = [];
   const details: Record<string, unknown> = { records: records.length };
 
   if (spec.expect.count !== undefined && records.length !== spec.expect.count) {
     problems.push(`${records.length} records, expected ${spec.expect.count}`);
   }
-  const counts = new Map<string, number>();
-  for (const r of records) {
-    const id = identity(r, key);
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
+  const missing: string[] = [];
+  const duplicated: string[] = [];
   if (expected) {
-    const want = new Map<string, number>();
+    const matched = new Set<ResultRecord>();
     for (const e of expected) {
-      const id = identity(e as ResultRecord, key);
-      want.set(id, (want.get(id) ?? 0) + spec.expect.each);
+      // Name the fields in key order, as people read the key.
+      const named = Object.keys(e);
+      const fields = [
+        ...(spec.key ?? []).filter((k) => named.includes(k)),
+        ...named.filter((k) => !spec.key?.includes(k)),
+      ];
+      const want = identity(e as ResultRecord, fields);
+      const hits = records.filter((r) => identity(r, fields) === want);
+      for (const h of hits) matched.add(h);
+      // Copies of one keyed record are reported once, as duplicates, below.
+      const n = spec.key ? new Set(hits.map((h) => identity(h, spec.key as string[]))).size : hits.length;
+      if (n < spec.expect.each) missing.push(`${want} (${n} of ${spec.expect.each})`);
+      if (n > spec.expect.each) duplicated.push(`${want} (${n} times, expected ${spec.expect.each})`);
     }
-    const missing = [...want]
-      .filter(([id, n]) => (counts.get(id) ?? 0) < n)
-      .map(([id, n]) => `${id} (${counts.get(id) ?? 0} of ${n})`);
-    const duplicated = [...want]
-      .filter(([id, n]) => (counts.get(id) ?? 0) > n)
-      .map(([id, n]) => `${id} (${counts.get(id)} times, expected ${n})`);
-    const unexpected = [...counts.keys()].filter((id) => !want.has(id));
-    details.expected = [...want.values()].reduce((a, b) => a + b, 0);
-    details.missing = missing;
-    details.duplicated = duplicated;
-    details.unexpected = unexpected;
-    if (missing.length)
-      problems.push(`missing ${missing.length}: ${missing.slice(0, 8).join("; ")}${more(missing, 8)}`);
-    if (duplicated.length)
-      problems.push(`duplicated: ${duplicated.slice(0, 8).join("; ")}${more(duplicated, 8)}`);
-  } else if (spec.key) {
-    const duplicated = [...counts].filter(([, n]) => n > 1).map(([id, n]) => `${id} (${n} times)`);
-    details.duplicated = duplicated;
-    if (duplicated.length)
-      problems.push(`duplicated: ${duplicated.slice(0, 8).join("; ")}${more(duplicated, 8)}`);
+    details.expected = expected.length * spec.expect.each;
+    details.unexpected = records
+      .filter((r) => !matched.has(r))
+      .map((r) => identity(r, spec.key ?? Object.keys(r)));
   }
+  if (spec.key) {
+    const counts = new Map<string, number>();
+    for (const r of records) {
+      const id = identity(r, spec.key);
+      counts.set(id, (counts.get(id) ?? 0) + 1);
+    }
+    for (const [id, n] of counts) if (n > 1) duplicated.push(`${id} (${n} times)`);
+  }
+  details.missing = missing;
+  details.duplicated = duplicated;
+  if (missing.length)
+    problems.push(`missing ${missing.length}: ${missing.slice(0, 8).join("; ")}${more(missing, 8)}`);
+  if (duplicated.length)
+    problems.push(`duplicated: ${duplicated.slice(0, 8).join("; ")}${more(duplicated, 8)}`);
   const expectedTotal = (details.expected as number | undefined) ?? spec.expect.count ?? records.length;
   return {
     name,
