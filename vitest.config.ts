@@ -8,5 +8,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Tests spawn real processes (python3, zstd, the CLI); two cores on CI.
     maxWorkers: 2,
+    // The store suite measures live buffer memory during 100 MB transfers, after a forced GC.
+    execArgv: ["--expose-gc"],
   },
 });

@@ -1,11 +1,11 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { interpolate } from "./interpolate.js";
 import type { ProfileSpec } from "./profile-schema.js";
+import { resolveStore, type StoreConfig } from "./store-config.js";
 import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
 
 export interface CacheConfig {
@@ -21,7 +21,7 @@ export interface Config {
   /** The file it came from, or "(defaults)". */
   source: string;
   caches: CacheConfig[];
-  store: { type: "local"; path: string };
+  store: StoreConfig;
   key: { prefix: string; restorePrefixes: string[]; defaultBranch: string | undefined };
   save: { maxChain: number; maxDeadShare: number; packBytes: number; compressionLevel: number };
   stack: { python: string; pins: Record<string, string> };
@@ -100,9 +100,7 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
     path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
     env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
   }));
-  const storePath = cfg.store.path
-    ? path.resolve(cwd, expand(cfg.store.path, "store.path"))
-    : path.resolve(cwd, env.KCACHE_STORE || path.join(env.HOME || os.homedir(), ".cache", "kcache"));
+  const store = resolveStore(cfg.store, env, cwd, expand);
 
   const pins: Record<string, string> = {};
   for (const [k, v] of Object.entries(cfg.stack.pins)) pins[k] = expand(v, `stack.pins.${k}`);
@@ -110,7 +108,7 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
   return {
     source,
     caches,
-    store: { type: "local", path: storePath },
+    store,
     key: {
       prefix: cfg.key.prefix,
       restorePrefixes: cfg.key["restore-prefixes"],

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseDuration } from "./durations.js";
 import { profileSchema } from "./profile-schema.js";
 
 /** A cache prefix or restore prefix: GitHub's key rules (no commas) plus a sane length. */
@@ -25,12 +26,46 @@ export const cacheSchema = z
   })
   .strict();
 
-export const storeSchema = z
+const duration = z.string().refine((v) => parseDuration(v) !== null, { message: "use a number and a unit, like 10s or 2m" });
+
+export const localStoreSchema = z
   .object({
-    type: z.literal("local").default("local"),
+    type: z.literal("local"),
     path: z.string().min(1).optional(),
   })
   .strict();
+
+export const s3StoreSchema = z
+  .object({
+    type: z.literal("s3"),
+    bucket: z.string().min(3).max(63),
+    /** Prepended to every object name, e.g. "ci/kcache/". */
+    prefix: z.string().default(""),
+    region: z.string().min(1).optional(),
+    endpoint: z.string().url().optional(),
+    "path-style": z.boolean().default(false),
+    "conditional-writes": z.enum(["auto", "always", "never"]).default("auto"),
+    checksums: z.enum(["when-supported", "when-required"]).default("when-supported"),
+    "connect-timeout": duration.default("10s"),
+    "idle-timeout": duration.default("60s"),
+    retries: z.number().int().min(0).max(10).default(3),
+  })
+  .strict();
+
+export const ghaStoreSchema = z
+  .object({
+    type: z.literal("gha"),
+    /** A download or upload that takes longer fails (the job goes on without the cache). */
+    timeout: duration.default("10m"),
+  })
+  .strict();
+
+/** A store without a type is a local folder. */
+export const storeSchema = z.preprocess(
+  (v) => (v && typeof v === "object" && !("type" in v) ? { ...v, type: "local" } : v),
+  z.discriminatedUnion("type", [localStoreSchema, s3StoreSchema, ghaStoreSchema]),
+);
+export type StoreSpec = z.output<typeof storeSchema>;
 
 export const keySchema = z
   .object({
@@ -67,7 +102,7 @@ export const configSchema = z
     caches: z
       .array(cacheSchema)
       .min(1, { message: "list at least one cache, each with name, kind and path" }),
-    store: storeSchema.default({ type: "local" }),
+    store: storeSchema.optional(),
     key: keySchema.default({ prefix: "kcache", "restore-prefixes": [] }),
     save: saveSchema.default({
       "max-chain": 8,

@@ -23,7 +23,7 @@ describe("kcache.yml", () => {
       { name: "triton", kind: "triton", path: "/home/ci/.triton/cache", env: "TRITON_CACHE_DIR" },
       { name: "inductor", kind: "dir", path: "/runner/_temp/inductor", env: "TORCHINDUCTOR_CACHE_DIR" },
     ]);
-    expect(c.store.path).toBe("/home/ci/.cache/kcache");
+    expect(c.store).toEqual({ type: "local", path: "/home/ci/.cache/kcache" });
     expect(c.key).toEqual({ prefix: "kcache", restorePrefixes: [], defaultBranch: undefined });
     expect(c.save).toMatchObject({ maxChain: 8, maxDeadShare: 0.5, compressionLevel: 3 });
   });
@@ -35,7 +35,7 @@ describe("kcache.yml", () => {
       { ...env, KCACHE_STORE: "/srv/kc" },
       "/repo",
     );
-    expect(c.store.path).toBe("/srv/kc");
+    expect(c.store).toEqual({ type: "local", path: "/srv/kc" });
     expect(c.caches[0]?.path).toBe("/repo/x");
   });
 

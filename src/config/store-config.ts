@@ -1,0 +1,86 @@
+import os from "node:os";
+import path from "node:path";
+import { ConfigError } from "../errors.js";
+import { parseDuration } from "./durations.js";
+import type { StoreSpec } from "./schema.js";
+
+/** Where packs and manifests are kept, resolved from kcache.yml or the environment. */
+export type StoreConfig =
+  | { type: "local"; path: string }
+  | {
+      type: "s3";
+      bucket: string;
+      prefix: string;
+      region: string;
+      endpoint: string | undefined;
+      pathStyle: boolean;
+      conditionalWrites: "auto" | "always" | "never";
+      checksums: "when-supported" | "when-required";
+      connectTimeoutMs: number;
+      idleTimeoutMs: number;
+      retries: number;
+    }
+  | { type: "gha"; timeoutMs: number };
+
+/**
+ * The store: kcache.yml's `store:` when it has one, else $KCACHE_STORE (a folder, `s3://bucket/prefix`
+ * or `gha`), else ~/.cache/kcache. S3 settings the URL cannot carry come from $KCACHE_S3_ENDPOINT,
+ * $KCACHE_S3_PATH_STYLE, $KCACHE_S3_REGION (or $AWS_REGION); credentials from the standard AWS chain.
+ */
+export function resolveStore(
+  spec: StoreSpec | undefined,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  expand: (value: string, field: string) => string,
+): StoreConfig {
+  const ms = (v: string) => parseDuration(v) as number;
+  if (spec?.type === "local") {
+    return { type: "local", path: path.resolve(cwd, spec.path ? expand(spec.path, "store.path") : defaultLocal(env)) };
+  }
+  if (spec?.type === "s3") {
+    return {
+      type: "s3",
+      bucket: expand(spec.bucket, "store.bucket"),
+      prefix: normalisePrefix(expand(spec.prefix, "store.prefix")),
+      region: spec.region ? expand(spec.region, "store.region") : (env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1"),
+      endpoint: spec.endpoint ? expand(spec.endpoint, "store.endpoint") : env.KCACHE_S3_ENDPOINT,
+      pathStyle: spec["path-style"],
+      conditionalWrites: spec["conditional-writes"],
+      checksums: spec.checksums,
+      connectTimeoutMs: ms(spec["connect-timeout"]),
+      idleTimeoutMs: ms(spec["idle-timeout"]),
+      retries: spec.retries,
+    };
+  }
+  if (spec?.type === "gha") return { type: "gha", timeoutMs: ms(spec.timeout) };
+
+  const fromEnv = env.KCACHE_STORE;
+  if (fromEnv === "gha") return { type: "gha", timeoutMs: 600_000 };
+  if (fromEnv?.startsWith("s3://")) {
+    const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(fromEnv);
+    if (!m?.[1]) throw new ConfigError(`KCACHE_STORE=${fromEnv}: write s3://bucket or s3://bucket/prefix`);
+    return {
+      type: "s3",
+      bucket: m[1],
+      prefix: normalisePrefix(m[2] ?? ""),
+      region: env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1",
+      endpoint: env.KCACHE_S3_ENDPOINT || undefined,
+      pathStyle: env.KCACHE_S3_PATH_STYLE === "1" || env.KCACHE_S3_PATH_STYLE === "true",
+      conditionalWrites: "auto",
+      checksums: env.KCACHE_S3_CHECKSUMS === "when-required" ? "when-required" : "when-supported",
+      connectTimeoutMs: 10_000,
+      idleTimeoutMs: 60_000,
+      retries: 3,
+    };
+  }
+  return { type: "local", path: path.resolve(cwd, fromEnv || defaultLocal(env)) };
+}
+
+function defaultLocal(env: NodeJS.ProcessEnv): string {
+  return path.join(env.HOME || os.homedir(), ".cache", "kcache");
+}
+
+/** "ci/kcache" and "ci/kcache/" both mean objects under ci/kcache/. */
+function normalisePrefix(p: string): string {
+  return p && !p.endsWith("/") ? `${p}/` : p;
+}

@@ -1,0 +1,190 @@
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
+import { expect, it } from "vitest";
+import { jobContext } from "../../src/cache/job-context.js";
+import { restore } from "../../src/cache/restore.js";
+import { save } from "../../src/cache/save.js";
+import { resolveConfig } from "../../src/config/load.js";
+import { decodeManifest } from "../../src/manifest/manifest.js";
+import { silentLog } from "../../src/log.js";
+import { MANIFESTS } from "../../src/store/layout.js";
+import { ObjectNotFound, type Store } from "../../src/store/store.js";
+import { generateTritonCache } from "../fixtures/triton-cache.js";
+import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
+
+export interface Backend {
+  store: Store;
+  /** Whether createIfAbsent is atomic on this backend (conditional writes), or a documented fallback. */
+  atomicCreate: boolean;
+  /** Whether list returns every match (false: only the newest, as GitHub's cache service answers). */
+  fullListing: boolean;
+  /** Milliseconds between writes for list order to be observable (S3 LastModified has 1 s steps). */
+  listTickMs: number;
+}
+
+/** Bytes generated on the fly: `total` of them, in 1 MiB chunks, never all in memory. */
+function generated(total: number, seed = 1): Readable {
+  let sent = 0;
+  let n = seed;
+  return new Readable({
+    read() {
+      if (sent >= total) {
+        this.push(null);
+        return;
+      }
+      const size = Math.min(1 << 20, total - sent);
+      const chunk = Buffer.allocUnsafe(size);
+      for (let i = 0; i < size; i += 4) {
+        n = (n * 1664525 + 1013904223) >>> 0;
+        chunk.writeUInt32LE(n, i);
+      }
+      sent += size;
+      this.push(chunk);
+    },
+  });
+}
+
+async function sha(stream: Readable): Promise<string> {
+  const h = createHash("sha256");
+  for await (const c of stream) h.update(c as Buffer);
+  return h.digest("hex");
+}
+
+/** Runs the store conformance suite inside the caller's describe(). */
+export function storeConformance(backend: () => Backend): void {
+  it("writes, reads, checks and deletes objects", async () => {
+    const { store } = backend();
+    await store.put("t/a/one", Readable.from([Buffer.from("hello "), Buffer.from("world")]));
+    expect((await store.read("t/a/one"))?.toString()).toBe("hello world");
+    expect((await buffer(await store.get("t/a/one"))).toString()).toBe("hello world");
+    expect(await store.exists("t/a/one")).toBe(true);
+    expect(await store.read("t/a/missing")).toBeNull();
+    await expect(store.get("t/a/missing")).rejects.toBeInstanceOf(ObjectNotFound);
+    expect(await store.exists("t/a/missing")).toBe(false);
+    await store.delete("t/a/one");
+    expect(await store.exists("t/a/one")).toBe(false);
+    await store.delete("t/a/one");
+  });
+
+  it("creates an object only if absent", async () => {
+    const { store, atomicCreate } = backend();
+    expect(await store.createIfAbsent("t/c/m", Buffer.from("first"))).toBe(true);
+    expect(await store.createIfAbsent("t/c/m", Buffer.from("second"))).toBe(false);
+    expect((await store.read("t/c/m"))?.toString()).toBe("first");
+    if (!atomicCreate) return;
+    const racers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => store.createIfAbsent("t/c/race", Buffer.from(`writer ${i}`))),
+    );
+    expect(racers.filter(Boolean)).toHaveLength(1);
+  });
+
+  it("lists by prefix, newest first", async () => {
+    const { store, fullListing, listTickMs } = backend();
+    for (const n of ["k-1", "k-2", "k-3"]) {
+      await store.put(`${MANIFESTS}/s/${n}`, Readable.from([Buffer.from(n)]));
+      await new Promise((r) => setTimeout(r, listTickMs));
+    }
+    await store.put(`${MANIFESTS}/s/other`, Readable.from([Buffer.from("x")]));
+    const listed = (await store.list(`${MANIFESTS}/s/k-`)).map((o) => o.name);
+    expect(listed[0]).toBe(`${MANIFESTS}/s/k-3`);
+    if (fullListing) expect(listed).toEqual([`${MANIFESTS}/s/k-3`, `${MANIFESTS}/s/k-2`, `${MANIFESTS}/s/k-1`]);
+  });
+
+  it("streams an object over 100 MB both ways without holding it in memory", async () => {
+    const { store } = backend();
+    const total = 120 * 1024 * 1024;
+    const expected = await sha(generated(total, 7));
+    // Live buffer memory, sampled after a forced GC: garbage awaiting collection does not count.
+    const gc = (globalThis as { gc?: () => void }).gc;
+    if (!gc) throw new Error("run with --expose-gc (vitest.config.ts sets it)");
+    gc();
+    let peak = 0;
+    const base = process.memoryUsage().arrayBuffers;
+    const sampler = setInterval(() => {
+      gc();
+      peak = Math.max(peak, process.memoryUsage().arrayBuffers - base);
+    }, 20);
+    try {
+      const { size } = await store.put("t/big/object", generated(total, 7));
+      expect(size).toBe(total);
+      expect(await sha(await store.get("t/big/object"))).toBe(expected);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(peak).toBeLessThan(total / 2);
+  });
+
+  it("never shows an object whose upload failed midway", async () => {
+    const { store } = backend();
+    let sent = 0;
+    const failing = new Readable({
+      read() {
+        if (sent > 20 * 1024 * 1024) {
+          this.destroy(new Error("the network went away"));
+          return;
+        }
+        sent += 1 << 20;
+        this.push(Buffer.alloc(1 << 20, 1));
+      },
+    });
+    await expect(store.put("t/broken/pack", failing)).rejects.toThrow();
+    expect(await store.exists("t/broken/pack")).toBe(false);
+    expect(await store.read("t/broken/pack")).toBeNull();
+  });
+
+  it("leaves exactly one valid manifest when 8 savers race for one key, and restores from it", async () => {
+    const { store, atomicCreate } = backend();
+    const dir = tempDir("race");
+    const contexts = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const cache = path.join(dir, `runner-${i}`);
+        generateTritonCache(cache, { entries: 6, totalBytes: 300_000, seed: 3 });
+        return context(store, cache, path.join(dir, `state-${i}`));
+      }),
+    );
+    const reports = await Promise.all(contexts.map((c) => save(c)));
+    const saved = reports.filter((r) => r.outcome === "saved").length;
+    if (atomicCreate) expect(saved).toBe(1);
+    else expect(saved).toBeGreaterThanOrEqual(1);
+    const key = reports[0]?.primaryKey as string;
+    const manifests = (await store.list(`${MANIFESTS}/`)).filter((o) => o.name.endsWith(encodeURIComponent(key)));
+    expect(manifests).toHaveLength(1);
+    const manifest = decodeManifest((await store.read(manifests[0]?.name as string)) as Buffer, "race");
+    for (const p of manifest.packs) expect(await store.exists(p.object)).toBe(true);
+    const r = await restore(await context(store, path.join(dir, "restored"), path.join(dir, "state-r")));
+    expect(r).toMatchObject({ cacheHit: true, entriesRestored: 6, entriesBad: 0 });
+  });
+
+  it("verifies what it reads: a tampered pack restores nothing of its own", async () => {
+    const { store } = backend();
+    const dir = tempDir("tamper");
+    generateTritonCache(path.join(dir, "src"), { entries: 5, totalBytes: 200_000, seed: 4 });
+    const s = await save(await context(store, path.join(dir, "src"), path.join(dir, "s1"), "t".repeat(40)));
+    expect(s.outcome).toBe("saved");
+    const manifestName = (await store.list(`${MANIFESTS}/`)).find((o) => o.name.endsWith("t".repeat(40)))?.name as string;
+    const manifest = decodeManifest((await store.read(manifestName)) as Buffer, manifestName);
+    await store.put(manifest.packs[0]?.object as string, Readable.from([Buffer.from("not a pack at all")]));
+    const r = await restore(await context(store, path.join(dir, "dest"), path.join(dir, "s2"), "t".repeat(40)));
+    expect(r).toMatchObject({ entriesRestored: 0, entriesBad: 5 });
+  });
+}
+
+function context(store: Store, cache: string, state: string, revision = "r".repeat(40)) {
+  const config = resolveConfig(
+    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "conf" } },
+    "kcache.yml",
+    {},
+    "/",
+  );
+  return jobContext({
+    config,
+    log: silentLog(),
+    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
+    cwd: "/",
+    revision,
+    stack: TEST_STACK,
+    store,
+  });
+}

@@ -1,0 +1,10 @@
+import { describe } from "vitest";
+import { localStore } from "../../src/store/local.js";
+import { tempDir } from "../helpers/sandbox.js";
+import { type Backend, storeConformance } from "./conformance.js";
+
+describe("local store conformance", () => {
+  storeConformance(
+    (): Backend => ({ store: localStore(tempDir("local-store")), atomicCreate: true, fullListing: true, listTickMs: 20 }),
+  );
+});
