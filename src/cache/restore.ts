@@ -85,16 +85,28 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   const restored: EntryRef[] = [];
   try {
     const results = await readPacks(ctx, match.manifest, targets);
+    const packErrors: string[] = [];
+    const problems: string[] = [];
     for (const { refs, result } of results) {
       const ok = new Set(result.restored.map((w) => `${w.cache}\0${w.name}`));
       for (const r of refs) if (ok.has(`${r.cache}\0${r.name}`)) restored.push(r);
       report.bytesDownloaded += result.bytes;
       report.entriesBad += result.bad.length;
       report.membersRefused += result.refused.length;
-      if (result.packError)
-        log.warn(`pack ${refs[0] ? match.manifest.packs[refs[0].pack]?.object : "?"}: ${result.packError}`);
-      for (const b of result.bad.slice(0, 5)) log.warn(`entry ${b.entry} skipped: ${b.reason}`);
-      for (const r of result.refused.slice(0, 5)) log.warn(`pack member refused: ${r}`);
+      const pack = refs[0] ? match.manifest.packs[refs[0].pack]?.object : "?";
+      if (result.packError) packErrors.push(`${pack}: ${result.packError}`);
+      for (const b of result.bad) problems.push(`entry ${b.entry}: ${b.reason}`);
+      for (const r of result.refused) problems.push(`pack member refused: ${r}`);
+    }
+    // One warning, however many packs failed; the details with --verbose.
+    if (packErrors.length || report.entriesBad || report.membersRefused) {
+      const parts = [
+        packErrors.length ? `${packErrors.length} of ${results.length} packs could not be read (${packErrors[0]})` : null,
+        report.entriesBad ? `${report.entriesBad} entries failed verification or were missing and were not written` : null,
+        report.membersRefused ? `${report.membersRefused} unsafe pack members refused` : null,
+      ].filter(Boolean);
+      log.warn(`restore of ${match.key} incomplete: ${parts.join("; ")}`);
+      for (const p of [...packErrors, ...problems]) log.debug(p);
     }
   } finally {
     for (const t of targets.values()) fs.rmSync(t.staging, { recursive: true, force: true });

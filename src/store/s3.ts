@@ -44,7 +44,7 @@ export const DEFAULT_S3: Omit<S3Settings, "bucket" | "region"> = {
  * complete manifest wins, and every manifest a restore can see is whole.
  */
 export function s3Store(settings: S3Settings): Store {
-  const where = `s3://${settings.bucket}/${settings.prefix}`;
+  const where = `s3://${settings.bucket}/${settings.prefix}${settings.endpoint ? ` at ${settings.endpoint}` : ""}`;
   const key = (name: string) => `${settings.prefix}${name}`;
   let clientPromise: Promise<Client> | undefined;
   const client = () => {
@@ -64,7 +64,7 @@ export function s3Store(settings: S3Settings): Store {
   };
 
   const store: Store = {
-    description: `S3 store ${where}${settings.endpoint ? ` at ${settings.endpoint}` : ""}`,
+    description: `S3 store ${where}`,
 
     put: (name, body) =>
       wrap(`writing ${name}`, async (c) => {
@@ -162,6 +162,8 @@ interface Client {
 }
 
 async function makeClient(settings: S3Settings): Promise<Client> {
+  // kcache supports Node 20 on purpose (CI images); the SDK's notice about Node 22 is not the user's to act on.
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
   const [sdk, lib, { NodeHttpHandler }] = await Promise.all([
     import("@aws-sdk/client-s3"),
     import("@aws-sdk/lib-storage"),
@@ -177,6 +179,8 @@ async function makeClient(settings: S3Settings): Promise<Client> {
     requestHandler: new NodeHttpHandler({
       connectionTimeout: settings.connectTimeoutMs,
       requestTimeout: settings.idleTimeoutMs,
+      // Without this a timed-out request only logs a warning and waits on.
+      throwOnRequestTimeout: true,
     }),
   });
   return { sdk, lib, s3 };

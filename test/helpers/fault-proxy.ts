@@ -1,0 +1,79 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** What the proxy does to a request it is given: pass it on, or fail it in one of the ways stores fail. */
+export type Fault =
+  | { kind: "pass" }
+  | { kind: "status"; status: number; retryAfter?: string }
+  | { kind: "hang" }
+  | { kind: "garbage" }
+  | { kind: "truncate"; bytes: number };
+
+export interface ProxyLog {
+  method: string;
+  url: string;
+  at: number;
+  fault: Fault["kind"];
+}
+
+/**
+ * An HTTP proxy on 127.0.0.1 in front of a real server, that fails requests on purpose: a chosen
+ * status with Retry-After, a connection that never answers, a garbage body, a body cut short.
+ */
+export async function faultProxy(target: string, choose: (req: http.IncomingMessage, n: number) => Fault) {
+  const log: ProxyLog[] = [];
+  const hung: http.ServerResponse[] = [];
+  const upstream = new URL(target);
+  const server = http.createServer((req, res) => {
+    const fault = choose(req, log.length);
+    log.push({ method: req.method ?? "", url: req.url ?? "", at: Date.now(), fault: fault.kind });
+    if (fault.kind === "hang") {
+      hung.push(res);
+      req.resume();
+      return;
+    }
+    if (fault.kind === "status") {
+      req.resume();
+      res.writeHead(fault.status, fault.retryAfter ? { "Retry-After": fault.retryAfter } : {});
+      res.end(`<?xml version="1.0"?><Error><Code>${fault.status === 429 ? "SlowDown" : "ServiceUnavailable"}</Code><Message>injected</Message></Error>`);
+      return;
+    }
+    if (fault.kind === "garbage") {
+      req.resume();
+      res.writeHead(200, { "Content-Type": "application/octet-stream", "Content-Length": "40" });
+      res.end(Buffer.alloc(40, 0x5a));
+      return;
+    }
+    const up = http.request(
+      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        if (fault.kind !== "truncate") {
+          r.pipe(res);
+          return;
+        }
+        let sent = 0;
+        r.on("data", (d: Buffer) => {
+          const room = fault.bytes - sent;
+          if (room <= 0) return;
+          res.write(d.subarray(0, room));
+          sent += Math.min(room, d.length);
+          if (sent >= fault.bytes) res.destroy();
+        });
+      },
+    );
+    up.on("error", () => res.destroy());
+    req.pipe(up);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    log,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const r of hung) r.destroy();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

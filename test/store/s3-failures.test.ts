@@ -1,0 +1,163 @@
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { jobContext } from "../../src/cache/job-context.js";
+import { restore } from "../../src/cache/restore.js";
+import { save } from "../../src/cache/save.js";
+import { tolerateCacheFailure } from "../../src/cache/tolerate.js";
+import { resolveConfig } from "../../src/config/load.js";
+import { silentLog } from "../../src/log.js";
+import { DEFAULT_S3, s3Store } from "../../src/store/s3.js";
+import { generateTritonCache } from "../fixtures/triton-cache.js";
+import { runCli } from "../helpers/cli.js";
+import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
+import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
+import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
+
+let server: S3Server;
+let n = 0;
+beforeAll(async () => {
+  Object.assign(process.env, S3RVER_CREDENTIALS);
+  server = await startS3rver();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+function storeAt(endpoint: string, idleTimeoutMs = 5000, prefix = `f-${++n}/`) {
+  return s3Store({
+    ...DEFAULT_S3,
+    bucket: server.bucket,
+    prefix,
+    region: "us-east-1",
+    endpoint,
+    forcePathStyle: true,
+    idleTimeoutMs,
+    connectTimeoutMs: 2000,
+    retry: { attempts: 4, baseDelayMs: 50, maxDelayMs: 5000 },
+  });
+}
+
+async function ctxFor(store: ReturnType<typeof storeAt>, cache: string, state: string) {
+  const config = resolveConfig({ caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "f" } }, "kcache.yml", {}, "/");
+  return jobContext({
+    config,
+    log: silentLog(),
+    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
+    cwd: "/",
+    revision: "e".repeat(40),
+    stack: TEST_STACK,
+    store,
+  });
+}
+
+describe("S3 store failures (fault proxy in front of s3rver)", () => {
+  it.each([
+    [503, "ServiceUnavailable"],
+    [429, "SlowDown"],
+  ])("retries a %i and honours Retry-After before trying again", async (status) => {
+    let puts = 0;
+    const proxy = await faultProxy(server.endpoint, (req) =>
+      req.method === "PUT" && puts++ < 2 ? ({ kind: "status", status, retryAfter: "1" } as Fault) : { kind: "pass" },
+    );
+    try {
+      const dir = tempDir();
+      generateTritonCache(path.join(dir, "c"), { entries: 3, totalBytes: 60_000 });
+      const r = await save(await ctxFor(storeAt(proxy.endpoint), path.join(dir, "c"), path.join(dir, "s")));
+      expect(r.outcome).toBe("saved");
+      const seen = proxy.log.filter((l) => l.method === "PUT");
+      expect(seen.slice(0, 3).map((l) => l.fault)).toEqual(["status", "status", "pass"]);
+      // Retry-After: 1 was honoured between each injected failure and the next attempt.
+      expect((seen[1]?.at ?? 0) - (seen[0]?.at ?? 0)).toBeGreaterThanOrEqual(900);
+      expect((seen[2]?.at ?? 0) - (seen[1]?.at ?? 0)).toBeGreaterThanOrEqual(900);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("gives up on a hung store after one idle timeout, with one warning, and the job goes on", async () => {
+    const proxy = await faultProxy(server.endpoint, () => ({ kind: "hang" }));
+    try {
+      const dir = tempDir();
+      const ctx = await ctxFor(storeAt(proxy.endpoint, 1000), path.join(dir, "c"), path.join(dir, "s"));
+      const t0 = Date.now();
+      const r = await tolerateCacheFailure("restore", false, ctx.log, () => restore(ctx));
+      const elapsed = Date.now() - t0;
+      expect(r).toBeNull();
+      expect(ctx.log.warnings).toHaveLength(1);
+      expect(ctx.log.warnings[0]).toMatch(/^restore skipped: s3:\/\/.*TimeoutError/);
+      expect(proxy.log).toHaveLength(1); // timeouts are not retried
+      expect(elapsed).toBeLessThan(1000 + 2500);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("treats a manifest of garbage as damaged: a miss, never a crash", async () => {
+    const dir = tempDir();
+    const prefix = `g-${++n}/`;
+    generateTritonCache(path.join(dir, "c"), { entries: 3, totalBytes: 60_000 });
+    await save(await ctxFor(storeAt(server.endpoint, 5000, prefix), path.join(dir, "c"), path.join(dir, "s")));
+    const proxy = await faultProxy(server.endpoint, (req) =>
+      req.method === "GET" && req.url?.includes("manifests") && !req.url.includes("list-type") ? { kind: "garbage" } : { kind: "pass" },
+    );
+    try {
+      const ctx = await ctxFor(storeAt(proxy.endpoint, 5000, prefix), path.join(dir, "d"), path.join(dir, "s2"));
+      const r = await restore(ctx);
+      expect(r.matchedKey).toBeNull();
+      expect(ctx.log.warnings.join("\n")).toMatch(/manifest/);
+      expect(fs.existsSync(path.join(dir, "d"))).toBe(false);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("writes only whole, verified entries when a pack download is cut short", async () => {
+    const dir = tempDir();
+    const prefix = `t-${++n}/`;
+    generateTritonCache(path.join(dir, "c"), { entries: 40, totalBytes: 4_000_000, seed: 9 });
+    await save(await ctxFor(storeAt(server.endpoint, 5000, prefix), path.join(dir, "c"), path.join(dir, "s")));
+    const proxy = await faultProxy(server.endpoint, (req) =>
+      req.method === "GET" && req.url?.includes("packs") ? { kind: "truncate", bytes: 200_000 } : { kind: "pass" },
+    );
+    try {
+      const ctx = await ctxFor(storeAt(proxy.endpoint, 5000, prefix), path.join(dir, "d"), path.join(dir, "s2"));
+      const r = await restore(ctx);
+      expect(r.entriesBad).toBeGreaterThan(0);
+      expect(r.entriesRestored + r.entriesBad).toBe(40);
+      expect(ctx.log.warnings).toHaveLength(1);
+      // Every entry on disk is complete: it has its group file and every file the group lists.
+      for (const e of fs.readdirSync(path.join(dir, "d")).filter((x) => !x.startsWith(".kcache-"))) {
+        const files = fs.readdirSync(path.join(dir, "d", e));
+        const src = fs.readdirSync(path.join(dir, "c", e));
+        expect(files.sort()).toEqual(src.sort());
+      }
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("with the store down, restore is a miss and save a skip, each one warning, exit 0 (3 with --strict)", async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = net.createServer().listen(0, "127.0.0.1", () => {
+        const port = (s.address() as net.AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const dir = tempDir("down");
+    fs.writeFileSync(
+      path.join(dir, "kcache.yml"),
+      `caches:\n  - name: triton\n    kind: triton\n    path: ${path.join(dir, "c")}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  endpoint: http://127.0.0.1:${closed}\n  path-style: true\n  connect-timeout: 2s\n`,
+    );
+    generateTritonCache(path.join(dir, "c"), { entries: 3, totalBytes: 60_000 });
+    const env = { PATH: process.env.PATH, HOME: dir, ...S3RVER_CREDENTIALS, GITHUB_SHA: "a".repeat(40), GITHUB_REF: "refs/heads/main", KCACHE_STATE_DIR: path.join(dir, "s") };
+    for (const cmd of ["restore", "save"]) {
+      const r = await runCli([cmd], { env, cwd: dir });
+      expect(r.code).toBe(0);
+      expect(r.stderr.match(/warning:/g)).toHaveLength(1);
+      expect(r.stderr).toMatch(new RegExp(`warning: ${cmd} skipped: s3://${server.bucket}/ at http://127.0.0.1:${closed}: .*ECONNREFUSED`));
+    }
+    expect((await runCli(["save", "--strict"], { env, cwd: dir })).code).toBe(3);
+  });
+});
