@@ -101,8 +101,12 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     // One warning, however many packs failed; the details with --verbose.
     if (packErrors.length || report.entriesBad || report.membersRefused) {
       const parts = [
-        packErrors.length ? `${packErrors.length} of ${results.length} packs could not be read (${packErrors[0]})` : null,
-        report.entriesBad ? `${report.entriesBad} entries failed verification or were missing and were not written` : null,
+        packErrors.length
+          ? `${packErrors.length} of ${results.length} packs could not be read (${packErrors[0]})`
+          : null,
+        report.entriesBad
+          ? `${report.entriesBad} entries failed verification or were missing and were not written`
+          : null,
         report.membersRefused ? `${report.membersRefused} unsafe pack members refused` : null,
       ].filter(Boolean);
       log.warn(`restore of ${match.key} incomplete: ${parts.join("; ")}`);

@@ -5,8 +5,8 @@ import type { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { interpolate } from "./interpolate.js";
 import type { ProfileSpec } from "./profile-schema.js";
-import { resolveStore, type StoreConfig } from "./store-config.js";
 import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
+import { resolveStore, type StoreConfig } from "./store-config.js";
 
 export interface CacheConfig {
   name: string;

@@ -26,7 +26,9 @@ export const cacheSchema = z
   })
   .strict();
 
-const duration = z.string().refine((v) => parseDuration(v) !== null, { message: "use a number and a unit, like 10s or 2m" });
+const duration = z
+  .string()
+  .refine((v) => parseDuration(v) !== null, { message: "use a number and a unit, like 10s or 2m" });
 
 export const localStoreSchema = z
   .object({

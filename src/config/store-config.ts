@@ -35,14 +35,19 @@ export function resolveStore(
 ): StoreConfig {
   const ms = (v: string) => parseDuration(v) as number;
   if (spec?.type === "local") {
-    return { type: "local", path: path.resolve(cwd, spec.path ? expand(spec.path, "store.path") : defaultLocal(env)) };
+    return {
+      type: "local",
+      path: path.resolve(cwd, spec.path ? expand(spec.path, "store.path") : defaultLocal(env)),
+    };
   }
   if (spec?.type === "s3") {
     return {
       type: "s3",
       bucket: expand(spec.bucket, "store.bucket"),
       prefix: normalisePrefix(expand(spec.prefix, "store.prefix")),
-      region: spec.region ? expand(spec.region, "store.region") : (env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1"),
+      region: spec.region
+        ? expand(spec.region, "store.region")
+        : (env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1"),
       endpoint: spec.endpoint ? expand(spec.endpoint, "store.endpoint") : env.KCACHE_S3_ENDPOINT,
       pathStyle: spec["path-style"],
       conditionalWrites: spec["conditional-writes"],

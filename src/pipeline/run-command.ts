@@ -73,13 +73,14 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
       if (timer) clearTimeout(timer);
       if (killer) clearTimeout(killer);
       if (error) log.write(`kcache: could not start: ${error.message}\n`);
-      log.end();
-      resolve({
+      const outcome: CommandOutcome = {
         exitCode: timedOut ? TIMEOUT_EXIT : (code ?? (signal ? 128 + signalNumber(signal) : 1)),
         signal,
         timedOut,
         seconds: (performance.now() - t0) / 1000,
-      });
+      };
+      // The log is complete on disk before anyone is told the command ended.
+      log.end(() => resolve(outcome));
     };
     child.on("error", (e) => done(127, null, e));
     child.on("close", (code, signal) => done(code, signal));

@@ -1,6 +1,7 @@
 import type { Config } from "../config/load.js";
-import { DEFAULT_S3, s3Store } from "./s3.js";
+import { DEFAULT_GHA_DIR, ghaStore } from "./gha.js";
 import { localStore } from "./local.js";
+import { DEFAULT_S3, s3Store } from "./s3.js";
 import type { Store } from "./store.js";
 
 /** The store a configuration names. Remote backends load their client libraries only when used. */
@@ -24,6 +25,6 @@ export function openStore(config: Config): Store {
         retry: { ...DEFAULT_S3.retry, attempts: s.retries + 1 },
       });
     case "gha":
-      throw new Error("gha store: not yet wired");
+      return ghaStore({ timeoutMs: s.timeoutMs, dir: process.env.KCACHE_GHA_DIR || DEFAULT_GHA_DIR });
   }
 }

@@ -36,9 +36,11 @@ export class StoreRetryStrategy implements RetryStrategyV2 {
   async refreshRetryTokenForRetry(previous: RetryToken, info: RetryErrorInfo): Promise<RetryToken> {
     const n = previous.getRetryCount() + 1;
     // The SDK files 503 and a timeout alike under TRANSIENT: decide on the HTTP status the server sent.
-    const status = (info.error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata?.httpStatusCode;
+    const status = (info.error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata
+      ?.httpStatusCode;
     const answered = status !== undefined && (status >= 500 || status === 429);
-    if (n >= this.policy.attempts || !(answered || info.errorType === "THROTTLING")) throw new Error("not retried");
+    if (n >= this.policy.attempts || !(answered || info.errorType === "THROTTLING"))
+      throw new Error("not retried");
     const hinted = info.retryAfterHint ? Math.max(0, info.retryAfterHint.getTime() - Date.now()) : null;
     return token(n, Math.min(this.policy.maxDelayMs, hinted ?? backoffMs(this.policy, n)));
   }

@@ -80,17 +80,27 @@ export function s3Store(settings: S3Settings): Store {
           size = Math.max(size, p.loaded ?? 0);
         });
         await upload.done();
-        const head = await c.s3.send(new c.sdk.HeadObjectCommand({ Bucket: settings.bucket, Key: key(name) }));
+        const head = await c.s3.send(
+          new c.sdk.HeadObjectCommand({ Bucket: settings.bucket, Key: key(name) }),
+        );
         return { size: head.ContentLength ?? size };
       }),
 
     createIfAbsent: (name, body) =>
       wrap(`creating ${name}`, async (c) => {
-        conditional ??= settings.conditionalWrites === "auto" ? probeConditional(c, settings) : Promise.resolve(settings.conditionalWrites === "always");
+        conditional ??=
+          settings.conditionalWrites === "auto"
+            ? probeConditional(c, settings)
+            : Promise.resolve(settings.conditionalWrites === "always");
         if (await conditional) {
           try {
             await c.s3.send(
-              new c.sdk.PutObjectCommand({ Bucket: settings.bucket, Key: key(name), Body: body, IfNoneMatch: "*" }),
+              new c.sdk.PutObjectCommand({
+                Bucket: settings.bucket,
+                Key: key(name),
+                Body: body,
+                IfNoneMatch: "*",
+              }),
             );
             return true;
           } catch (e) {
@@ -119,7 +129,9 @@ export function s3Store(settings: S3Settings): Store {
       wrap(`reading ${name}`, async (c) => {
         try {
           const r = await c.s3.send(new c.sdk.GetObjectCommand({ Bucket: settings.bucket, Key: key(name) }));
-          return Buffer.from(await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray());
+          return Buffer.from(
+            await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+          );
         } catch (e) {
           if (statusOf(e) === 404) return null;
           throw e;
@@ -134,11 +146,19 @@ export function s3Store(settings: S3Settings): Store {
         let token: string | undefined;
         do {
           const r = await c.s3.send(
-            new c.sdk.ListObjectsV2Command({ Bucket: settings.bucket, Prefix: key(prefix), ContinuationToken: token }),
+            new c.sdk.ListObjectsV2Command({
+              Bucket: settings.bucket,
+              Prefix: key(prefix),
+              ContinuationToken: token,
+            }),
           );
           for (const o of r.Contents ?? []) {
             if (!o.Key) continue;
-            out.push({ name: o.Key.slice(settings.prefix.length), size: o.Size ?? 0, modified: o.LastModified ?? new Date(0) });
+            out.push({
+              name: o.Key.slice(settings.prefix.length),
+              size: o.Size ?? 0,
+              modified: o.LastModified ?? new Date(0),
+            });
           }
           token = r.IsTruncated ? r.NextContinuationToken : undefined;
         } while (token);
@@ -203,7 +223,9 @@ async function exists(c: Client, settings: S3Settings, k: string): Promise<boole
 async function probeConditional(c: Client, settings: S3Settings): Promise<boolean> {
   const probe = `${settings.prefix}.kcache-probe/${randomUUID()}`;
   const put = () =>
-    c.s3.send(new c.sdk.PutObjectCommand({ Bucket: settings.bucket, Key: probe, Body: "probe", IfNoneMatch: "*" }));
+    c.s3.send(
+      new c.sdk.PutObjectCommand({ Bucket: settings.bucket, Key: probe, Body: "probe", IfNoneMatch: "*" }),
+    );
   try {
     await put();
     try {
@@ -229,9 +251,19 @@ function statusOf(e: unknown): number | undefined {
 }
 
 function describe(e: unknown): string {
-  const err = e as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number } };
+  const err = e as {
+    name?: string;
+    message?: string;
+    code?: string;
+    $metadata?: { httpStatusCode?: number };
+  };
   const status = err.$metadata?.httpStatusCode;
-  return [err.name && err.name !== "Error" ? err.name : null, status ? `HTTP ${status}` : null, err.code, err.message]
+  return [
+    err.name && err.name !== "Error" ? err.name : null,
+    status ? `HTTP ${status}` : null,
+    err.code,
+    err.message,
+  ]
     .filter(Boolean)
     .join(": ");
 }

@@ -56,9 +56,7 @@ describe("coverage", () => {
     const r = await check(dir, COVERAGE);
     expect(r.passed).toBe(false);
     expect(r.message).toContain("missing 1: op=chunk_kda mode=fwd B=1 T=2048 H=16 D=128 (0 of 1)");
-    expect(r.message).toContain(
-      "duplicated: op=chunk_kda mode=fwdbwd B=1 T=2048 H=16 D=128 (2 times)",
-    );
+    expect(r.message).toContain("duplicated: op=chunk_kda mode=fwdbwd B=1 T=2048 H=16 D=128 (2 times)");
   });
 
   it("checks a count, and a list, and says where the records are not", async () => {

@@ -35,7 +35,9 @@ export async function faultProxy(target: string, choose: (req: http.IncomingMess
     if (fault.kind === "status") {
       req.resume();
       res.writeHead(fault.status, fault.retryAfter ? { "Retry-After": fault.retryAfter } : {});
-      res.end(`<?xml version="1.0"?><Error><Code>${fault.status === 429 ? "SlowDown" : "ServiceUnavailable"}</Code><Message>injected</Message></Error>`);
+      res.end(
+        `<?xml version="1.0"?><Error><Code>${fault.status === 429 ? "SlowDown" : "ServiceUnavailable"}</Code><Message>injected</Message></Error>`,
+      );
       return;
     }
     if (fault.kind === "garbage") {
@@ -45,7 +47,13 @@ export async function faultProxy(target: string, choose: (req: http.IncomingMess
       return;
     }
     const up = http.request(
-      { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+      },
       (r) => {
         res.writeHead(r.statusCode ?? 502, r.headers);
         if (fault.kind !== "truncate") {

@@ -5,6 +5,11 @@ import { type Backend, storeConformance } from "./conformance.js";
 
 describe("local store conformance", () => {
   storeConformance(
-    (): Backend => ({ store: localStore(tempDir("local-store")), atomicCreate: true, fullListing: true, listTickMs: 20 }),
+    (): Backend => ({
+      store: localStore(tempDir("local-store")),
+      atomicCreate: true,
+      fullListing: true,
+      listTickMs: 20,
+    }),
   );
 });

@@ -12,8 +12,8 @@ import { DEFAULT_S3, s3Store } from "../../src/store/s3.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
-import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
+import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
 
 let server: S3Server;
 let n = 0;
@@ -40,7 +40,12 @@ function storeAt(endpoint: string, idleTimeoutMs = 5000, prefix = `f-${++n}/`) {
 }
 
 async function ctxFor(store: ReturnType<typeof storeAt>, cache: string, state: string) {
-  const config = resolveConfig({ caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "f" } }, "kcache.yml", {}, "/");
+  const config = resolveConfig(
+    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "f" } },
+    "kcache.yml",
+    {},
+    "/",
+  );
   return jobContext({
     config,
     log: silentLog(),
@@ -59,7 +64,9 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
   ])("retries a %i and honours Retry-After before trying again", async (status) => {
     let puts = 0;
     const proxy = await faultProxy(server.endpoint, (req) =>
-      req.method === "PUT" && puts++ < 2 ? ({ kind: "status", status, retryAfter: "1" } as Fault) : { kind: "pass" },
+      req.method === "PUT" && puts++ < 2
+        ? ({ kind: "status", status, retryAfter: "1" } as Fault)
+        : { kind: "pass" },
     );
     try {
       const dir = tempDir();
@@ -98,12 +105,20 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     const dir = tempDir();
     const prefix = `g-${++n}/`;
     generateTritonCache(path.join(dir, "c"), { entries: 3, totalBytes: 60_000 });
-    await save(await ctxFor(storeAt(server.endpoint, 5000, prefix), path.join(dir, "c"), path.join(dir, "s")));
+    await save(
+      await ctxFor(storeAt(server.endpoint, 5000, prefix), path.join(dir, "c"), path.join(dir, "s")),
+    );
     const proxy = await faultProxy(server.endpoint, (req) =>
-      req.method === "GET" && req.url?.includes("manifests") && !req.url.includes("list-type") ? { kind: "garbage" } : { kind: "pass" },
+      req.method === "GET" && req.url?.includes("manifests") && !req.url.includes("list-type")
+        ? { kind: "garbage" }
+        : { kind: "pass" },
     );
     try {
-      const ctx = await ctxFor(storeAt(proxy.endpoint, 5000, prefix), path.join(dir, "d"), path.join(dir, "s2"));
+      const ctx = await ctxFor(
+        storeAt(proxy.endpoint, 5000, prefix),
+        path.join(dir, "d"),
+        path.join(dir, "s2"),
+      );
       const r = await restore(ctx);
       expect(r.matchedKey).toBeNull();
       expect(ctx.log.warnings.join("\n")).toMatch(/manifest/);
@@ -117,12 +132,20 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     const dir = tempDir();
     const prefix = `t-${++n}/`;
     generateTritonCache(path.join(dir, "c"), { entries: 40, totalBytes: 4_000_000, seed: 9 });
-    await save(await ctxFor(storeAt(server.endpoint, 5000, prefix), path.join(dir, "c"), path.join(dir, "s")));
+    await save(
+      await ctxFor(storeAt(server.endpoint, 5000, prefix), path.join(dir, "c"), path.join(dir, "s")),
+    );
     const proxy = await faultProxy(server.endpoint, (req) =>
-      req.method === "GET" && req.url?.includes("packs") ? { kind: "truncate", bytes: 200_000 } : { kind: "pass" },
+      req.method === "GET" && req.url?.includes("packs")
+        ? { kind: "truncate", bytes: 200_000 }
+        : { kind: "pass" },
     );
     try {
-      const ctx = await ctxFor(storeAt(proxy.endpoint, 5000, prefix), path.join(dir, "d"), path.join(dir, "s2"));
+      const ctx = await ctxFor(
+        storeAt(proxy.endpoint, 5000, prefix),
+        path.join(dir, "d"),
+        path.join(dir, "s2"),
+      );
       const r = await restore(ctx);
       expect(r.entriesBad).toBeGreaterThan(0);
       expect(r.entriesRestored + r.entriesBad).toBe(40);
@@ -151,12 +174,23 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
       `caches:\n  - name: triton\n    kind: triton\n    path: ${path.join(dir, "c")}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  endpoint: http://127.0.0.1:${closed}\n  path-style: true\n  connect-timeout: 2s\n`,
     );
     generateTritonCache(path.join(dir, "c"), { entries: 3, totalBytes: 60_000 });
-    const env = { PATH: process.env.PATH, HOME: dir, ...S3RVER_CREDENTIALS, GITHUB_SHA: "a".repeat(40), GITHUB_REF: "refs/heads/main", KCACHE_STATE_DIR: path.join(dir, "s") };
+    const env = {
+      PATH: process.env.PATH,
+      HOME: dir,
+      ...S3RVER_CREDENTIALS,
+      GITHUB_SHA: "a".repeat(40),
+      GITHUB_REF: "refs/heads/main",
+      KCACHE_STATE_DIR: path.join(dir, "s"),
+    };
     for (const cmd of ["restore", "save"]) {
       const r = await runCli([cmd], { env, cwd: dir });
       expect(r.code).toBe(0);
       expect(r.stderr.match(/warning:/g)).toHaveLength(1);
-      expect(r.stderr).toMatch(new RegExp(`warning: ${cmd} skipped: s3://${server.bucket}/ at http://127.0.0.1:${closed}: .*ECONNREFUSED`));
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `warning: ${cmd} skipped: s3://${server.bucket}/ at http://127.0.0.1:${closed}: .*ECONNREFUSED`,
+        ),
+      );
     }
     expect((await runCli(["save", "--strict"], { env, cwd: dir })).code).toBe(3);
   });
