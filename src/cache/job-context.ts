@@ -4,6 +4,7 @@ import { primaryKey, stackPrefix } from "../keys/key.js";
 import { currentRevision } from "../keys/revision.js";
 import { type ScopePlan, scopePlan } from "../keys/scope.js";
 import type { Log } from "../log.js";
+import type { Progress } from "../report/progress.js";
 import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
 import { openStore } from "../store/open.js";
 import type { Store } from "../store/store.js";
@@ -22,6 +23,8 @@ export interface JobContext {
   stackKeyPrefix: string;
   stateFile: string;
   log: Log;
+  /** Shows a transfer's progress (the CLI's bar or log lines); none in library use. */
+  progress?: (label: string, totalBytes: number | null) => Progress;
 }
 
 export interface JobContextOptions {
@@ -34,6 +37,7 @@ export interface JobContextOptions {
   /** A fingerprint already probed (tests, or a caller that probed once for several jobs). */
   stack?: StackFingerprint;
   store?: Store;
+  progress?: (label: string, totalBytes: number | null) => Progress;
 }
 
 /** Probes the stack, finds the revision and scopes, and forms the key. */
@@ -69,5 +73,6 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
       config.caches.map((c) => c.path),
     ),
     log,
+    progress: opts.progress,
   };
 }

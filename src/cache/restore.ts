@@ -144,6 +144,8 @@ async function readPacks(
   }
   const jobs = [...byPack.entries()];
   const out: { refs: EntryRef[]; result: PackReadResult }[] = [];
+  const total = jobs.reduce((s, [i]) => s + (manifest.packs[i]?.size ?? 0), 0);
+  const progress = ctx.progress?.("restoring", total);
   let next = 0;
   const worker = async () => {
     while (next < jobs.length) {
@@ -153,7 +155,7 @@ async function readPacks(
       let result: PackReadResult;
       try {
         const source = await ctx.store.get(pack.object);
-        result = await readPack(source, pack.sha256, refs, targets);
+        result = await readPack(source, pack.sha256, refs, targets, (n) => progress?.add(n));
       } catch (e) {
         result = {
           restored: [],
@@ -166,7 +168,11 @@ async function readPacks(
       out.push({ refs, result });
     }
   };
-  await Promise.all(Array.from({ length: Math.min(PACK_CONCURRENCY, jobs.length) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.min(PACK_CONCURRENCY, jobs.length) }, worker));
+  } finally {
+    progress?.done();
+  }
   return out;
 }
 

@@ -184,6 +184,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
 
   // Write the new packs.
   const written: WrittenPack[] = [];
+  const progress = ctx.progress?.("uploading", null);
   try {
     for (const group of splitBySize(toPack, config.save.packBytes)) {
       const inputs: PackInput[] = group.map((p) => ({
@@ -193,13 +194,17 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
         entry: p.entry,
       }));
       const packId = `${Date.now().toString(36)}-${randomBytes(8).toString("hex")}`;
-      const w = await writePack(store, packObject(scope, packId), inputs, config.save.compressionLevel);
+      const w = await writePack(store, packObject(scope, packId), inputs, config.save.compressionLevel, (n) =>
+        progress?.add(n),
+      );
       written.push(w);
       report.skipped.vanished += w.vanished.length;
     }
   } catch (e) {
     await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
     throw e;
+  } finally {
+    progress?.done();
   }
 
   // The manifest: parent packs still referenced (re-indexed), then the new ones.

@@ -1,6 +1,7 @@
 import { type JobContext, jobContext } from "../cache/job-context.js";
 import { type Config, loadConfig } from "../config/load.js";
 import { createLog, type Log } from "../log.js";
+import { DEFAULT_PROGRESS, transferProgress } from "../report/progress.js";
 import type { GlobalOptions } from "./main.js";
 
 /** Loads the config and a log for a command. */
@@ -12,7 +13,14 @@ export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
 /** Config, log and the job context (stack, revision, scopes, key) for commands that need a key. */
 export async function commandContext(o: GlobalOptions): Promise<JobContext> {
   const { config, log } = commandBasics(o);
-  return jobContext({ config, log, revision: o.revision, strict: o.strict });
+  return jobContext({
+    config,
+    log,
+    revision: o.revision,
+    strict: o.strict,
+    progress: (label, total) =>
+      transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr }),
+  });
 }
 
 /** Prints a result for programs. */

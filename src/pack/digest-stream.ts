@@ -6,9 +6,15 @@ export class DigestStream extends Transform {
   private readonly hash = createHash("sha256");
   bytes = 0;
 
+  /** `onBytes` hears of every chunk that passes (for progress). */
+  constructor(private readonly onBytes?: (n: number) => void) {
+    super();
+  }
+
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.hash.update(chunk);
     this.bytes += chunk.length;
+    this.onBytes?.(chunk.length);
     cb(null, chunk);
   }
 

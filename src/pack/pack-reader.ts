@@ -78,6 +78,7 @@ export async function readPack(
   expectedSha256: string,
   wanted: WantedEntry[],
   targets: Map<string, RestoreTarget>,
+  onBytes?: (n: number) => void,
 ): Promise<PackReadResult> {
   const result: PackReadResult = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
   const byId = new Map(wanted.map((w) => [`${w.cache}\0${w.name}`, w]));
@@ -212,7 +213,7 @@ export async function readPack(
     },
   });
   parser.on("error", (e: Error) => sink.destroy(e));
-  const digest = new DigestStream();
+  const digest = new DigestStream(onBytes);
   try {
     await pipeline(source, digest, await decompressStream(), sink);
     if (current) finish(current);

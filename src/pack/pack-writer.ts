@@ -50,6 +50,7 @@ export async function writePack(
   object: string,
   inputs: PackInput[],
   level: number,
+  onBytes?: (n: number) => void,
 ): Promise<WrittenPack> {
   const entries: PackedEntry[] = [];
   const vanished: string[] = [];
@@ -107,7 +108,7 @@ export async function writePack(
   }
 
   const compressor = await compressStream(level);
-  const digest = new DigestStream();
+  const digest = new DigestStream(onBytes);
   const produced = pipeline(Readable.from(tar(), { objectMode: false }), compressor, digest);
   try {
     const [, put] = await Promise.all([produced, store.put(object, digest)]);

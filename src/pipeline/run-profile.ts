@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { type JobContext, jobContext } from "../cache/job-context.js";
+import { type JobContext, type JobContextOptions, jobContext } from "../cache/job-context.js";
 import { type RestoreReport, restore } from "../cache/restore.js";
 import { type SaveReport, save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
@@ -83,6 +83,7 @@ export interface RunOptions {
   save?: boolean;
   /** Echo command output (default: stdout). */
   echo?: NodeJS.WritableStream | null;
+  progress?: JobContextOptions["progress"];
 }
 
 /** The profile with its caches and prefix applied to the configuration. */
@@ -121,6 +122,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     revision: opts.revision,
     strict: opts.strict,
     stack: opts.stack,
+    progress: opts.progress,
   });
   const outDir = path.resolve(cwd, opts.outDir);
   fs.mkdirSync(path.join(outDir, "logs"), { recursive: true });

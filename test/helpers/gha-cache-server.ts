@@ -10,6 +10,7 @@ import {
   generateBlobSASQueryParameters,
   StorageSharedKeyCredential,
 } from "@azure/storage-blob";
+import { packageFile } from "./package-file.js";
 
 /** Azurite's well-known development account (public, documented by Microsoft). */
 const ACCOUNT = "devstoreaccount1";
@@ -49,7 +50,7 @@ export interface GhaCacheServer {
 export async function startGhaCacheServer(): Promise<GhaCacheServer> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "azurite-"));
   const blobPort = await freePort();
-  const bin = path.resolve(import.meta.dirname, "../../node_modules/azurite/dist/src/blob/main.js");
+  const bin = packageFile("azurite", "dist/src/blob/main.js");
   const azurite: ChildProcess = spawn(
     process.execPath,
     [

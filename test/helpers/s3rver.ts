@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { packageFile } from "./package-file.js";
 
 /**
  * A real S3-compatible server process on 127.0.0.1: s3rver, the Node implementation of the S3 REST
@@ -19,7 +20,7 @@ export const S3RVER_CREDENTIALS = { AWS_ACCESS_KEY_ID: "S3RVER", AWS_SECRET_ACCE
 
 export async function startS3rver(bucket = "kcache-test"): Promise<S3Server> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "s3rver-"));
-  const bin = path.resolve(import.meta.dirname, "../../node_modules/s3rver/bin/s3rver.js");
+  const bin = packageFile("s3rver", "bin/s3rver.js");
   const child: ChildProcess = spawn(
     process.execPath,
     [bin, "-d", dir, "-a", "127.0.0.1", "-p", "0", "--configure-bucket", bucket, "--no-vhost-buckets"],

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { runProfile } from "../../pipeline/run-profile.js";
 import { checkAnnotations, runOutputs, writeOutputs, writeStepSummary } from "../../report/github.js";
+import { DEFAULT_PROGRESS, transferProgress } from "../../report/progress.js";
 import { runMarkdown } from "../../report/run-markdown.js";
 import type { GlobalOptions } from "../main.js";
 import { commandBasics, printJson } from "../setup.js";
@@ -25,6 +26,8 @@ export async function runCommandCli(
     save: o.save,
     // With --json, stdout carries only the report; command output still reaches the log files and stderr.
     echo: o.json ? process.stderr : process.stdout,
+    progress: (label, total) =>
+      transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr }),
   });
   const file = path.join(report.outDir, "kcache-report.json");
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);

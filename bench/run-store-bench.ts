@@ -1,0 +1,230 @@
+/**
+ * `npm run bench` (second part): kcache through the S3 store (s3rver, a real S3-compatible server
+ * process, on loopback) beside the local store and `tar | zstd -T0` to a file, on the generated
+ * Triton-shaped caches. Writes its table into BENCHMARKS.md. Not a test: nothing asserts a time.
+ *
+ *   KCACHE_BENCH_SIZES=small,large (default)   KCACHE_BENCH_S3_ROUNDS=3
+ */
+import { execSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { jobContext } from "../src/cache/job-context.js";
+import { restore } from "../src/cache/restore.js";
+import { save } from "../src/cache/save.js";
+import { resolveConfig } from "../src/config/load.js";
+import { silentLog } from "../src/log.js";
+import { fingerprintFrom } from "../src/stack/fingerprint.js";
+import { localStore } from "../src/store/local.js";
+import { DEFAULT_S3, s3Store } from "../src/store/s3.js";
+import type { Store } from "../src/store/store.js";
+import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../test/fixtures/triton-cache.js";
+import { S3RVER_CREDENTIALS, startS3rver } from "../test/helpers/s3rver.js";
+import { machineLine, median } from "./measure.js";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const DATA = path.join(ROOT, "bench", ".data");
+const SIZES = { small: { entries: 220, bytes: 110_000_000 }, large: { entries: 2000, bytes: 1_000_000_000 } };
+const chosen = (process.env.KCACHE_BENCH_SIZES ?? "small,large").split(",") as (keyof typeof SIZES)[];
+const ROUNDS = Number(process.env.KCACHE_BENCH_S3_ROUNDS ?? 3);
+const STACK = fingerprintFrom(null, { models: ["bench"], driver: null, vendor: null, cann: null }, {});
+const rm = (p: string) => fs.rmSync(p, { recursive: true, force: true });
+
+function source(size: keyof typeof SIZES): string {
+  const dir = path.join(DATA, `${size}-cache`);
+  if (!fs.existsSync(path.join(dir, ".complete"))) {
+    rm(dir);
+    generateTritonCache(dir, { entries: SIZES[size].entries, totalBytes: SIZES[size].bytes, seed: 42 });
+    fs.writeFileSync(path.join(dir, ".complete"), "");
+  }
+  return dir;
+}
+
+function ctx(store: Store, cache: string, state: string, revision: string) {
+  const config = resolveConfig(
+    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "b" } },
+    "bench",
+    {},
+    "/",
+  );
+  return jobContext({
+    config,
+    log: silentLog(),
+    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
+    cwd: "/",
+    revision,
+    stack: STACK,
+    store,
+  });
+}
+
+async function time(fn: () => Promise<unknown> | unknown): Promise<number> {
+  const t0 = performance.now();
+  await fn();
+  return (performance.now() - t0) / 1000;
+}
+
+interface Cell {
+  times: number[];
+  bytes: number;
+}
+type Row = Record<"kcache-s3" | "kcache-local" | "tar+zstd", Cell>;
+type Op = "full save" | "restore" | "save, nothing new" | "save, 5% new entries";
+
+async function benchSize(
+  size: keyof typeof SIZES,
+  s3: (prefix: string) => Store,
+): Promise<Record<string, Row>> {
+  const src = source(size);
+  fs.rmSync(path.join(src, ".complete"));
+  const work = fs.mkdtempSync(path.join(DATA, `s3-${size}-`));
+  const archive = path.join(work, "cache.tar.zst");
+  const empty = (): Row => ({
+    "kcache-s3": { times: [], bytes: 0 },
+    "kcache-local": { times: [], bytes: 0 },
+    "tar+zstd": { times: [], bytes: 0 },
+  });
+  const rows: Record<Op, Row> = {
+    "full save": empty(),
+    restore: empty(),
+    "save, nothing new": empty(),
+    "save, 5% new entries": empty(),
+  };
+  try {
+    for (let i = 0; i < ROUNDS; i++) {
+      const stores: [keyof Row, Store][] = [
+        ["kcache-s3", s3(`${size}-${i}-${Date.now()}/`)],
+        ["kcache-local", localStore(path.join(work, `local-${i}`))],
+      ];
+      for (const [name, store] of stores) {
+        const r = rows;
+        let saved = 0;
+        r["full save"][name].times.push(
+          await time(async () => {
+            saved = (await save(await ctx(store, src, path.join(work, `${name}-s${i}`), "1".repeat(40))))
+              .bytesUploaded;
+          }),
+        );
+        r["full save"][name].bytes = saved;
+        const dest = path.join(work, `${name}-d${i}`);
+        let read = 0;
+        r.restore[name].times.push(
+          await time(async () => {
+            read = (await restore(await ctx(store, dest, path.join(work, `${name}-r${i}`), "1".repeat(40))))
+              .bytesDownloaded;
+          }),
+        );
+        r.restore[name].bytes = read;
+        let nc = -1;
+        r["save, nothing new"][name].times.push(
+          await time(async () => {
+            nc = (await save(await ctx(store, dest, path.join(work, `${name}-r${i}`), "2".repeat(40))))
+              .bytesUploaded;
+          }),
+        );
+        r["save, nothing new"][name].bytes = nc;
+        const extra = Math.ceil(SIZES[size].entries * 0.05);
+        const g = rng(500 + i);
+        for (let k = 0; k < extra; k++)
+          writeKernelEntry(
+            dest,
+            tritonKeyName(`s3-${i}-${k}`),
+            `n_${k}`,
+            Math.floor(SIZES[size].bytes / SIZES[size].entries),
+            g,
+          );
+        let delta = 0;
+        r["save, 5% new entries"][name].times.push(
+          await time(async () => {
+            delta = (await save(await ctx(store, dest, path.join(work, `${name}-r${i}`), "3".repeat(40))))
+              .bytesUploaded;
+          }),
+        );
+        r["save, 5% new entries"][name].bytes = delta;
+        rm(dest);
+      }
+      rows["full save"]["tar+zstd"].times.push(
+        await time(() =>
+          execSync(
+            `tar -C ${JSON.stringify(src)} -cf - . | zstd -T0 -3 -q -o ${JSON.stringify(archive)} -f`,
+            { shell: "/bin/bash" },
+          ),
+        ),
+      );
+      rows["full save"]["tar+zstd"].bytes = fs.statSync(archive).size;
+      const dest = path.join(work, "tar-dest");
+      fs.mkdirSync(dest, { recursive: true });
+      rows.restore["tar+zstd"].times.push(
+        await time(() =>
+          execSync(`zstd -d -q -c ${JSON.stringify(archive)} | tar -C ${JSON.stringify(dest)} -xf -`, {
+            shell: "/bin/bash",
+          }),
+        ),
+      );
+      rows.restore["tar+zstd"].bytes = fs.statSync(archive).size;
+      rm(dest);
+    }
+    return rows;
+  } finally {
+    fs.writeFileSync(path.join(src, ".complete"), "");
+    rm(work);
+  }
+}
+
+const fmt = (s: number) => (s < 0.1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`);
+const mb = (b: number) => (b < 1e6 ? `${(b / 1e3).toFixed(1)} kB` : `${(b / 1e6).toFixed(1)} MB`);
+
+async function main() {
+  Object.assign(process.env, S3RVER_CREDENTIALS);
+  const server = await startS3rver("bench");
+  const s3 = (prefix: string) =>
+    s3Store({
+      ...DEFAULT_S3,
+      bucket: server.bucket,
+      prefix,
+      region: "us-east-1",
+      endpoint: server.endpoint,
+      forcePathStyle: true,
+    });
+  const lines = [
+    "| cache | operation | kcache, S3 store (median) | kcache, local store (median) | tar+zstd, file (median) | S3 bytes moved | tar+zstd bytes |",
+    "|---|---|---|---|---|---|---|",
+  ];
+  try {
+    for (const size of chosen) {
+      const rows = await benchSize(size, s3);
+      const label = `${size} (${SIZES[size].entries} entries)`;
+      for (const [op, r] of Object.entries(rows)) {
+        const tar = r["tar+zstd"].times.length ? fmt(median(r["tar+zstd"].times)) : "-";
+        lines.push(
+          `| ${label} | ${op} | ${fmt(median(r["kcache-s3"].times))} | ${fmt(median(r["kcache-local"].times))} | ${tar} | ${mb(r["kcache-s3"].bytes)} | ${r["tar+zstd"].times.length ? mb(r["tar+zstd"].bytes) : "-"} |`,
+        );
+      }
+      console.error(`${size} done`);
+    }
+  } finally {
+    await server.stop();
+  }
+  const section = [
+    "<!-- bench:s3:start -->",
+    `Measured by \`npm run bench\` (${ROUNDS} rounds each, KCACHE_BENCH_SIZES=${chosen.join(",")}) on ${new Date().toISOString().slice(0, 10)}:`,
+    `${machineLine()}; S3 is s3rver 3.7 (a Node implementation of the S3 API, objects on the same disk) on 127.0.0.1.`,
+    "",
+    ...lines,
+    "",
+    '"S3 bytes moved" is what the operation uploaded (saves) or downloaded (restore): a save with nothing new',
+    "transfers no pack and no manifest. tar+zstd has no delta: every save is the full archive again.",
+    "<!-- bench:s3:end -->",
+  ].join("\n");
+  const file = path.join(ROOT, "BENCHMARKS.md");
+  let text = fs.readFileSync(file, "utf8");
+  if (!text.includes("<!-- bench:s3:start -->")) {
+    text = text.replace(
+      "<!-- bench:store:end -->",
+      "<!-- bench:store:end -->\n\n## Through the S3 store (loopback) vs the local store vs tar + zstd\n\n<!-- bench:s3:start -->\n<!-- bench:s3:end -->",
+    );
+  }
+  fs.writeFileSync(file, text.replace(/<!-- bench:s3:start -->[\s\S]*<!-- bench:s3:end -->/, section));
+  console.log(section);
+}
+
+await main();

@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import { transferProgress } from "../../src/report/progress.js";
+
+function sink(isTTY: boolean) {
+  const out: string[] = [];
+  return { isTTY, out, write: (s: string) => out.push(s) };
+}
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("transfer progress", () => {
+  it("prints nothing for a transfer quicker than the threshold", async () => {
+    const s = sink(true);
+    const p = transferProgress("restoring", 1000, {
+      stream: s,
+      startAfterMs: 10_000,
+      ttyIntervalMs: 5,
+      logIntervalMs: 5,
+    });
+    p.add(500);
+    await wait(30);
+    p.done();
+    expect(s.out).toEqual([]);
+  });
+
+  it("redraws a bar in place on a terminal and ends the line when done", async () => {
+    const s = sink(true);
+    const p = transferProgress("restoring", 4_000_000, {
+      stream: s,
+      startAfterMs: 0,
+      ttyIntervalMs: 5,
+      logIntervalMs: 1000,
+    });
+    p.add(1_000_000);
+    await wait(30);
+    p.add(3_000_000);
+    p.done();
+    expect(s.out[0]).toMatch(/^\rkcache: restoring \[######-{18}\] {2}25% 1\.00 MB\/4\.00 MB .*\/s\x1b\[K$/);
+    expect(s.out.at(-1)).toMatch(/^\rkcache: restoring \[#{24}\] 100% 4\.00 MB\/4\.00 MB .*\n$/);
+  });
+
+  it("writes a plain line every few seconds in a CI log", async () => {
+    const s = sink(false);
+    const p = transferProgress("uploading", null, {
+      stream: s,
+      startAfterMs: 0,
+      ttyIntervalMs: 1,
+      logIntervalMs: 10,
+    });
+    p.add(2_500_000);
+    await wait(35);
+    p.done();
+    expect(s.out.length).toBeGreaterThanOrEqual(2);
+    expect(s.out[0]).toMatch(/^kcache: uploading 2\.50 MB, .*\/s\n$/);
+    expect(s.out.every((l) => !l.includes("\r"))).toBe(true);
+  });
+});
