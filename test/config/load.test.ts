@@ -88,4 +88,85 @@ describe("kcache.yml", () => {
     fs.writeFileSync(path.join(dir, "kcache.yml"), "caches: 3\n");
     expect(() => loadConfig({ cwd: dir, env: {} })).toThrow(/kcache\.yml: caches: .*expected array/);
   });
+
+  it("reads S3 and GitHub cache stores from kcache.yml or $KCACHE_STORE", () => {
+    const yml = resolveConfig(
+      {
+        caches: [{ name: "t", kind: "triton", path: "/x" }],
+        store: {
+          type: "s3",
+          bucket: "ci-cache",
+          prefix: "fla",
+          endpoint: "http://minio:9000",
+          "path-style": true,
+          checksums: "when-required",
+          "idle-timeout": "30s",
+        },
+      },
+      "k.yml",
+      env,
+      "/repo",
+    );
+    expect(yml.store).toMatchObject({
+      type: "s3",
+      bucket: "ci-cache",
+      prefix: "fla/",
+      region: "us-east-1",
+      endpoint: "http://minio:9000",
+      pathStyle: true,
+      checksums: "when-required",
+      idleTimeoutMs: 30_000,
+      retries: 3,
+    });
+    const fromEnv = resolveConfig(
+      { caches: [{ name: "t", kind: "triton", path: "/x" }] },
+      "k.yml",
+      {
+        ...env,
+        KCACHE_STORE: "s3://bkt/team/a",
+        KCACHE_S3_ENDPOINT: "http://ceph:7480",
+        KCACHE_S3_PATH_STYLE: "1",
+        AWS_REGION: "cn-north-4",
+      },
+      "/repo",
+    );
+    expect(fromEnv.store).toMatchObject({
+      type: "s3",
+      bucket: "bkt",
+      prefix: "team/a/",
+      endpoint: "http://ceph:7480",
+      pathStyle: true,
+      region: "cn-north-4",
+    });
+    expect(
+      resolveConfig(
+        { caches: [{ name: "t", kind: "dir", path: "/x" }] },
+        "k.yml",
+        { KCACHE_STORE: "gha" },
+        "/",
+      ).store,
+    ).toEqual({
+      type: "gha",
+      timeoutMs: 600_000,
+    });
+    expect(() =>
+      resolveConfig(
+        { caches: [{ name: "t", kind: "dir", path: "/x" }], store: { type: "s4" } },
+        "k.yml",
+        env,
+        "/",
+      ),
+    ).toThrow(/k\.yml: store\.type: /);
+    expect(() =>
+      resolveConfig(
+        {
+          caches: [{ name: "t", kind: "dir", path: "/x" }],
+          store: { type: "s3", bucket: "bkt", "idle-timeout": "soon" },
+        },
+        "k.yml",
+        env,
+        "/",
+      ),
+    ).toThrow(/store\.idle-timeout: use a number and a unit/);
+  });
 });
