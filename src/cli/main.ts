@@ -101,6 +101,16 @@ export async function main(argv: string[]): Promise<void> {
     { revision: true },
   ).action(async (o) => (await import("./commands/run.js")).runCommandCli(o));
 
+  common(
+    program
+      .command("prewarm")
+      .description("fill the default branch's cache for its head, only if it is missing")
+      .requiredOption("-p, --profile <name>", "the profile in kcache.yml to run when the cache is missing")
+      .option("--if-changed <globs...>", "the newest cache is current unless a file matching these changed since its revision")
+      .option("--out <dir>", "folder for logs and the report of the run"),
+    { revision: true },
+  ).action(async (o) => (await import("./commands/prewarm.js")).prewarmCommand(o));
+
   try {
     await program.parseAsync(argv);
   } catch (e) {

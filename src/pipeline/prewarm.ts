@@ -1,0 +1,73 @@
+import { execFileSync } from "node:child_process";
+import picomatch from "picomatch";
+import { jobContext } from "../cache/job-context.js";
+import { findManifest } from "../cache/lookup.js";
+import { manifestObject } from "../store/layout.js";
+import { profileConfig, type RunOptions, type RunReport, runProfile } from "./run-profile.js";
+
+export interface PrewarmReport {
+  /** present: the exact key exists; current: no watched file changed since the newest cache; ran: the profile ran. */
+  outcome: "present" | "current" | "ran";
+  key: string;
+  /** The cache that made a run unnecessary, or that the run restored from. */
+  matchedKey: string | null;
+  message: string;
+  run: RunReport | null;
+}
+
+/**
+ * `kcache prewarm`: fills the default branch's cache for its current head, only when it is missing.
+ * Looks the key up without downloading; with `ifChanged` globs, the newest cache of the same stack
+ * also counts as current when no file matching them changed between its revision and HEAD.
+ */
+export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Promise<PrewarmReport> {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const { config } = profileConfig(opts.config, opts.profileName);
+  const ctx = await jobContext({ config, log: opts.log, env, cwd, revision: opts.revision, strict: opts.strict, stack: opts.stack });
+  const done = (outcome: PrewarmReport["outcome"], matchedKey: string | null, message: string, run: RunReport | null = null) => {
+    opts.log.info(message);
+    return { outcome, key: ctx.key, matchedKey, message, run };
+  };
+
+  if (await ctx.store.exists(manifestObject(ctx.scopes.write, ctx.key))) {
+    return done("present", ctx.key, `cache ${ctx.key} is present in ${ctx.scopes.write}; nothing to prewarm`);
+  }
+  if (opts.ifChanged?.length) {
+    const newest = await findManifest(ctx);
+    if (newest) {
+      const changed = changedFiles(newest.manifest.revision, ctx.revision, cwd);
+      if (changed === null) {
+        opts.log.info(`cannot diff ${newest.manifest.revision.slice(0, 12)}..${ctx.revision.slice(0, 12)} (shallow clone?); prewarming`);
+      } else {
+        const watched = picomatch(opts.ifChanged, { dot: true });
+        const hits = changed.filter((f) => watched(f));
+        if (hits.length === 0) {
+          return done(
+            "current",
+            newest.key,
+            `no file matching ${opts.ifChanged.join(", ")} changed since ${newest.key} (${changed.length} other files did); it is current`,
+          );
+        }
+        opts.log.info(`${hits.length} watched files changed since ${newest.key}, e.g. ${hits.slice(0, 3).join(", ")}; prewarming`);
+      }
+    }
+  }
+  const run = await runProfile(opts);
+  return done(
+    "ran",
+    run.restore?.matchedKey ?? null,
+    run.passed ? `prewarmed ${ctx.key} (${run.save?.outcome ?? run.saveSkipped})` : `prewarm run failed at ${run.firstFailure}; nothing saved`,
+    run,
+  );
+}
+
+/** Files changed between two revisions, or null when git cannot tell (an unknown or shallow revision). */
+function changedFiles(from: string, to: string, cwd: string): string[] | null {
+  try {
+    const out = execFileSync("git", ["diff", "--name-only", `${from}..${to}`], { cwd, stdio: ["ignore", "pipe", "ignore"] });
+    return out.toString().split("\n").filter(Boolean);
+  } catch {
+    return null;
+  }
+}
