@@ -10,5 +10,8 @@ export default defineConfig({
     maxWorkers: 2,
     // The store suite measures live buffer memory during 100 MB transfers, after a forced GC.
     execArgv: ["--expose-gc"],
+    // GitHub's workflow parser imports JSON without import attributes, which Node's ESM loader
+    // refuses; letting Vite bundle it for the tests handles those imports.
+    server: { deps: { inline: ["@actions/workflow-parser"] } },
   },
 });

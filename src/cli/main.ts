@@ -106,10 +106,31 @@ export async function main(argv: string[]): Promise<void> {
       .command("prewarm")
       .description("fill the default branch's cache for its head, only if it is missing")
       .requiredOption("-p, --profile <name>", "the profile in kcache.yml to run when the cache is missing")
-      .option("--if-changed <globs...>", "the newest cache is current unless a file matching these changed since its revision")
+      .option(
+        "--if-changed <globs...>",
+        "the newest cache is current unless a file matching these changed since its revision",
+      )
       .option("--out <dir>", "folder for logs and the report of the run"),
     { revision: true },
   ).action(async (o) => (await import("./commands/prewarm.js")).prewarmCommand(o));
+
+  common(
+    program
+      .command("workflow")
+      .description(
+        "write GitHub Actions workflows for profiles: the job and, with github.prewarm, the prewarm workflow",
+      )
+      .requiredOption("-p, --profile <names...>", "profiles to write workflows for")
+      .addOption(new Option("--out <dir>", "where to write them").default(".github/workflows"))
+      .option("--utc", "write UTC crons (exact all year, or refused with the reason) instead of timezone:")
+      .option("--jitter", "move schedules off minute 0, to a minute fixed by the repository name")
+      .option(
+        "--seed <text>",
+        "what the jittered minute depends on (default: $GITHUB_REPOSITORY or the folder name)",
+      )
+      .option("--check", "write nothing; exit 2 if the files differ from what would be written"),
+    { json: false, strict: false },
+  ).action(async (o) => (await import("./commands/workflow.js")).workflowCommand(o));
 
   try {
     await program.parseAsync(argv);

@@ -26,6 +26,7 @@ export interface Config {
   save: { maxChain: number; maxDeadShare: number; packBytes: number; compressionLevel: number };
   stack: { python: string; pins: Record<string, string> };
   profiles: Record<string, ProfileSpec>;
+  github: { action: string };
 }
 
 export const DEFAULT_CONFIG_FILE = "kcache.yml";
@@ -122,6 +123,7 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
     },
     stack: { python: cfg.stack.python, pins },
     profiles: expandProfiles(cfg.profiles, expand),
+    github: cfg.github,
   };
 }
 

@@ -143,6 +143,30 @@ export const checkSchema = z.discriminatedUnion("type", [
     .strict(),
 ]);
 
+/** How `kcache workflow` writes this profile's GitHub Actions workflows. */
+export const githubSchema = z
+  .object({
+    "runs-on": z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).default("ubuntu-latest"),
+    /** Steps run after checkout, before kcache (installing the library, say). */
+    setup: z.array(z.string().min(1)).default([]),
+    /** Events that run the job (the default branch's pushes and pull requests by default). */
+    on: z.array(z.enum(["pull_request", "push", "workflow_dispatch"])).default(["pull_request", "push"]),
+    /** run: one `kcache run` step; steps: restore, each command as its own step, save after all passed. */
+    style: z.enum(["run", "steps"]).default("run"),
+    "timeout-minutes": z.number().int().positive().optional(),
+    prewarm: z
+      .object({
+        cron: z.string().regex(/^\S+ \S+ \S+ \S+ \S+$/, { message: "use a 5-field cron expression" }),
+        /** IANA zone for the cron (GitHub's `timezone:`); UTC when absent. */
+        timezone: z.string().optional(),
+        /** Pushes to the default branch touching these paths prewarm (and they are --if-changed's globs). */
+        paths: z.array(z.string().min(1)).default([]),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+
 export const profileSchema = z
   .object({
     /** Key prefix of this workload (default: key.prefix). */
@@ -165,6 +189,7 @@ export const profileSchema = z
     expect: z.enum(["any", "warm"]).default("any"),
     /** What an unexpected compile does: warn, or fail the run (and block the save). */
     "on-unexpected-compile": z.enum(["warn", "fail"]).default("warn"),
+    github: githubSchema.optional(),
   })
   .strict();
 
@@ -172,3 +197,4 @@ export type CommandSpec = z.output<typeof commandSchema>;
 export type GroupSpec = z.output<typeof groupSchema>;
 export type CheckSpec = z.output<typeof checkSchema>;
 export type ProfileSpec = z.output<typeof profileSchema>;
+export type GithubSpec = z.output<typeof githubSchema>;

@@ -113,6 +113,16 @@ export const configSchema = z
       "compression-level": 3,
     }),
     stack: stackSchema.default({ python: "python3", pins: {} }),
+    /** The kcache action generated workflows use. */
+    github: z
+      .object({
+        action: z
+          .string()
+          .regex(/^[\w.-]+\/[\w.-]+(\/[\w./-]+)?@[\w./-]+$/, { message: "write owner/repo@ref" })
+          .default("kcache/kcache@v0"),
+      })
+      .strict()
+      .default({ action: "kcache/kcache@v0" }),
     /** Named jobs for `kcache run --profile <name>`. */
     profiles: z.record(z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/), profileSchema).default({}),
   })

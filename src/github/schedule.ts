@@ -63,7 +63,13 @@ export function yearOffsets(timeZone: string, from: Date): number[] {
   for (let h = 0; h <= 366 * 24; h += 6) {
     const t = new Date(from.getTime() + h * 3600_000);
     const p = Object.fromEntries(fmt.formatToParts(t).map((x) => [x.type, x.value]));
-    const local = Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute));
+    const local = Date.UTC(
+      Number(p.year),
+      Number(p.month) - 1,
+      Number(p.day),
+      Number(p.hour),
+      Number(p.minute),
+    );
     seen.add(Math.round((local - Math.floor(t.getTime() / 60_000) * 60_000) / 60_000));
   }
   return [...seen].sort((a, b) => a - b);
@@ -104,12 +110,19 @@ export function toUtcCron(cron: string, timeZone: string, from: Date = new Date(
   const shifted = hours.flatMap((h) =>
     minutes.map((m) => {
       const utc = h * 60 + m - offset;
-      return { day: Math.floor(utc / 1440), h: Math.floor((((utc % 1440) + 1440) % 1440) / 60), m: (((utc % 60) + 60) % 60) };
+      return {
+        day: Math.floor(utc / 1440),
+        h: Math.floor((((utc % 1440) + 1440) % 1440) / 60),
+        m: ((utc % 60) + 60) % 60,
+      };
     }),
   );
   const days = new Set(shifted.map((s) => s.day));
   if (days.size > 1) {
-    return { ok: false, reason: `in UTC these times fall on two different days, which one cron line cannot express` };
+    return {
+      ok: false,
+      reason: `in UTC these times fall on two different days, which one cron line cannot express`,
+    };
   }
   const day = [...days][0] ?? 0;
   const utcHours = [...new Set(shifted.map((s) => s.h))].sort((a, b) => a - b);
@@ -125,11 +138,19 @@ export function toUtcCron(cron: string, timeZone: string, from: Date = new Date(
         reason: `in UTC the run moves to the ${day < 0 ? "previous" : "next"} day, which a day-of-month or month field cannot follow`,
       };
     }
-    if (dow !== "*") dow = compress(expandField(dow, 4).map((d) => (((d + day) % 7) + 7) % 7).sort((a, b) => a - b), 4);
+    if (dow !== "*")
+      dow = compress(
+        expandField(dow, 4)
+          .map((d) => (((d + day) % 7) + 7) % 7)
+          .sort((a, b) => a - b),
+        4,
+      );
   }
   const utc = [compress(utcMinutes, 0), compress(utcHours, 1), dom, month, dow].join(" ");
   const verified = sameFireTimes(cron, timeZone, utc, from);
-  return verified ? { ok: true, cron: utc } : { ok: false, reason: `conversion to "${utc}" could not be verified over a year` };
+  return verified
+    ? { ok: true, cron: utc }
+    : { ok: false, reason: `conversion to "${utc}" could not be verified over a year` };
 }
 
 /** Whether two schedules fire at the same instants over the year after `from`, by croner. */

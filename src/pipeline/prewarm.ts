@@ -24,8 +24,21 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const { config } = profileConfig(opts.config, opts.profileName);
-  const ctx = await jobContext({ config, log: opts.log, env, cwd, revision: opts.revision, strict: opts.strict, stack: opts.stack });
-  const done = (outcome: PrewarmReport["outcome"], matchedKey: string | null, message: string, run: RunReport | null = null) => {
+  const ctx = await jobContext({
+    config,
+    log: opts.log,
+    env,
+    cwd,
+    revision: opts.revision,
+    strict: opts.strict,
+    stack: opts.stack,
+  });
+  const done = (
+    outcome: PrewarmReport["outcome"],
+    matchedKey: string | null,
+    message: string,
+    run: RunReport | null = null,
+  ) => {
     opts.log.info(message);
     return { outcome, key: ctx.key, matchedKey, message, run };
   };
@@ -38,7 +51,9 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
     if (newest) {
       const changed = changedFiles(newest.manifest.revision, ctx.revision, cwd);
       if (changed === null) {
-        opts.log.info(`cannot diff ${newest.manifest.revision.slice(0, 12)}..${ctx.revision.slice(0, 12)} (shallow clone?); prewarming`);
+        opts.log.info(
+          `cannot diff ${newest.manifest.revision.slice(0, 12)}..${ctx.revision.slice(0, 12)} (shallow clone?); prewarming`,
+        );
       } else {
         const watched = picomatch(opts.ifChanged, { dot: true });
         const hits = changed.filter((f) => watched(f));
@@ -49,7 +64,9 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
             `no file matching ${opts.ifChanged.join(", ")} changed since ${newest.key} (${changed.length} other files did); it is current`,
           );
         }
-        opts.log.info(`${hits.length} watched files changed since ${newest.key}, e.g. ${hits.slice(0, 3).join(", ")}; prewarming`);
+        opts.log.info(
+          `${hits.length} watched files changed since ${newest.key}, e.g. ${hits.slice(0, 3).join(", ")}; prewarming`,
+        );
       }
     }
   }
@@ -57,7 +74,9 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
   return done(
     "ran",
     run.restore?.matchedKey ?? null,
-    run.passed ? `prewarmed ${ctx.key} (${run.save?.outcome ?? run.saveSkipped})` : `prewarm run failed at ${run.firstFailure}; nothing saved`,
+    run.passed
+      ? `prewarmed ${ctx.key} (${run.save?.outcome ?? run.saveSkipped})`
+      : `prewarm run failed at ${run.firstFailure}; nothing saved`,
     run,
   );
 }
@@ -65,7 +84,10 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
 /** Files changed between two revisions, or null when git cannot tell (an unknown or shallow revision). */
 function changedFiles(from: string, to: string, cwd: string): string[] | null {
   try {
-    const out = execFileSync("git", ["diff", "--name-only", `${from}..${to}`], { cwd, stdio: ["ignore", "pipe", "ignore"] });
+    const out = execFileSync("git", ["diff", "--name-only", `${from}..${to}`], {
+      cwd,
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     return out.toString().split("\n").filter(Boolean);
   } catch {
     return null;

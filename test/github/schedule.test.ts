@@ -18,7 +18,10 @@ describe("schedules", () => {
   it("refuses zones with daylight saving time, saying why", () => {
     const r = toUtcCron("0 0 * * 1,3,5", "Europe/Berlin", FROM);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/Europe\/Berlin changes its UTC offset during the year \(UTC\+1 and UTC\+2, daylight saving time\)/);
+    if (!r.ok)
+      expect(r.reason).toMatch(
+        /Europe\/Berlin changes its UTC offset during the year \(UTC\+1 and UTC\+2, daylight saving time\)/,
+      );
   });
 
   it("refuses a day shift that a day-of-month field cannot follow, and times split across midnight UTC", () => {

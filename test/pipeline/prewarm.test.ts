@@ -13,7 +13,9 @@ const SIM = path.resolve(import.meta.dirname, "../../demo/sim");
 function repo() {
   const dir = tempDir("prewarm-repo");
   const git = (...args: string[]) =>
-    execFileSync("git", ["-c", "user.email=ci@example.com", "-c", "user.name=ci", ...args], { cwd: dir }).toString().trim();
+    execFileSync("git", ["-c", "user.email=ci@example.com", "-c", "user.name=ci", ...args], { cwd: dir })
+      .toString()
+      .trim();
   git("init", "-q", "-b", "main");
   fs.mkdirSync(path.join(dir, "src"));
   fs.writeFileSync(path.join(dir, "src", "kernel.py"), "# v1\n");
@@ -53,7 +55,17 @@ async function run(dir: string, ifChanged?: string[]) {
     env,
     dir,
   );
-  return prewarm({ config, profileName: "bench", log: silentLog(), outDir: path.join(dir, ".out"), env, cwd: dir, stack: TEST_STACK, echo: null, ifChanged });
+  return prewarm({
+    config,
+    profileName: "bench",
+    log: silentLog(),
+    outDir: path.join(dir, ".out"),
+    env,
+    cwd: dir,
+    stack: TEST_STACK,
+    echo: null,
+    ifChanged,
+  });
 }
 
 describe("kcache prewarm", () => {
@@ -86,7 +98,11 @@ describe("kcache prewarm", () => {
     const r = repo();
     await run(r.dir, ["src/**"]);
     // Rewrite history so the cached revision no longer exists.
-    execFileSync("git", ["-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--amend", "-m", "rewritten"], { cwd: r.dir });
+    execFileSync(
+      "git",
+      ["-c", "user.email=a@b", "-c", "user.name=n", "commit", "-q", "--amend", "-m", "rewritten"],
+      { cwd: r.dir },
+    );
     execFileSync("git", ["reflog", "expire", "--expire=now", "--all"], { cwd: r.dir });
     execFileSync("git", ["gc", "-q", "--prune=now"], { cwd: r.dir });
     const after = await run(r.dir, ["src/**"]);

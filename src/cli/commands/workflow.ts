@@ -1,0 +1,45 @@
+import fs from "node:fs";
+import path from "node:path";
+import { UsageError } from "../../errors.js";
+import { generateWorkflows } from "../../github/workflows.js";
+import type { GlobalOptions } from "../main.js";
+import { commandBasics } from "../setup.js";
+
+export async function workflowCommand(
+  o: GlobalOptions & {
+    profile: string[];
+    out: string;
+    utc?: boolean;
+    jitter?: boolean;
+    check?: boolean;
+    seed?: string;
+  },
+) {
+  const { config, log } = commandBasics(o);
+  const configPath =
+    path.relative(process.cwd(), config.source === "(defaults)" ? "kcache.yml" : config.source) ||
+    "kcache.yml";
+  const stale: string[] = [];
+  for (const profile of o.profile) {
+    for (const w of generateWorkflows(config, profile, {
+      configPath,
+      utc: o.utc,
+      jitter: o.jitter,
+      seed: o.seed ?? process.env.GITHUB_REPOSITORY ?? path.basename(process.cwd()),
+    })) {
+      const file = path.join(o.out, w.file);
+      const current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : null;
+      if (o.check) {
+        if (current !== w.text) stale.push(file);
+        continue;
+      }
+      fs.mkdirSync(o.out, { recursive: true });
+      fs.writeFileSync(file, w.text);
+      log.info(`${current === w.text ? "unchanged" : "wrote"} ${file}`);
+    }
+  }
+  if (stale.length)
+    throw new UsageError(
+      `out of date with ${configPath}: ${stale.join(", ")}; run kcache workflow without --check`,
+    );
+}

@@ -1,0 +1,154 @@
+import fs from "node:fs";
+import path from "node:path";
+import { NoOperationTraceWriter, parseWorkflow } from "@actions/workflow-parser";
+import { describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { loadConfig } from "../../src/config/load.js";
+import { isTimeZone } from "../../src/github/schedule.js";
+import { generateWorkflows } from "../../src/github/workflows.js";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+const EXAMPLE_DIR = path.resolve(import.meta.dirname, "../../examples/fla-kda");
+const config = loadConfig({ file: path.join(EXAMPLE_DIR, "kcache.yml"), env: { HOME: "/home/ci" } });
+const OPTS = { configPath: "kcache.yml", seed: "fla-org/flash-linear-attention" };
+
+/** GitHub's own parser: errors it reports for a workflow file. */
+function parserErrors(name: string, content: string): string[] {
+  const result = parseWorkflow({ name, content }, new NoOperationTraceWriter());
+  return result.context.errors.getErrors().map((e) => e.message);
+}
+
+describe("generated workflows", () => {
+  const all = ["kda-bench", "kda-tests"].flatMap((p) => generateWorkflows(config, p, OPTS));
+
+  it("parse without error in GitHub's workflow parser", () => {
+    expect(all.map((w) => w.file).sort()).toEqual([
+      "kcache-kda-bench-prewarm.yml",
+      "kcache-kda-bench.yml",
+      "kcache-kda-tests.yml",
+    ]);
+    for (const w of all) expect(parserErrors(w.file, w.text)).toEqual([]);
+    // The parser does catch what is wrong.
+    expect(
+      parserErrors(
+        "bad.yml",
+        "on: push\njobs:\n  x:\n    runs-on: linux\n    steps:\n      - uses: a/b@v1\n        run: echo\n",
+      ),
+    ).not.toEqual([]);
+  });
+
+  it("schedule the prewarm on Monday, Wednesday and Friday at midnight in Shanghai, on kernel pushes, and by hand", () => {
+    const prewarm = parse(all.find((w) => w.file === "kcache-kda-bench-prewarm.yml")?.text ?? "") as {
+      on: {
+        schedule: { cron: string; timezone: string }[];
+        push: { branches: string[]; paths: string[] };
+        workflow_dispatch: null;
+      };
+      jobs: { prewarm: { steps: { uses?: string; with?: Record<string, unknown> }[] } };
+    };
+    expect(prewarm.on.schedule).toEqual([{ cron: "0 0 * * 1,3,5", timezone: "Asia/Shanghai" }]);
+    expect(isTimeZone(prewarm.on.schedule[0]?.timezone ?? "")).toBe(true);
+    expect(prewarm.on.push.branches).toEqual(["main"]);
+    expect(prewarm.on.push.paths).toContain("fla/ops/kda/**");
+    expect(prewarm.on).toHaveProperty("workflow_dispatch");
+    const step = prewarm.jobs.prewarm.steps.at(-1);
+    expect(step).toMatchObject({ uses: "kcache/kcache@v0", with: { mode: "prewarm", profile: "kda-bench" } });
+    expect(String(step?.with?.["if-changed"]).split("\n")).toContain("benchmarks/ops/**");
+    // --if-changed needs the history: the checkout fetches it.
+    expect(prewarm.jobs.prewarm.steps[0]).toEqual({
+      uses: "actions/checkout@v4",
+      with: { "fetch-depth": 0 },
+    });
+  });
+
+  it("save the test matrix's cache under its own prefix only after both pytest steps", () => {
+    const tests = parse(all.find((w) => w.file === "kcache-kda-tests.yml")?.text ?? "") as {
+      jobs: {
+        "kda-tests": {
+          env: Record<string, string>;
+          steps: { name?: string; uses?: string; with?: { mode?: string } }[];
+        };
+      };
+    };
+    const steps = tests.jobs["kda-tests"].steps;
+    expect(steps.map((s) => s.with?.mode ?? s.name ?? s.uses)).toEqual([
+      "actions/checkout@v4",
+      "Set up",
+      "restore",
+      "kda-ops-tests",
+      "kda-layer-tests",
+      "save",
+    ]);
+    expect(steps.at(-1)).not.toHaveProperty("if");
+    expect(tests.jobs["kda-tests"].env).toEqual({ MPLBACKEND: "Agg" });
+    expect(config.profiles["kda-tests"]?.prefix).toBe("fla-kda-tests");
+  });
+
+  it("are the files committed in examples/fla-kda/workflows", () => {
+    for (const w of all)
+      expect(fs.readFileSync(path.join(EXAMPLE_DIR, "workflows", w.file), "utf8")).toBe(w.text);
+  });
+
+  it("write an exact UTC cron with --utc, and refuse one for a zone with daylight saving", () => {
+    const utc = generateWorkflows(config, "kda-bench", {
+      ...OPTS,
+      utc: true,
+      now: new Date("2027-01-01T00:00:00Z"),
+    });
+    const prewarm = parse(utc[1]?.text ?? "") as { on: { schedule: Record<string, string>[] } };
+    expect(prewarm.on.schedule).toEqual([{ cron: "0 16 * * 0,2,4" }]);
+    expect(utc[1]?.text).toContain("# 0 0 * * 1,3,5 in Asia/Shanghai is 0 16 * * 0,2,4 in UTC all year.");
+    const berlin = {
+      ...config,
+      profiles: {
+        p: {
+          ...(config.profiles["kda-bench"] as NonNullable<(typeof config.profiles)[string]>),
+          github: {
+            ...config.profiles["kda-bench"]?.github,
+            "runs-on": "x",
+            setup: [],
+            on: ["push" as const],
+            style: "run" as const,
+            prewarm: { cron: "0 0 * * *", timezone: "Europe/Berlin", paths: [] },
+          },
+        },
+      },
+    };
+    expect(() => generateWorkflows(berlin, "p", { ...OPTS, utc: true })).toThrow(
+      /Europe\/Berlin changes its UTC offset/,
+    );
+  });
+
+  it("move the schedule off minute 0 with --jitter, the same way each time", () => {
+    const a = generateWorkflows(config, "kda-bench", { ...OPTS, jitter: true });
+    const b = generateWorkflows(config, "kda-bench", { ...OPTS, jitter: true });
+    expect(a[1]?.text).toBe(b[1]?.text);
+    const cron = (parse(a[1]?.text ?? "") as { on: { schedule: { cron: string }[] } }).on.schedule[0]?.cron;
+    expect(cron).toMatch(/^([7-9]|[1-4]\d|5[0-3]) 0 \* \* 1,3,5$/);
+  });
+
+  it("kcache workflow --check fails when the files are stale", async () => {
+    const dir = tempDir("wf");
+    fs.copyFileSync(path.join(EXAMPLE_DIR, "kcache.yml"), path.join(dir, "kcache.yml"));
+    const env = { PATH: process.env.PATH, HOME: dir };
+    expect(
+      (await runCli(["workflow", "-p", "kda-bench", "--out", "wf", "--seed", "s"], { env, cwd: dir })).code,
+    ).toBe(0);
+    expect(
+      (
+        await runCli(["workflow", "-p", "kda-bench", "--out", "wf", "--seed", "s", "--check"], {
+          env,
+          cwd: dir,
+        })
+      ).code,
+    ).toBe(0);
+    fs.appendFileSync(path.join(dir, "wf", "kcache-kda-bench.yml"), "# edited\n");
+    const stale = await runCli(["workflow", "-p", "kda-bench", "--out", "wf", "--seed", "s", "--check"], {
+      env,
+      cwd: dir,
+    });
+    expect(stale.code).toBe(2);
+    expect(stale.stderr).toMatch(/out of date with kcache\.yml: wf\/kcache-kda-bench\.yml/);
+  });
+});
