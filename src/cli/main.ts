@@ -132,6 +132,41 @@ export async function main(argv: string[]): Promise<void> {
     { json: false, strict: false },
   ).action(async (o) => (await import("./commands/workflow.js")).workflowCommand(o));
 
+  common(
+    program
+      .command("compare")
+      .description(
+        "alternate cold and warm runs of a profile on this machine and revision, and report what the cache saves",
+      )
+      .requiredOption("-p, --profile <name>", "the profile in kcache.yml")
+      .addOption(new Option("--rounds <n>", "cold and warm runs each").default("3"))
+      .option(
+        "--out <dir>",
+        "where compare.json, compare.md, compare.html and each run's logs go (default .kcache/compare-<profile>)",
+      )
+      .option(
+        "--file <path>",
+        "result file to compare record by record (default: the profile's compare: section)",
+      )
+      .option("--key <fields>", "comma-separated fields that identify a record")
+      .option("--metric <fields...>", "numeric fields to compare (default median_ms)")
+      .option("--records <path>", "dotted path to the records in the file")
+      .option("--threshold <share>", "flag records whose timing moved more than this share (default 0.05)"),
+    { revision: true, strict: false },
+  ).action(async (o) => (await import("./commands/compare.js")).compareCommand(o));
+
+  program
+    .command("diff")
+    .description("compare two result files record by record (base vs head)")
+    .argument("<base>", "result file of the base")
+    .argument("<head>", "result file of the head")
+    .requiredOption("--key <fields>", "comma-separated fields that identify a record, e.g. op,mode,B,T,H,D")
+    .option("--metric <fields...>", "numeric fields to compare (default median_ms)")
+    .option("--records <path>", "dotted path to the records (default: the file itself, or its results)")
+    .option("--threshold <share>", "flag changes beyond this share (default 0.05)")
+    .option("--json", "print the comparison as JSON")
+    .action(async (a, b, o) => (await import("./commands/diff.js")).diffCommand(a, b, o));
+
   try {
     await program.parseAsync(argv);
   } catch (e) {

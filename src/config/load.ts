@@ -138,6 +138,7 @@ function expandProfiles(
     out[name] = {
       ...p,
       workdir: p.workdir === undefined ? undefined : expand(p.workdir, `${at}.workdir`),
+      compare: p.compare ? { ...p.compare, file: expand(p.compare.file, `${at}.compare.file`) } : undefined,
       checks: p.checks.map((c, i) => {
         const copy = { ...c } as Record<string, unknown>;
         for (const field of ["file", "a", "b", "baseline", "workdir"]) {

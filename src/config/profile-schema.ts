@@ -143,6 +143,19 @@ export const checkSchema = z.discriminatedUnion("type", [
     .strict(),
 ]);
 
+/** What `kcache compare` compares record by record between cold and warm runs. */
+export const compareSchema = z
+  .object({
+    /** The result file the commands write (relative to the workdir). */
+    file: z.string().min(1),
+    records: z.string().optional(),
+    key: z.array(z.string().min(1)).min(1),
+    metrics: z.array(z.string().min(1)).min(1).default(["median_ms"]),
+    /** A timing that moved more than this share (0.05 = 5%) between cold and warm is flagged. */
+    threshold: z.number().positive().max(10).default(0.05),
+  })
+  .strict();
+
 /** How `kcache workflow` writes this profile's GitHub Actions workflows. */
 export const githubSchema = z
   .object({
@@ -190,6 +203,7 @@ export const profileSchema = z
     /** What an unexpected compile does: warn, or fail the run (and block the save). */
     "on-unexpected-compile": z.enum(["warn", "fail"]).default("warn"),
     github: githubSchema.optional(),
+    compare: compareSchema.optional(),
   })
   .strict();
 
@@ -198,3 +212,4 @@ export type GroupSpec = z.output<typeof groupSchema>;
 export type CheckSpec = z.output<typeof checkSchema>;
 export type ProfileSpec = z.output<typeof profileSchema>;
 export type GithubSpec = z.output<typeof githubSchema>;
+export type CompareSpec = z.output<typeof compareSchema>;

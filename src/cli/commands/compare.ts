@@ -1,0 +1,62 @@
+import fs from "node:fs";
+import path from "node:path";
+import { UsageError } from "../../errors.js";
+import { compare } from "../../pipeline/compare.js";
+import { compareHtml } from "../../report/compare-html.js";
+import { compareMarkdown } from "../../report/compare-markdown.js";
+import { writeStepSummary } from "../../report/github.js";
+import type { GlobalOptions } from "../main.js";
+import { commandBasics, printJson } from "../setup.js";
+
+export async function compareCommand(
+  o: GlobalOptions & {
+    profile: string;
+    rounds: string;
+    out?: string;
+    file?: string;
+    key?: string;
+    metric?: string[];
+    threshold?: string;
+    records?: string;
+  },
+) {
+  const { config, log } = commandBasics(o);
+  const rounds = Number(o.rounds);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new UsageError(`--rounds ${o.rounds}: give a whole number of at least 1`);
+  if (o.file && !o.key) throw new UsageError("--file needs --key (the fields that identify a record)");
+  const threshold = o.threshold === undefined ? 0.05 : Number(o.threshold);
+  if (!(threshold > 0)) throw new UsageError(`--threshold ${o.threshold}: give a share such as 0.05 for 5%`);
+  const out = o.out ?? path.join(".kcache", `compare-${o.profile}`);
+  const report = await compare({
+    config,
+    profileName: o.profile,
+    log,
+    outDir: out,
+    rounds,
+    revision: o.revision,
+    echo: process.stderr,
+    records: o.file
+      ? {
+          file: o.file,
+          records: o.records,
+          key: (o.key as string).split(","),
+          metrics: o.metric ?? ["median_ms"],
+          threshold,
+        }
+      : undefined,
+  });
+  fs.mkdirSync(out, { recursive: true });
+  const markdown = compareMarkdown(report);
+  fs.writeFileSync(path.join(out, "compare.json"), `${JSON.stringify(report, null, 2)}\n`);
+  fs.writeFileSync(path.join(out, "compare.md"), markdown);
+  fs.writeFileSync(path.join(out, "compare.html"), compareHtml(report));
+  writeStepSummary(process.env, markdown);
+  if (o.json) printJson(report);
+  else process.stdout.write(markdown);
+  log.info(`wrote ${path.join(out, "compare.json")}, compare.md and compare.html`);
+  if (!report.passed) {
+    log.warn("some runs failed their commands or checks; their timings are in the report");
+    process.exitCode = 6;
+  }
+}

@@ -1,0 +1,199 @@
+import fs from "node:fs";
+import path from "node:path";
+import { jobContext } from "../cache/job-context.js";
+import { type ResultRecord, readRecords } from "../checks/records.js";
+import type { CompareSpec } from "../config/profile-schema.js";
+import { diffRecords, medianOf, type RecordDiff } from "../report/record-diff.js";
+import { manifestObject } from "../store/layout.js";
+import { profileConfig, type RunOptions, type RunReport, runProfile, type Stage } from "./run-profile.js";
+
+export const COMPARE_SCHEMA = "kcache-compare/1";
+
+export interface Stats {
+  median: number;
+  min: number;
+  max: number;
+  values: number[];
+}
+
+export interface CompareRun {
+  label: string;
+  kind: "cold" | "warm";
+  round: number;
+  seconds: number;
+  passed: boolean;
+  restoreSeconds: number;
+  saveSeconds: number;
+  kernelsCompiled: number;
+  kernelsLoaded: number;
+  commands: { name: string; seconds: number; compiled: number; loaded: number }[];
+  stages: Stage[];
+}
+
+export interface CompareReport {
+  schema: typeof COMPARE_SCHEMA;
+  profile: string;
+  key: string;
+  revision: string;
+  stackId: string;
+  rounds: number;
+  startedAt: string;
+  runs: CompareRun[];
+  summary: {
+    cold: Stats;
+    warm: Stats;
+    savedSeconds: number;
+    reductionPct: number;
+    commands: { name: string; cold: Stats; warm: Stats; savedSeconds: number; reductionPct: number }[];
+    kernelsCompiled: { cold: number[]; warm: number[] };
+    restoreSeconds: Stats;
+    saveSeconds: Stats;
+  };
+  /** Per-record timing changes from cold to warm, when the profile names its result file. */
+  records: RecordDiff | null;
+  /** Every run passed its commands and checks. */
+  passed: boolean;
+}
+
+export function stats(values: number[]): Stats {
+  return values.length
+    ? { median: medianOf(values), min: Math.min(...values), max: Math.max(...values), values }
+    : { median: 0, min: 0, max: 0, values };
+}
+
+/**
+ * `kcache compare`: on this machine and revision, alternates cold runs (empty cache folders, nothing
+ * restored) and warm runs (restored from the store), `rounds` of each, with the same commands and
+ * environment. The store is seeded by the first cold run when it lacks this revision's key; no other
+ * run saves, so every warm run restores the same thing.
+ */
+export async function compare(
+  opts: RunOptions & { rounds: number; records?: CompareSpec },
+): Promise<CompareReport> {
+  const cwd = opts.cwd ?? process.cwd();
+  const env = opts.env ?? process.env;
+  const { profile, config } = profileConfig(opts.config, opts.profileName);
+  const spec = opts.records ?? profile.compare;
+  const outDir = path.resolve(cwd, opts.outDir);
+  const ctx = await jobContext({
+    config,
+    log: opts.log,
+    env,
+    cwd,
+    revision: opts.revision,
+    stack: opts.stack,
+  });
+  let seeded = await ctx.store.exists(manifestObject(ctx.scopes.write, ctx.key));
+  const runs: CompareRun[] = [];
+  const results: Record<"cold" | "warm", ResultRecord[][]> = { cold: [], warm: [] };
+  const t0 = new Date();
+
+  for (let round = 1; round <= opts.rounds; round++) {
+    for (const kind of ["cold", "warm"] as const) {
+      const label = `${kind}-${round}`;
+      const runDir = path.join(outDir, "runs", label);
+      fs.rmSync(runDir, { recursive: true, force: true });
+      // Fresh, empty cache folders for every run, cold or warm.
+      const caches = config.caches.map((c) => ({ ...c, path: path.join(runDir, `cache-${c.name}`) }));
+      const save = kind === "cold" && !seeded;
+      opts.log.info(
+        `${label}: ${kind === "cold" ? "empty caches, nothing restored" : "restored from the store"}${save ? ", saving to seed the warm runs" : ""}`,
+      );
+      const report = await runProfile({
+        ...opts,
+        config: {
+          ...opts.config,
+          caches: opts.config.caches.map((c) => caches.find((x) => x.name === c.name) ?? c),
+        },
+        outDir: runDir,
+        restore: kind === "warm",
+        save,
+      });
+      if (save && report.save) seeded = true;
+      runs.push(summarise(label, kind, round, report));
+      if (spec) {
+        const file = path.resolve(profile.workdir ? path.resolve(cwd, profile.workdir) : cwd, spec.file);
+        if (fs.existsSync(file)) {
+          fs.copyFileSync(file, path.join(runDir, path.basename(file)));
+          try {
+            results[kind].push(readRecords(file, spec.records));
+          } catch (e) {
+            opts.log.warn(`${label}: ${(e as Error).message}`);
+          }
+        } else opts.log.warn(`${label}: ${file} was not written`);
+      }
+      for (const c of caches) fs.rmSync(c.path, { recursive: true, force: true });
+    }
+  }
+
+  const of = (kind: "cold" | "warm") => runs.filter((r) => r.kind === kind);
+  const cold = stats(of("cold").map((r) => r.seconds));
+  const warm = stats(of("warm").map((r) => r.seconds));
+  const names = [...new Set(runs.flatMap((r) => r.commands.map((c) => c.name)))];
+  const commands = names.map((name) => {
+    const c = stats(
+      of("cold").flatMap((r) => r.commands.filter((x) => x.name === name).map((x) => x.seconds)),
+    );
+    const w = stats(
+      of("warm").flatMap((r) => r.commands.filter((x) => x.name === name).map((x) => x.seconds)),
+    );
+    return {
+      name,
+      cold: c,
+      warm: w,
+      savedSeconds: c.median - w.median,
+      reductionPct: pct(c.median, w.median),
+    };
+  });
+  return {
+    schema: COMPARE_SCHEMA,
+    profile: opts.profileName,
+    key: ctx.key,
+    revision: ctx.revision,
+    stackId: ctx.stack.stackId,
+    rounds: opts.rounds,
+    startedAt: t0.toISOString(),
+    runs,
+    summary: {
+      cold,
+      warm,
+      savedSeconds: cold.median - warm.median,
+      reductionPct: pct(cold.median, warm.median),
+      commands,
+      kernelsCompiled: {
+        cold: of("cold").map((r) => r.kernelsCompiled),
+        warm: of("warm").map((r) => r.kernelsCompiled),
+      },
+      restoreSeconds: stats(of("warm").map((r) => r.restoreSeconds)),
+      saveSeconds: stats(runs.filter((r) => r.saveSeconds > 0).map((r) => r.saveSeconds)),
+    },
+    records: spec ? diffRecords(results.cold, results.warm, spec.key, spec.metrics, spec.threshold) : null,
+    passed: runs.every((r) => r.passed),
+  };
+}
+
+function pct(cold: number, warm: number): number {
+  return cold > 0 ? ((cold - warm) / cold) * 100 : 0;
+}
+
+function summarise(label: string, kind: "cold" | "warm", round: number, r: RunReport): CompareRun {
+  const stage = (name: string) => r.stages.find((s) => s.kind === name)?.seconds ?? 0;
+  return {
+    label,
+    kind,
+    round,
+    seconds: r.seconds,
+    passed: r.passed,
+    restoreSeconds: stage("restore"),
+    saveSeconds: r.save ? stage("save") : 0,
+    kernelsCompiled: r.kernels.compiled,
+    kernelsLoaded: r.kernels.loaded,
+    commands: r.commands.map((c) => ({
+      name: c.name,
+      seconds: c.seconds,
+      compiled: c.kernels.compiled,
+      loaded: c.kernels.loaded,
+    })),
+    stages: r.stages,
+  };
+}

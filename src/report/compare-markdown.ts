@@ -1,0 +1,44 @@
+import type { CompareReport } from "../pipeline/compare.js";
+import { formatRange } from "./record-diff.js";
+
+const s = (v: number) => `${v.toFixed(2)} s`;
+
+/** The comparison as Markdown: the headline saving, per command, kernels, kcache's own cost, records. */
+export function compareMarkdown(r: CompareReport): string {
+  const x = r.summary;
+  const lines = [
+    `### kcache compare \`${r.profile}\`: warm runs ${x.reductionPct.toFixed(0)}% faster`,
+    "",
+    `${r.rounds} cold and ${r.rounds} warm runs, alternating, on one machine at revision \`${r.revision.slice(0, 12)}\` (stack ${r.stackId}). Cold: empty cache folders, nothing restored. Warm: restored from the store.`,
+    "",
+    "| | cold median (range) | warm median (range) | saved | reduction |",
+    "|---|---|---|---:|---:|",
+    ...x.commands.map(
+      (c) =>
+        `| ${c.name} | ${s(c.cold.median)} (${s(c.cold.min)}–${s(c.cold.max)}) | ${s(c.warm.median)} (${s(c.warm.min)}–${s(c.warm.max)}) | ${s(c.savedSeconds)} | ${c.reductionPct.toFixed(1)}% |`,
+    ),
+    `| **whole profile** | **${s(x.cold.median)}** (${s(x.cold.min)}–${s(x.cold.max)}) | **${s(x.warm.median)}** (${s(x.warm.min)}–${s(x.warm.max)}) | **${s(x.savedSeconds)}** | **${x.reductionPct.toFixed(1)}%** |`,
+    "",
+    `Kernels compiled per run: cold ${x.kernelsCompiled.cold.join(", ")}; warm ${x.kernelsCompiled.warm.join(", ")}. kcache's own time: restore ${s(x.restoreSeconds.median)} (median of warm runs), save ${x.saveSeconds.values.length ? s(x.saveSeconds.median) : "-"} (the seeding run).`,
+  ];
+  if (r.records) {
+    const d = r.records;
+    lines.push(
+      "",
+      `Per record (${d.rows.length / Math.max(1, d.metrics.length)} records matched on ${d.key.join(", ")}), warm vs cold: ${d.metrics
+        .filter((m) => d.range[m])
+        .map((m) => `${m} ${formatRange(d.range[m] as [number, number])}`)
+        .join(
+          "; ",
+        )}. ${d.flagged ? `**${d.flagged} moved more than ${(d.threshold * 100).toFixed(0)}%**:` : `None moved more than ${(d.threshold * 100).toFixed(0)}%: the steady-state timings did not change; the saving is compilation.`}`,
+    );
+    for (const row of d.rows.filter((x) => x.flagged).slice(0, 20)) {
+      lines.push(
+        `- ⚠️ ${row.id} ${row.metric}: ${row.base.toPrecision(4)} → ${row.head.toPrecision(4)} (${row.changePct >= 0 ? "+" : ""}${row.changePct.toFixed(1)}%)`,
+      );
+    }
+    if (d.missing.length || d.extra.length)
+      lines.push(`Records only in cold runs: ${d.missing.length}; only in warm runs: ${d.extra.length}.`);
+  }
+  return `${lines.join("\n")}\n`;
+}
