@@ -74,7 +74,7 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
       var w = Math.max(1, (s.median / max) * RW);
       el(bars, "rect", { class: "bar " + kind, x: L, y: y + j * 18, width: w, height: 15, "data-command": q.name, "data-kind": kind, "data-seconds": s.median.toFixed(3) });
       el(bars, "line", { x1: L + (s.min / max) * RW, x2: L + (s.max / max) * RW, y1: y + j * 18 + 7.5, y2: y + j * 18 + 7.5, stroke: "#222" });
-      el(bars, "text", { x: L + w + 6, y: y + j * 18 + 12 }, kind + " " + fmt(s.median));
+      el(bars, "text", { x: L + Math.max(w, (s.max / max) * RW) + 6, y: y + j * 18 + 12 }, kind + " " + fmt(s.median));
     });
     var tr = document.createElement("tr");
     tr.innerHTML = "<td>" + q.name + "</td><td>" + fmt(q.cold.median) + "</td><td>" + fmt(q.warm.median) + "</td><td>" + fmt(q.cold.median - q.warm.median) + "</td>";
@@ -113,7 +113,7 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
   el(ch, "line", { x1: mid, x2: mid, y1: 0, y2: CH - 20, stroke: "#222" });
   d.rows.forEach(function (q, i) {
     var y = 6 + i * 20, w = Math.abs(q.changePct) * scale;
-    el(ch, "text", { x: 0, y: y + 12 }, (q.id + " " + q.metric).slice(0, 28));
+    el(ch, "text", { x: 0, y: y + 12 }, (d.metrics.length > 1 ? q.id + " " + q.metric : q.id).slice(0, 30));
     el(ch, "rect", { class: "change" + (q.flagged ? " flagged" : ""), x: q.changePct < 0 ? mid - w : mid, y: y, width: Math.max(0.5, w), height: 14, "data-id": q.id, "data-change": q.changePct.toFixed(2) });
     el(ch, "text", { x: q.changePct < 0 ? mid + 6 : mid - 58, y: y + 12 }, (q.changePct >= 0 ? "+" : "") + q.changePct.toFixed(1) + "%");
   });
