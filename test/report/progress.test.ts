@@ -34,7 +34,10 @@ describe("transfer progress", () => {
     await wait(30);
     p.add(3_000_000);
     p.done();
-    expect(s.out[0]).toMatch(/^\rkcache: restoring \[######-{18}\] {2}25% 1\.00 MB\/4\.00 MB .*\/s\x1b\[K$/);
+    // The bar is redrawn in place: carriage return first, erase-to-end-of-line (ESC [K) last.
+    expect(s.out[0]?.startsWith("\r")).toBe(true);
+    expect(s.out[0]?.endsWith("\u001b[K")).toBe(true);
+    expect(s.out[0]).toMatch(/kcache: restoring \[######-{18}\] {2}25% 1\.00 MB\/4\.00 MB .*\/s/);
     expect(s.out.at(-1)).toMatch(/^\rkcache: restoring \[#{24}\] 100% 4\.00 MB\/4\.00 MB .*\n$/);
   });
 
