@@ -13,16 +13,22 @@ import { restore } from "../src/cache/restore.js";
 import { save } from "../src/cache/save.js";
 import { resolveConfig } from "../src/config/load.js";
 import { silentLog } from "../src/log.js";
-import { fingerprintFrom } from "../src/stack/fingerprint.js";
-import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../test/fixtures/triton-cache.js";
+import { rng, tritonKeyName, writeKernelEntry } from "../test/fixtures/triton-cache.js";
+import {
+  BENCH_STACK,
+  chosenSizes,
+  DATA,
+  fmtMB,
+  fmtSeconds,
+  generatedCache,
+  rm,
+  SIZES,
+  writeBenchmarkSection,
+} from "./generated-caches.js";
 import { machineLine, median, paired } from "./measure.js";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
-const DATA = path.join(ROOT, "bench", ".data");
-const SIZES = { small: { entries: 220, bytes: 110_000_000 }, large: { entries: 2000, bytes: 1_000_000_000 } };
-const chosen = (process.env.KCACHE_BENCH_SIZES ?? "small,large").split(",") as (keyof typeof SIZES)[];
+const chosen = chosenSizes();
 const ROUNDS = Number(process.env.KCACHE_BENCH_ROUNDS ?? 5);
-const STACK = fingerprintFrom(null, { models: ["bench"], driver: null, vendor: null, cann: null }, {});
 
 const du = (p: string) =>
   Number(
@@ -30,23 +36,11 @@ const du = (p: string) =>
       .toString()
       .split("\t")[0],
   );
-const rm = (p: string) => fs.rmSync(p, { recursive: true, force: true });
 const tarZstd = (dir: string, archive: string): void => {
   execSync(`tar -C ${JSON.stringify(dir)} -cf - . | zstd -T0 -3 -q -o ${JSON.stringify(archive)} -f`, {
     shell: "/bin/bash",
   });
 };
-
-function source(size: keyof typeof SIZES): string {
-  const dir = path.join(DATA, `${size}-cache`);
-  if (!fs.existsSync(path.join(dir, ".complete"))) {
-    rm(dir);
-    console.error(`generating the ${size} cache (${SIZES[size].entries} entries)...`);
-    generateTritonCache(dir, { entries: SIZES[size].entries, totalBytes: SIZES[size].bytes, seed: 42 });
-    fs.writeFileSync(path.join(dir, ".complete"), "");
-  }
-  return dir;
-}
 
 async function context(work: string, cacheDir: string, revision: string, state: string) {
   const config = resolveConfig(
@@ -65,7 +59,7 @@ async function context(work: string, cacheDir: string, revision: string, state: 
     env: { HOME: work, KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
     cwd: work,
     revision,
-    stack: STACK,
+    stack: BENCH_STACK,
   });
 }
 
@@ -79,7 +73,7 @@ interface Row {
 }
 
 async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
-  const src = source(size);
+  const src = generatedCache(size);
   fs.rmSync(path.join(src, ".complete"));
   const bytes = du(src);
   const work = fs.mkdtempSync(path.join(DATA, `${size}-run-`));
@@ -188,9 +182,6 @@ async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
   }
 }
 
-const fmt = (s: number) => (s < 0.1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`);
-const mb = (b: number) => (b < 1e6 ? `${(b / 1e3).toFixed(1)} kB` : `${(b / 1e6).toFixed(1)} MB`);
-
 async function main() {
   fs.mkdirSync(DATA, { recursive: true });
   const rows: Row[] = [];
@@ -203,11 +194,10 @@ async function main() {
       const t = median(r.tar);
       // The ratio of medians of per-round ratios: each round ran both back to back.
       const ratio = median(r.kcache.map((k, i) => k / (r.tar[i] as number)));
-      return `| ${r.size} | ${r.op} | ${fmt(k)} (${fmt(Math.min(...r.kcache))}–${fmt(Math.max(...r.kcache))}) | ${fmt(t)} | ${ratio.toFixed(2)}x | ${mb(r.kcacheBytes)} | ${r.tarBytes === null ? "-" : mb(r.tarBytes)} |`;
+      return `| ${r.size} | ${r.op} | ${fmtSeconds(k)} (${fmtSeconds(Math.min(...r.kcache))}–${fmtSeconds(Math.max(...r.kcache))}) | ${fmtSeconds(t)} | ${ratio.toFixed(2)}x | ${fmtMB(r.kcacheBytes)} | ${r.tarBytes === null ? "-" : fmtMB(r.tarBytes)} |`;
     }),
   ];
   const section = [
-    "<!-- bench:store:start -->",
     `Measured by \`npm run bench\` (${ROUNDS} rounds each, KCACHE_BENCH_SIZES=${chosen.join(",")}) on ${new Date().toISOString().slice(0, 10)}:`,
     `${machineLine()}.`,
     "",
@@ -217,13 +207,8 @@ async function main() {
     '"save, nothing new" the tar column is the full re-archive actions/cache would upload again. kcache',
     "times are the library calls (restore, save) with the stack given; the CLI adds Node start-up and the",
     "stack probe (see `kcache stack --json`'s probeMs).",
-    "<!-- bench:store:end -->",
   ].join("\n");
-  const file = path.join(ROOT, "BENCHMARKS.md");
-  const old = fs.existsSync(file)
-    ? fs.readFileSync(file, "utf8")
-    : "# Benchmarks\n\n## Local store vs tar + zstd\n\n<!-- bench:store:start -->\n<!-- bench:store:end -->\n";
-  fs.writeFileSync(file, old.replace(/<!-- bench:store:start -->[\s\S]*<!-- bench:store:end -->/, section));
+  writeBenchmarkSection("store", "Local store vs tar + zstd", section);
   console.log(section);
 }
 

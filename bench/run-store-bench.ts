@@ -8,54 +8,32 @@
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { jobContext } from "../src/cache/job-context.js";
 import { restore } from "../src/cache/restore.js";
 import { save } from "../src/cache/save.js";
-import { resolveConfig } from "../src/config/load.js";
-import { silentLog } from "../src/log.js";
-import { fingerprintFrom } from "../src/stack/fingerprint.js";
 import { localStore } from "../src/store/local.js";
 import { DEFAULT_S3, s3Store } from "../src/store/s3.js";
 import type { Store } from "../src/store/store.js";
-import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../test/fixtures/triton-cache.js";
+import { rng, tritonKeyName, writeKernelEntry } from "../test/fixtures/triton-cache.js";
 import { S3RVER_CREDENTIALS, startS3rver } from "../test/helpers/s3rver.js";
+import { storeContext } from "../test/helpers/store-context.js";
+import {
+  BENCH_STACK,
+  chosenSizes,
+  DATA,
+  fmtMB,
+  fmtSeconds,
+  generatedCache,
+  rm,
+  SIZES,
+  writeBenchmarkSection,
+} from "./generated-caches.js";
 import { machineLine, median } from "./measure.js";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
-const DATA = path.join(ROOT, "bench", ".data");
-const SIZES = { small: { entries: 220, bytes: 110_000_000 }, large: { entries: 2000, bytes: 1_000_000_000 } };
-const chosen = (process.env.KCACHE_BENCH_SIZES ?? "small,large").split(",") as (keyof typeof SIZES)[];
+const chosen = chosenSizes();
 const ROUNDS = Number(process.env.KCACHE_BENCH_S3_ROUNDS ?? 3);
-const STACK = fingerprintFrom(null, { models: ["bench"], driver: null, vendor: null, cann: null }, {});
-const rm = (p: string) => fs.rmSync(p, { recursive: true, force: true });
 
-function source(size: keyof typeof SIZES): string {
-  const dir = path.join(DATA, `${size}-cache`);
-  if (!fs.existsSync(path.join(dir, ".complete"))) {
-    rm(dir);
-    generateTritonCache(dir, { entries: SIZES[size].entries, totalBytes: SIZES[size].bytes, seed: 42 });
-    fs.writeFileSync(path.join(dir, ".complete"), "");
-  }
-  return dir;
-}
-
-function ctx(store: Store, cache: string, state: string, revision: string) {
-  const config = resolveConfig(
-    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "b" } },
-    "bench",
-    {},
-    "/",
-  );
-  return jobContext({
-    config,
-    log: silentLog(),
-    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
-    cwd: "/",
-    revision,
-    stack: STACK,
-    store,
-  });
-}
+const ctx = (store: Store, cache: string, state: string, revision: string) =>
+  storeContext(store, cache, state, { revision, prefix: "b", stack: BENCH_STACK });
 
 async function time(fn: () => Promise<unknown> | unknown): Promise<number> {
   const t0 = performance.now();
@@ -74,7 +52,7 @@ async function benchSize(
   size: keyof typeof SIZES,
   s3: (prefix: string) => Store,
 ): Promise<Record<string, Row>> {
-  const src = source(size);
+  const src = generatedCache(size);
   fs.rmSync(path.join(src, ".complete"));
   const work = fs.mkdtempSync(path.join(DATA, `s3-${size}-`));
   const archive = path.join(work, "cache.tar.zst");
@@ -170,9 +148,6 @@ async function benchSize(
   }
 }
 
-const fmt = (s: number) => (s < 0.1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`);
-const mb = (b: number) => (b < 1e6 ? `${(b / 1e3).toFixed(1)} kB` : `${(b / 1e6).toFixed(1)} MB`);
-
 async function main() {
   Object.assign(process.env, S3RVER_CREDENTIALS);
   const server = await startS3rver("bench");
@@ -194,9 +169,9 @@ async function main() {
       const rows = await benchSize(size, s3);
       const label = `${size} (${SIZES[size].entries} entries)`;
       for (const [op, r] of Object.entries(rows)) {
-        const tar = r["tar+zstd"].times.length ? fmt(median(r["tar+zstd"].times)) : "-";
+        const tar = r["tar+zstd"].times.length ? fmtSeconds(median(r["tar+zstd"].times)) : "-";
         lines.push(
-          `| ${label} | ${op} | ${fmt(median(r["kcache-s3"].times))} | ${fmt(median(r["kcache-local"].times))} | ${tar} | ${mb(r["kcache-s3"].bytes)} | ${r["tar+zstd"].times.length ? mb(r["tar+zstd"].bytes) : "-"} |`,
+          `| ${label} | ${op} | ${fmtSeconds(median(r["kcache-s3"].times))} | ${fmtSeconds(median(r["kcache-local"].times))} | ${tar} | ${fmtMB(r["kcache-s3"].bytes)} | ${r["tar+zstd"].times.length ? fmtMB(r["tar+zstd"].bytes) : "-"} |`,
         );
       }
       console.error(`${size} done`);
@@ -205,7 +180,6 @@ async function main() {
     await server.stop();
   }
   const section = [
-    "<!-- bench:s3:start -->",
     `Measured by \`npm run bench\` (${ROUNDS} rounds each, KCACHE_BENCH_SIZES=${chosen.join(",")}) on ${new Date().toISOString().slice(0, 10)}:`,
     `${machineLine()}; S3 is s3rver 3.7 (a Node implementation of the S3 API, objects on the same disk) on 127.0.0.1.`,
     "",
@@ -213,17 +187,8 @@ async function main() {
     "",
     '"S3 bytes moved" is what the operation uploaded (saves) or downloaded (restore): a save with nothing new',
     "transfers no pack and no manifest. tar+zstd has no delta: every save is the full archive again.",
-    "<!-- bench:s3:end -->",
   ].join("\n");
-  const file = path.join(ROOT, "BENCHMARKS.md");
-  let text = fs.readFileSync(file, "utf8");
-  if (!text.includes("<!-- bench:s3:start -->")) {
-    text = text.replace(
-      "<!-- bench:store:end -->",
-      "<!-- bench:store:end -->\n\n## Through the S3 store (loopback) vs the local store vs tar + zstd\n\n<!-- bench:s3:start -->\n<!-- bench:s3:end -->",
-    );
-  }
-  fs.writeFileSync(file, text.replace(/<!-- bench:s3:start -->[\s\S]*<!-- bench:s3:end -->/, section));
+  writeBenchmarkSection("s3", "Through the S3 store (loopback) vs the local store vs tar + zstd", section);
   console.log(section);
 }
 

@@ -3,16 +3,14 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { expect, it } from "vitest";
-import { jobContext } from "../../src/cache/job-context.js";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
-import { resolveConfig } from "../../src/config/load.js";
-import { silentLog } from "../../src/log.js";
 import { decodeManifest } from "../../src/manifest/manifest.js";
 import { MANIFESTS } from "../../src/store/layout.js";
 import { ObjectNotFound, type Store } from "../../src/store/store.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
-import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
+import { tempDir } from "../helpers/sandbox.js";
+import { storeContext } from "../helpers/store-context.js";
 
 export interface Backend {
   store: Store;
@@ -148,7 +146,7 @@ export function storeConformance(backend: () => Backend): void {
       Array.from({ length: 8 }, async (_, i) => {
         const cache = path.join(dir, `runner-${i}`);
         generateTritonCache(cache, { entries: 6, totalBytes: 300_000, seed: 3 });
-        return context(store, cache, path.join(dir, `state-${i}`));
+        return storeContext(store, cache, path.join(dir, `state-${i}`));
       }),
     );
     const reports = await Promise.all(contexts.map((c) => save(c)));
@@ -162,7 +160,7 @@ export function storeConformance(backend: () => Backend): void {
     expect(manifests).toHaveLength(1);
     const manifest = decodeManifest((await store.read(manifests[0]?.name as string)) as Buffer, "race");
     for (const p of manifest.packs) expect(await store.exists(p.object)).toBe(true);
-    const r = await restore(await context(store, path.join(dir, "restored"), path.join(dir, "state-r")));
+    const r = await restore(await storeContext(store, path.join(dir, "restored"), path.join(dir, "state-r")));
     expect(r).toMatchObject({ cacheHit: true, entriesRestored: 6, entriesBad: 0 });
   });
 
@@ -170,7 +168,9 @@ export function storeConformance(backend: () => Backend): void {
     const { store, tamper } = backend();
     const dir = tempDir("tamper");
     generateTritonCache(path.join(dir, "src"), { entries: 5, totalBytes: 200_000, seed: 4 });
-    const s = await save(await context(store, path.join(dir, "src"), path.join(dir, "s1"), "t".repeat(40)));
+    const s = await save(
+      await storeContext(store, path.join(dir, "src"), path.join(dir, "s1"), { revision: "t".repeat(40) }),
+    );
     expect(s.outcome).toBe("saved");
     const manifestName = (await store.list(`${MANIFESTS}/`)).find((o) => o.name.endsWith("t".repeat(40)))
       ?.name as string;
@@ -179,26 +179,8 @@ export function storeConformance(backend: () => Backend): void {
     const object = manifest.packs[0]?.object as string;
     await (tamper ? tamper(object, garbage) : store.put(object, Readable.from([garbage])));
     const r = await restore(
-      await context(store, path.join(dir, "dest"), path.join(dir, "s2"), "t".repeat(40)),
+      await storeContext(store, path.join(dir, "dest"), path.join(dir, "s2"), { revision: "t".repeat(40) }),
     );
     expect(r).toMatchObject({ entriesRestored: 0, entriesBad: 5 });
-  });
-}
-
-function context(store: Store, cache: string, state: string, revision = "r".repeat(40)) {
-  const config = resolveConfig(
-    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "conf" } },
-    "kcache.yml",
-    {},
-    "/",
-  );
-  return jobContext({
-    config,
-    log: silentLog(),
-    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
-    cwd: "/",
-    revision,
-    stack: TEST_STACK,
-    store,
   });
 }

@@ -2,18 +2,16 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { jobContext } from "../../src/cache/job-context.js";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { tolerateCacheFailure } from "../../src/cache/tolerate.js";
-import { resolveConfig } from "../../src/config/load.js";
-import { silentLog } from "../../src/log.js";
 import { DEFAULT_S3, s3Store } from "../../src/store/s3.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
-import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
+import { tempDir } from "../helpers/sandbox.js";
+import { storeContext } from "../helpers/store-context.js";
 
 let server: S3Server;
 let n = 0;
@@ -39,22 +37,8 @@ function storeAt(endpoint: string, idleTimeoutMs = 5000, prefix = `f-${++n}/`) {
   });
 }
 
-async function ctxFor(store: ReturnType<typeof storeAt>, cache: string, state: string) {
-  const config = resolveConfig(
-    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: "f" } },
-    "kcache.yml",
-    {},
-    "/",
-  );
-  return jobContext({
-    config,
-    log: silentLog(),
-    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
-    cwd: "/",
-    revision: "e".repeat(40),
-    stack: TEST_STACK,
-    store,
-  });
+function ctxFor(store: ReturnType<typeof storeAt>, cache: string, state: string) {
+  return storeContext(store, cache, state, { revision: "e".repeat(40), prefix: "f" });
 }
 
 describe("S3 store failures (fault proxy in front of s3rver)", () => {

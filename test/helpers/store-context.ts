@@ -1,0 +1,30 @@
+import { type JobContext, jobContext } from "../../src/cache/job-context.js";
+import { resolveConfig } from "../../src/config/load.js";
+import { silentLog } from "../../src/log.js";
+import type { StackFingerprint } from "../../src/stack/fingerprint.js";
+import type { Store } from "../../src/store/store.js";
+import { TEST_STACK } from "./sandbox.js";
+
+/** A job on the default branch with one Triton cache at `cache`, saving to and restoring from `store`. */
+export function storeContext(
+  store: Store,
+  cache: string,
+  state: string,
+  opts: { revision?: string; prefix?: string; stack?: StackFingerprint } = {},
+): Promise<JobContext> {
+  const config = resolveConfig(
+    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: opts.prefix ?? "conf" } },
+    "kcache.yml",
+    {},
+    "/",
+  );
+  return jobContext({
+    config,
+    log: silentLog(),
+    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
+    cwd: "/",
+    revision: opts.revision ?? "r".repeat(40),
+    stack: opts.stack ?? TEST_STACK,
+    store,
+  });
+}
