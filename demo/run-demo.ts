@@ -108,10 +108,10 @@ console.log(
 );
 
 const row = (name: string, r: Run, overhead: string) =>
-  `| ${name.padEnd(38)} | ${String(r.compiled).padStart(8)} | ${String(r.loaded).padStart(6)} | ${r.seconds.toFixed(2).padStart(9)} | ${overhead.padStart(20)} |`;
+  `| ${name.padEnd(38)} | ${String(r.compiled).padStart(8)} | ${String(r.loaded).padStart(6)} | ${r.seconds.toFixed(2).padStart(10)} | ${overhead.padStart(21)} |`;
 console.log(`
 | run                                    | compiled | loaded | workload s | kcache restore+save s |
-|----------------------------------------|----------|--------|-----------|----------------------|
+|----------------------------------------|----------|--------|------------|-----------------------|
 ${row("cold (runner A)", cold, `${(restoreA + saveA).toFixed(2)}`)}
 ${row("warm via kcache (runner B, other path)", warm, `${(restoreB + saveB).toFixed(2)}`)}
 ${row("moved bytes, no kcache (runner C)", moved, "-")}
