@@ -280,10 +280,9 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       c.bytes += e.size;
     }
   }
-  const newCount = consolidate ? fresh.length : report.entriesNew;
   return done(
     "saved",
-    `saved ${ctx.key}: ${newCount} new entries, ${report.entriesReused} reused from ${parent?.key ?? "(no parent)"}, ${dropped} dropped`,
+    `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${parent?.key ?? "(no parent)"}, ${dropped} dropped`,
   );
 }
 

@@ -62,7 +62,7 @@ export function ghaStore(settings: GhaSettings): Store {
   };
 
   /** Downloads (or only looks up) an object; `use` runs on the file before the next call may reuse its folder. */
-  const fetch = async <T>(name: string, lookupOnly: boolean, use: (file: string) => T): Promise<T | null> => {
+  const download = async <T>(name: string, lookupOnly: boolean, use: (file: string) => T): Promise<T | null> => {
     const dir = dirFor(name);
     return exclusive(async () => {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -99,7 +99,7 @@ export function ghaStore(settings: GhaSettings): Store {
 
     get: async (name) => {
       // The file is opened before the folder can be reused, and removed once read.
-      const fd = await fetch(name, false, (file) => fs.openSync(file, "r"));
+      const fd = await download(name, false, (file) => fs.openSync(file, "r"));
       if (fd === null) throw new ObjectNotFound(name);
       const stream = fs.createReadStream("", { fd, highWaterMark: 1 << 20 });
       if (!name.startsWith(`${MANIFESTS}/`)) {
@@ -108,9 +108,9 @@ export function ghaStore(settings: GhaSettings): Store {
       return stream as Readable;
     },
 
-    read: (name) => fetch(name, false, (file) => fs.readFileSync(file)),
+    read: (name) => download(name, false, (file) => fs.readFileSync(file)),
 
-    exists: async (name) => (await fetch(name, true, () => true)) !== null,
+    exists: async (name) => (await download(name, true, () => true)) !== null,
 
     list: async (prefix): Promise<StoredObject[]> => {
       if (!prefix.startsWith(`${MANIFESTS}/`)) {
