@@ -7,7 +7,7 @@ import type { EntryRef, Manifest } from "../manifest/manifest.js";
 import { makeStaging, type PackReadResult, type RestoreTarget, readPack } from "../pack/pack-reader.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
-import { type LocalState, writeState } from "./local-state.js";
+import { type LocalState, readState, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
 
 export interface RestoreReport {
@@ -18,6 +18,8 @@ export interface RestoreReport {
   cacheHit: boolean;
   lookupOnly: boolean;
   entriesRestored: number;
+  /** Entries already in the cache folder, byte for byte as in the manifest (a runner that keeps its cache): not downloaded. */
+  entriesPresent: number;
   bytesRestored: number;
   /** Compressed bytes read from the store. */
   bytesDownloaded: number;
@@ -45,6 +47,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     cacheHit: false,
     lookupOnly: Boolean(opts.lookupOnly),
     entriesRestored: 0,
+    entriesPresent: 0,
     bytesRestored: 0,
     bytesDownloaded: 0,
     entriesBad: 0,
@@ -83,8 +86,15 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   }
 
   const restored: EntryRef[] = [];
+  const present = await presentEntries(ctx, match.manifest, targets);
+  report.entriesPresent = present.length;
   try {
-    const results = await readPacks(ctx, match.manifest, targets);
+    const results = await readPacks(
+      ctx,
+      match.manifest,
+      targets,
+      new Set(present.map((e) => `${e.cache}\0${e.name}`)),
+    );
     const packErrors: string[] = [];
     const problems: string[] = [];
     for (const { refs, result } of results) {
@@ -125,19 +135,44 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     report.entriesRestored++;
     report.bytesRestored += r.size;
   }
-  writeState(ctx.stateFile, await stateAfterRestore(ctx, match, restored, targets));
+  writeState(ctx.stateFile, await stateAfterRestore(ctx, match, [...restored, ...present], targets));
   report.seconds = (performance.now() - t0) / 1000;
   return report;
+}
+
+/**
+ * Entries the cache folder already holds as the manifest has them: recorded with this digest by the
+ * last restore or save on this runner, and with their files' stats unchanged since.
+ */
+async function presentEntries(
+  ctx: JobContext,
+  manifest: Manifest,
+  targets: Map<string, RestoreTarget>,
+): Promise<EntryRef[]> {
+  const state = readState(ctx.stateFile);
+  if (!state) return [];
+  const out: EntryRef[] = [];
+  for (const [name, t] of targets) {
+    const known = state.index[name];
+    if (!known) continue;
+    const onDisk = new Map((await t.kind.scan(t.root)).entries.map((e) => [e.name, entrySignature(e)]));
+    for (const e of manifest.entries) {
+      const k = known[e.name];
+      if (e.cache === name && k && k[1] === e.sha256 && onDisk.get(e.name) === k[0]) out.push(e);
+    }
+  }
+  return out;
 }
 
 async function readPacks(
   ctx: JobContext,
   manifest: Manifest,
   targets: Map<string, RestoreTarget>,
+  skip: Set<string>,
 ): Promise<{ refs: EntryRef[]; result: PackReadResult }[]> {
   const byPack = new Map<number, EntryRef[]>();
   for (const e of manifest.entries) {
-    if (!targets.has(e.cache)) continue;
+    if (!targets.has(e.cache) || skip.has(`${e.cache}\0${e.name}`)) continue;
     const list = byPack.get(e.pack) ?? [];
     list.push(e);
     byPack.set(e.pack, list);

@@ -62,7 +62,11 @@ export function ghaStore(settings: GhaSettings): Store {
   };
 
   /** Downloads (or only looks up) an object; `use` runs on the file before the next call may reuse its folder. */
-  const download = async <T>(name: string, lookupOnly: boolean, use: (file: string) => T): Promise<T | null> => {
+  const download = async <T>(
+    name: string,
+    lookupOnly: boolean,
+    use: (file: string) => T,
+  ): Promise<T | null> => {
     const dir = dirFor(name);
     return exclusive(async () => {
       fs.rmSync(dir, { recursive: true, force: true });
