@@ -1,7 +1,7 @@
 import { type JobContext, jobContext } from "../cache/job-context.js";
 import { type Config, loadConfig } from "../config/load.js";
 import { createLog, type Log } from "../log.js";
-import { DEFAULT_PROGRESS, transferProgress } from "../report/progress.js";
+import { stderrProgress } from "../report/progress.js";
 import type { GlobalOptions } from "./main.js";
 
 /** Loads the config and a log for a command. */
@@ -18,8 +18,7 @@ export async function commandContext(o: GlobalOptions): Promise<JobContext> {
     log,
     revision: o.revision,
     strict: o.strict,
-    progress: (label, total) =>
-      transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr }),
+    progress: stderrProgress,
   });
 }
 

@@ -8,9 +8,9 @@ import { type Config, loadConfig } from "../config/load.js";
 import { KcacheError } from "../errors.js";
 import type { Log } from "../log.js";
 import { prewarm } from "../pipeline/prewarm.js";
-import { profileConfig, type RunReport, runProfile } from "../pipeline/run-profile.js";
+import { defaultOutDir, profileConfig, type RunReport, runProfile } from "../pipeline/run-profile.js";
 import { checkAnnotations, Outputs, runOutputs } from "../report/github.js";
-import { DEFAULT_PROGRESS, transferProgress } from "../report/progress.js";
+import { stderrProgress } from "../report/progress.js";
 import { runMarkdown } from "../report/run-markdown.js";
 
 /** The action's inputs; names and meanings follow actions/cache where they overlap. */
@@ -75,8 +75,7 @@ async function context(config: Config, log: Log): Promise<JobContext> {
     config,
     log,
     strict: core.getBooleanInput(Inputs.strict),
-    progress: (label, total) =>
-      transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr }),
+    progress: stderrProgress,
   });
   const key = core.getInput(Inputs.key);
   // An explicit key replaces kcache's own, as in actions/cache: exact key, then restore-keys.
@@ -104,7 +103,7 @@ export async function runAction(): Promise<void> {
   try {
     const { config, profile } = actionConfig(mode);
     const strict = core.getBooleanInput(Inputs.strict);
-    const outDir = path.join(process.env.RUNNER_TEMP ?? ".kcache", "kcache", profile ?? "cache");
+    const outDir = defaultOutDir(profile ?? "cache");
     switch (mode) {
       case "restore": {
         const ctx = await context(config, log);
@@ -141,8 +140,7 @@ export async function runAction(): Promise<void> {
           log,
           outDir,
           strict,
-          progress: (label, total) =>
-            transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr }),
+          progress: stderrProgress,
         });
         publishRun(report);
         return;

@@ -1,11 +1,17 @@
 import fs from "node:fs";
 import path from "node:path";
-import { jobContext } from "../cache/job-context.js";
 import { type ResultRecord, readRecords } from "../checks/records.js";
 import type { CompareSpec } from "../config/profile-schema.js";
 import { diffRecords, medianOf, type RecordDiff } from "../report/record-diff.js";
 import { manifestObject } from "../store/layout.js";
-import { profileConfig, type RunOptions, type RunReport, runProfile, type Stage } from "./run-profile.js";
+import {
+  profileConfig,
+  profileJobContext,
+  type RunOptions,
+  type RunReport,
+  runProfile,
+  type Stage,
+} from "./run-profile.js";
 
 export const COMPARE_SCHEMA = "kcache-compare/1";
 
@@ -71,18 +77,10 @@ export async function compare(
   opts: RunOptions & { rounds: number; records?: CompareSpec },
 ): Promise<CompareReport> {
   const cwd = opts.cwd ?? process.cwd();
-  const env = opts.env ?? process.env;
   const { profile, config } = profileConfig(opts.config, opts.profileName);
   const spec = opts.records ?? profile.compare;
   const outDir = path.resolve(cwd, opts.outDir);
-  const ctx = await jobContext({
-    config,
-    log: opts.log,
-    env,
-    cwd,
-    revision: opts.revision,
-    stack: opts.stack,
-  });
+  const ctx = await profileJobContext(opts, config);
   let seeded = await ctx.store.exists(manifestObject(ctx.scopes.write, ctx.key));
   const runs: CompareRun[] = [];
   const results: Record<"cold" | "warm", ResultRecord[][]> = { cold: [], warm: [] };

@@ -1,9 +1,14 @@
 import { execFileSync } from "node:child_process";
 import picomatch from "picomatch";
-import { jobContext } from "../cache/job-context.js";
 import { findManifest } from "../cache/lookup.js";
 import { manifestObject } from "../store/layout.js";
-import { profileConfig, type RunOptions, type RunReport, runProfile } from "./run-profile.js";
+import {
+  profileConfig,
+  profileJobContext,
+  type RunOptions,
+  type RunReport,
+  runProfile,
+} from "./run-profile.js";
 
 export interface PrewarmReport {
   /** present: the exact key exists; current: no watched file changed since the newest cache; ran: the profile ran. */
@@ -21,18 +26,9 @@ export interface PrewarmReport {
  * also counts as current when no file matching them changed between its revision and HEAD.
  */
 export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Promise<PrewarmReport> {
-  const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const { config } = profileConfig(opts.config, opts.profileName);
-  const ctx = await jobContext({
-    config,
-    log: opts.log,
-    env,
-    cwd,
-    revision: opts.revision,
-    strict: opts.strict,
-    stack: opts.stack,
-  });
+  const ctx = await profileJobContext(opts, config);
   const done = (
     outcome: PrewarmReport["outcome"],
     matchedKey: string | null,

@@ -86,6 +86,25 @@ export interface RunOptions {
   progress?: JobContextOptions["progress"];
 }
 
+/** Where a profile's logs, telemetry and report go by default: $RUNNER_TEMP/kcache/<profile>, else .kcache/<profile>. */
+export function defaultOutDir(profile: string, env: NodeJS.ProcessEnv = process.env): string {
+  return env.RUNNER_TEMP ? path.join(env.RUNNER_TEMP, "kcache", profile) : path.join(".kcache", profile);
+}
+
+/** The job context of a profile's run: its caches and prefix, the stack, revision and scopes. */
+export function profileJobContext(opts: RunOptions, config: Config): Promise<JobContext> {
+  return jobContext({
+    config,
+    log: opts.log,
+    env: opts.env ?? process.env,
+    cwd: opts.cwd ?? process.cwd(),
+    revision: opts.revision,
+    strict: opts.strict,
+    stack: opts.stack,
+    progress: opts.progress,
+  });
+}
+
 /** The profile with its caches and prefix applied to the configuration. */
 export function profileConfig(config: Config, name: string): { profile: ProfileSpec; config: Config } {
   const profile = config.profiles[name];
@@ -114,16 +133,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   const cwd = opts.cwd ?? process.cwd();
   const { log } = opts;
   const { profile, config } = profileConfig(opts.config, opts.profileName);
-  const ctx: JobContext = await jobContext({
-    config,
-    log,
-    env,
-    cwd,
-    revision: opts.revision,
-    strict: opts.strict,
-    stack: opts.stack,
-    progress: opts.progress,
-  });
+  const ctx = await profileJobContext(opts, config);
   const outDir = path.resolve(cwd, opts.outDir);
   fs.mkdirSync(path.join(outDir, "logs"), { recursive: true });
   fs.mkdirSync(path.join(outDir, "telemetry"), { recursive: true });

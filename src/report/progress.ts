@@ -64,3 +64,8 @@ export function transferProgress(label: string, total: number | null, opts: Prog
     },
   };
 }
+
+/** The progress kcache's commands show: on stderr, with the default thresholds. */
+export function stderrProgress(label: string, total: number | null): Progress {
+  return transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr });
+}

@@ -1,6 +1,6 @@
-import path from "node:path";
 import { prewarm } from "../../pipeline/prewarm.js";
-import { DEFAULT_PROGRESS, transferProgress } from "../../report/progress.js";
+import { defaultOutDir } from "../../pipeline/run-profile.js";
+import { stderrProgress } from "../../report/progress.js";
 import type { GlobalOptions } from "../main.js";
 import { commandBasics, printJson } from "../setup.js";
 
@@ -13,15 +13,12 @@ export async function prewarmCommand(
     config,
     profileName: o.profile,
     log,
-    outDir:
-      o.out ??
-      (env.RUNNER_TEMP ? path.join(env.RUNNER_TEMP, "kcache", o.profile) : path.join(".kcache", o.profile)),
+    outDir: o.out ?? defaultOutDir(o.profile, env),
     revision: o.revision,
     strict: o.strict,
     ifChanged: o.ifChanged,
     echo: o.json ? process.stderr : process.stdout,
-    progress: (label, total) =>
-      transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr }),
+    progress: stderrProgress,
   });
   if (o.json) printJson(report);
   process.exitCode = report.run?.exitCode ?? 0;

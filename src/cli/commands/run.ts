@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
-import { runProfile } from "../../pipeline/run-profile.js";
+import { defaultOutDir, runProfile } from "../../pipeline/run-profile.js";
 import { checkAnnotations, runOutputs, writeOutputs, writeStepSummary } from "../../report/github.js";
-import { DEFAULT_PROGRESS, transferProgress } from "../../report/progress.js";
+import { stderrProgress } from "../../report/progress.js";
 import { runMarkdown } from "../../report/run-markdown.js";
 import type { GlobalOptions } from "../main.js";
 import { commandBasics, printJson } from "../setup.js";
@@ -12,9 +12,7 @@ export async function runCommandCli(
 ) {
   const { config, log } = commandBasics(o);
   const env = process.env;
-  const outDir =
-    o.out ??
-    (env.RUNNER_TEMP ? path.join(env.RUNNER_TEMP, "kcache", o.profile) : path.join(".kcache", o.profile));
+  const outDir = o.out ?? defaultOutDir(o.profile, env);
   const report = await runProfile({
     config,
     profileName: o.profile,
@@ -26,8 +24,7 @@ export async function runCommandCli(
     save: o.save,
     // With --json, stdout carries only the report; command output still reaches the log files and stderr.
     echo: o.json ? process.stderr : process.stdout,
-    progress: (label, total) =>
-      transferProgress(label, total, { ...DEFAULT_PROGRESS, stream: process.stderr }),
+    progress: stderrProgress,
   });
   const file = path.join(report.outDir, "kcache-report.json");
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
