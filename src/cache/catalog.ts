@@ -1,7 +1,7 @@
 import { IntegrityError } from "../errors.js";
 import { decodeManifest, type Manifest } from "../manifest/manifest.js";
 import { MANIFESTS, parseManifestObject } from "../store/layout.js";
-import type { Store } from "../store/store.js";
+import type { Store, StoredObject } from "../store/store.js";
 
 /** One manifest as listed: where it is, when it was written, and what it references. */
 export interface CatalogItem {
@@ -16,7 +16,18 @@ export interface CatalogItem {
 
 /** Reads every manifest in the store, newest first; damaged ones are listed with the reason. */
 export async function readCatalog(store: Store): Promise<CatalogItem[]> {
-  const objects = await store.list(`${MANIFESTS}/`);
+  return readItems(store, await store.list(`${MANIFESTS}/`));
+}
+
+/** Reads the named manifests (as `readCatalog` does for all). */
+export async function readCatalogItems(store: Store, names: string[]): Promise<CatalogItem[]> {
+  return readItems(
+    store,
+    names.map((name) => ({ name, size: 0, modified: new Date() })),
+  );
+}
+
+async function readItems(store: Store, objects: StoredObject[]): Promise<CatalogItem[]> {
   const items: CatalogItem[] = [];
   for (const o of objects) {
     const where = parseManifestObject(o.name);

@@ -1,7 +1,7 @@
 import type { Config } from "../config/load.js";
 import { StackMismatchError } from "../errors.js";
 import { primaryKey, stackPrefix } from "../keys/key.js";
-import { currentRevision } from "../keys/revision.js";
+import { checkRevision, currentRevision } from "../keys/revision.js";
 import { type ScopePlan, scopePlan } from "../keys/scope.js";
 import type { Log } from "../log.js";
 import type { Progress } from "../report/progress.js";
@@ -23,6 +23,8 @@ export interface JobContext {
   stackKeyPrefix: string;
   stateFile: string;
   log: Log;
+  /** --strict: store and data faults fail the command (exit 3) instead of warning. */
+  strict: boolean;
   /** Shows a transfer's progress (the CLI's bar or log lines); none in library use. */
   progress?: (label: string, totalBytes: number | null) => Progress;
 }
@@ -53,7 +55,11 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     if (opts.strict) throw new StackMismatchError(msg);
     log.warn(msg);
   }
-  let revision = opts.revision ?? currentRevision(env, cwd);
+  let revision =
+    opts.revision !== undefined ? checkRevision(opts.revision, "--revision") : currentRevision(env, cwd);
+  if (revision !== null && revision !== "" && opts.revision === undefined) {
+    revision = checkRevision(revision, env.GITHUB_SHA ? "$GITHUB_SHA" : "git HEAD");
+  }
   if (!revision) {
     log.warn("no revision: GITHUB_SHA is unset and this is not a git checkout; using revision 'none'");
     revision = "none";
@@ -73,6 +79,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
       config.caches.map((c) => c.path),
     ),
     log,
+    strict: Boolean(opts.strict),
     progress: opts.progress,
   };
 }

@@ -18,9 +18,9 @@ export interface Match {
  * Finds the manifest to restore, in actions/cache order. A damaged manifest is reported and the
  * search goes on to the next candidate.
  */
-export async function findManifest(ctx: JobContext): Promise<Match | null> {
+export async function findManifest(ctx: JobContext, faults?: string[]): Promise<Match | null> {
   const steps = restoreOrder(ctx.key, ctx.stackKeyPrefix, ctx.config.key.restorePrefixes, ctx.scopes.read);
-  return searchSteps(ctx.store, steps, ctx.key, ctx.log);
+  return searchSteps(ctx.store, steps, ctx.key, ctx.log, faults);
 }
 
 export async function searchSteps(
@@ -28,6 +28,7 @@ export async function searchSteps(
   steps: LookupStep[],
   primary: string,
   log: Log,
+  faults?: string[],
 ): Promise<Match | null> {
   const tried = new Set<string>();
   for (const step of steps) {
@@ -52,6 +53,7 @@ export async function searchSteps(
       } catch (e) {
         if (!(e instanceof IntegrityError)) throw e;
         log.warn(`${e.message}; skipping it`);
+        faults?.push(e.message);
       }
     }
   }

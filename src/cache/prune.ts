@@ -1,7 +1,10 @@
+import { Readable } from "node:stream";
+import { StoreError } from "../errors.js";
 import type { Log } from "../log.js";
-import { PACKS } from "../store/layout.js";
+import { CONDEMNED, condemnedObject, MANIFESTS, PACKS, parseCondemnedObject } from "../store/layout.js";
 import type { Store } from "../store/store.js";
-import { type CatalogItem, readCatalog } from "./catalog.js";
+import { type CatalogItem, readCatalog, readCatalogItems } from "./catalog.js";
+import { leased, readLeases } from "./pack-lease.js";
 
 export interface PrunePolicy {
   /** Keep the newest N manifests per scope and prefix. */
@@ -22,6 +25,10 @@ export interface PruneReport {
   bytesFreed: number;
   manifestsKept: number;
   bytesKept: number;
+  /** Unreferenced packs spared because a save in flight leases them or a manifest written meanwhile names them. */
+  packsSpared: number;
+  /** Temporary files of killed saves removed. */
+  temporaryReaped: number;
   dryRun: boolean;
 }
 
@@ -30,6 +37,11 @@ export interface PruneReport {
  * Damaged manifests are deleted too: nothing can restore from them.
  */
 export async function prune(store: Store, policy: PrunePolicy, log: Log): Promise<PruneReport> {
+  if (!store.capabilities.listAll || !store.capabilities.delete) {
+    throw new StoreError(
+      `${store.description} cannot list or delete objects, so kcache cannot prune it; it evicts entries by itself`,
+    );
+  }
   const now = (policy.now ?? new Date()).getTime();
   const catalog = await readCatalog(store);
   const doomed = new Map<string, string>();
@@ -75,12 +87,42 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
     bytesFreed: orphans.reduce((s, p) => s + p.size, 0),
     manifestsKept: kept.length,
     bytesKept: packs.filter((p) => referenced.has(p.name)).reduce((s, p) => s + p.size, 0),
+    packsSpared: 0,
+    temporaryReaped: 0,
     dryRun: Boolean(policy.dryRun),
   };
   if (policy.dryRun) return report;
   // Manifests first: a restore never finds a manifest whose packs are gone.
   for (const object of doomed.keys()) await store.delete(object);
-  for (const p of orphans) await store.delete(p.name);
-  log.debug(`pruned ${doomed.size} manifests and ${orphans.length} packs`);
+
+  // Then the packs, in the order pack-lease.ts explains: condemn, read leases, re-read manifests, delete.
+  for (const p of orphans)
+    await store.put(condemnedObject(p.name), Readable.from([Buffer.from(String(now))]));
+  const leases = await readLeases(store, Date.now());
+  const seen = new Set(catalog.map((i) => i.object));
+  for (const o of await store.list(`${MANIFESTS}/`)) {
+    if (seen.has(o.name)) continue;
+    const item = (await readCatalogItems(store, [o.name]))[0];
+    for (const p of item?.manifest?.packs ?? []) referenced.add(p.object);
+  }
+  const deleted: typeof orphans = [];
+  for (const p of orphans) {
+    if (referenced.has(p.name) || leased(leases.live, p.name)) continue;
+    await store.delete(p.name);
+    await store.delete(condemnedObject(p.name));
+    deleted.push(p);
+  }
+  report.packsSpared = orphans.length - deleted.length;
+  report.packsDeleted = deleted.map((p) => p.name);
+  report.bytesFreed = deleted.reduce((s, p) => s + p.size, 0);
+  for (const l of leases.expired) await store.delete(l);
+  // Marks of packs that are referenced again, or gone, are cleared.
+  for (const o of await store.list(`${CONDEMNED}/`)) {
+    const pack = parseCondemnedObject(o.name);
+    if (pack === null) continue;
+    if (referenced.has(pack) || !(await store.exists(pack))) await store.delete(o.name);
+  }
+  report.temporaryReaped = (await store.reapTemporary?.()) ?? 0;
+  log.debug(`pruned ${doomed.size} manifests and ${deleted.length} packs (${report.packsSpared} spared)`);
   return report;
 }

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { IntegrityError } from "../errors.js";
 import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
@@ -9,6 +10,7 @@ import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
+import { moveAsideUnlisted } from "./reconcile.js";
 
 export interface RestoreReport {
   primaryKey: string;
@@ -27,6 +29,10 @@ export interface RestoreReport {
   entriesBad: number;
   /** Pack members refused as unsafe. */
   membersRefused: number;
+  /** Entries found in the cache folder that the restored key lacks, moved to `<path>/.kcache-aside`. */
+  entriesMovedAside: number;
+  /** Store and data faults met (damaged manifests, unreadable packs, bad entries); --strict fails on any. */
+  faults: string[];
   seconds: number;
   caches: { name: string; path: string; entries: number; bytes: number }[];
 }
@@ -52,10 +58,12 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     bytesDownloaded: 0,
     entriesBad: 0,
     membersRefused: 0,
+    entriesMovedAside: 0,
+    faults: [],
     seconds: 0,
     caches: ctx.config.caches.map((c) => ({ name: c.name, path: c.path, entries: 0, bytes: 0 })),
   };
-  const match = await findManifest(ctx);
+  const match = await findManifest(ctx, report.faults);
   if (match) {
     report.matchedKey = match.key;
     report.matchedScope = match.scope;
@@ -66,9 +74,13 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     return report;
   }
   if (!match) {
+    // Nothing restored: whatever the folders hold came from elsewhere and must not be saved as ours.
+    for (const c of ctx.config.caches) {
+      report.entriesMovedAside += await moveAsideUnlisted(cacheKind(c.kind), c.path, new Set());
+    }
     writeState(ctx.stateFile, { version: 1, primaryKey: ctx.key, parent: null, index: {} });
     report.seconds = (performance.now() - t0) / 1000;
-    return report;
+    return finishRestore(ctx, report);
   }
 
   const targets = new Map<string, RestoreTarget>();
@@ -121,6 +133,11 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
       ].filter(Boolean);
       log.warn(`restore of ${match.key} incomplete: ${parts.join("; ")}`);
       for (const p of [...packErrors, ...problems]) log.debug(p);
+      report.faults.push(...packErrors, ...problems);
+    }
+    for (const [name, t] of targets) {
+      const keep = new Set(match.manifest.entries.filter((e) => e.cache === name).map((e) => e.name));
+      report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep);
     }
   } finally {
     for (const t of targets.values()) fs.rmSync(t.staging, { recursive: true, force: true });
@@ -137,6 +154,21 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   }
   writeState(ctx.stateFile, await stateAfterRestore(ctx, match, [...restored, ...present], targets));
   report.seconds = (performance.now() - t0) / 1000;
+  return finishRestore(ctx, report);
+}
+
+/** Under --strict, any store or data fault met fails the restore (exit 3) once what was good is in place. */
+function finishRestore(ctx: JobContext, report: RestoreReport): RestoreReport {
+  if (report.entriesMovedAside) {
+    ctx.log.info(
+      `moved ${report.entriesMovedAside} entries the restored key lacks to .kcache-aside (they will not be saved)`,
+    );
+  }
+  if (ctx.strict && report.faults.length) {
+    throw new IntegrityError(
+      `restore met ${report.faults.length} store or data fault(s) (--strict): ${report.faults[0]}`,
+    );
+  }
   return report;
 }
 
@@ -190,7 +222,7 @@ async function readPacks(
       let result: PackReadResult;
       try {
         const source = await ctx.store.get(pack.object);
-        result = await readPack(source, pack.sha256, refs, targets, (n) => progress?.add(n));
+        result = await readPack(source, pack, refs, targets, (n) => progress?.add(n));
       } catch (e) {
         result = {
           restored: [],

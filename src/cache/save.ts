@@ -1,8 +1,9 @@
-import { randomBytes } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import { IntegrityError, StoreError } from "../errors.js";
 import type { CacheKind, FoundEntry } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
 import {
+  decodeManifest,
   type EntryRef,
   encodeManifest,
   MANIFEST_FORMAT,
@@ -18,6 +19,7 @@ import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
+import { type Lease, newLeaseId, takeLease, unusablePacks } from "./pack-lease.js";
 
 export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lost-race";
 
@@ -92,7 +94,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     return done("key-exists", `key ${ctx.key} was restored exactly; keys are immutable, nothing saved`);
   }
   const object = manifestObject(scope, ctx.key);
-  if (await store.exists(object)) {
+  if (await existingManifest(store, object)) {
     return done(
       "key-exists",
       `key ${ctx.key} already exists in scope ${scope}; keys are immutable, nothing saved`,
@@ -145,14 +147,14 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     }
     kept.push(p);
   }
-  const reused = kept.filter(
+  let reused = kept.filter(
     (p) => p.digest !== null && parentRefs.get(id(p.cache, p.entry.name))?.sha256 === p.digest,
   );
-  const fresh = kept.filter((p) => !reused.includes(p));
   const reusedIds = new Set(reused.map((p) => id(p.cache, p.entry.name)));
   const dropped = [...parentRefs.keys()].filter((k) => !reusedIds.has(k)).length;
+  const fresh = () => kept.filter((p) => !reused.includes(p));
 
-  if (parent && fresh.length === 0 && dropped === 0) {
+  if (parent && fresh().length === 0 && dropped === 0) {
     writeState(ctx.stateFile, nextState(ctx.key, ours?.parent ?? parent, kept));
     report.entries = kept.length;
     report.entriesReused = reused.length;
@@ -160,130 +162,192 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
   }
   if (kept.length === 0) return done("empty", "the caches hold no complete entries; nothing saved");
 
-  // Decide between a delta on top of the parent's packs and one consolidated pack set.
-  const usedPacks = new Set(reused.map((p) => parentRefs.get(id(p.cache, p.entry.name))?.pack as number));
-  // The chain is the number of saves whose packs a restore must read: one more if this save adds packs.
-  const generations = new Set([...usedPacks].map((i) => parent?.manifest.packs[i]?.savedBy));
-  const chain = generations.size + (fresh.length ? 1 : 0);
-  let deadShare = 0;
-  if (parent && usedPacks.size) {
-    const total = [...usedPacks].reduce((s, i) => s + (parent.manifest.packs[i]?.entryBytes ?? 0), 0);
-    const live = reused.reduce((s, p) => s + p.size, 0);
-    deadShare = total > 0 ? 1 - live / total : 0;
+  // A lease keeps a concurrent prune from deleting the packs this save reuses; a reused pack that a
+  // prune already condemned (or deleted) is not relied on: its entries are packed afresh.
+  const packOf = (p: Present) =>
+    parent?.manifest.packs[parentRefs.get(id(p.cache, p.entry.name))?.pack as number]?.object as string;
+  const leaseId = newLeaseId();
+  let lease: Lease | null = null;
+  if (store.capabilities.delete && store.capabilities.listAll) {
+    const reusedPacks = [...new Set(reused.map(packOf))];
+    lease = await takeLease(store, leaseId, ctx.key, reusedPacks);
+    const unusable = await unusablePacks(store, reusedPacks);
+    if (unusable.size) {
+      log.info(`${unusable.size} pack(s) of ${parent?.key} are being pruned; packing their entries afresh`);
+      reused = reused.filter((p) => !unusable.has(packOf(p)));
+    }
   }
-  const consolidate =
-    usedPacks.size > 0 && (chain > config.save.maxChain || deadShare > config.save.maxDeadShare);
-  const toPack = consolidate ? kept : fresh;
-  const referenced = consolidate ? [] : reused;
-  report.consolidated = consolidate;
-  if (consolidate) {
-    log.info(
-      `consolidating: a chain of ${chain} saves${deadShare > 0 ? `, ${(deadShare * 100).toFixed(0)}% dead bytes` : ""}`,
-    );
-  }
-
-  // Write the new packs.
-  const written: WrittenPack[] = [];
-  const progress = ctx.progress?.("uploading", null);
   try {
-    for (const group of splitBySize(toPack, config.save.packBytes)) {
-      const inputs: PackInput[] = group.map((p) => ({
-        cache: p.cache,
-        kind: p.kind,
-        root: p.root,
-        entry: p.entry,
-      }));
-      const packId = `${Date.now().toString(36)}-${randomBytes(8).toString("hex")}`;
-      const w = await writePack(store, packObject(scope, packId), inputs, config.save.compressionLevel, (n) =>
-        progress?.add(n),
-      );
-      written.push(w);
-      report.skipped.vanished += w.vanished.length;
-    }
-  } catch (e) {
-    await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
-    throw e;
+    return await writeSave(reused, fresh());
   } finally {
-    progress?.done();
+    await lease?.release();
   }
 
-  // The manifest: parent packs still referenced (re-indexed), then the new ones.
-  const packs: PackRef[] = [];
-  const remap = new Map<number, number>();
-  const entries: EntryRef[] = [];
-  for (const p of referenced) {
-    const ref = parentRefs.get(id(p.cache, p.entry.name)) as EntryRef;
-    let idx = remap.get(ref.pack);
-    if (idx === undefined) {
-      idx = packs.length;
-      remap.set(ref.pack, idx);
-      packs.push(parent?.manifest.packs[ref.pack] as PackRef);
+  async function writeSave(reused: Present[], fresh: Present[]): Promise<SaveReport> {
+    // Decide between a delta on top of the parent's packs and one consolidated pack set.
+    const usedPacks = new Set(reused.map((p) => parentRefs.get(id(p.cache, p.entry.name))?.pack as number));
+    // The chain is the number of saves whose packs a restore must read: one more if this save adds packs.
+    const generations = new Set([...usedPacks].map((i) => parent?.manifest.packs[i]?.savedBy));
+    const chain = generations.size + (fresh.length ? 1 : 0);
+    let deadShare = 0;
+    if (parent && usedPacks.size) {
+      const total = [...usedPacks].reduce((s, i) => s + (parent.manifest.packs[i]?.entryBytes ?? 0), 0);
+      const live = reused.reduce((s, p) => s + p.size, 0);
+      deadShare = total > 0 ? 1 - live / total : 0;
     }
-    entries.push({ ...ref, pack: idx });
-  }
-  const digests = new Map<string, string>();
-  for (const w of written) {
-    const idx = packs.length;
-    packs.push({
-      object: w.object,
-      sha256: w.sha256,
-      size: w.size,
-      entryBytes: w.entryBytes,
-      entries: w.entries.length,
-      savedBy: ctx.key,
-    });
-    for (const e of w.entries) {
-      entries.push({ ...e, pack: idx });
-      digests.set(id(e.cache, e.name), e.sha256);
+    const consolidate =
+      usedPacks.size > 0 && (chain > config.save.maxChain || deadShare > config.save.maxDeadShare);
+    const toPack = consolidate ? kept : fresh;
+    const referenced = consolidate ? [] : reused;
+    report.consolidated = consolidate;
+    if (consolidate) {
+      log.info(
+        `consolidating: a chain of ${chain} saves${deadShare > 0 ? `, ${(deadShare * 100).toFixed(0)}% dead bytes` : ""}`,
+      );
     }
-  }
-  entries.sort((a, b) => (id(a.cache, a.name) < id(b.cache, b.name) ? -1 : 1));
-  const manifest: Manifest = {
-    format: MANIFEST_FORMAT,
-    key: ctx.key,
-    prefix: config.key.prefix,
-    stackId: ctx.stack.stackId,
-    stack: ctx.stack.components,
-    revision: ctx.revision,
-    scope,
-    createdAt: new Date().toISOString(),
-    producer: `kcache ${VERSION}`,
-    parent: consolidate ? null : (parent?.key ?? null),
-    caches: config.caches.map((c) => ({ name: c.name, kind: c.kind })),
-    packs,
-    entries,
-  };
-  const body = encodeManifest(manifest);
-  if (!(await store.createIfAbsent(object, body))) {
-    await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
+
+    // Write the new packs.
+    const written: WrittenPack[] = [];
+    const progress = ctx.progress?.("uploading", null);
+    try {
+      for (const group of splitBySize(toPack, config.save.packBytes)) {
+        const inputs: PackInput[] = group.map((p) => ({
+          cache: p.cache,
+          kind: p.kind,
+          root: p.root,
+          entry: p.entry,
+        }));
+        const packId = `${leaseId}-${written.length}`;
+        const w = await writePack(
+          store,
+          packObject(scope, packId),
+          inputs,
+          config.save.compressionLevel,
+          (n) => progress?.add(n),
+        );
+        written.push(w);
+        report.skipped.vanished += w.vanished.length;
+      }
+    } catch (e) {
+      await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
+      throw e;
+    } finally {
+      progress?.done();
+    }
+
+    // The manifest: parent packs still referenced (re-indexed), then the new ones.
+    const packs: PackRef[] = [];
+    const remap = new Map<number, number>();
+    const entries: EntryRef[] = [];
+    for (const p of referenced) {
+      const ref = parentRefs.get(id(p.cache, p.entry.name)) as EntryRef;
+      let idx = remap.get(ref.pack);
+      if (idx === undefined) {
+        idx = packs.length;
+        remap.set(ref.pack, idx);
+        packs.push(parent?.manifest.packs[ref.pack] as PackRef);
+      }
+      entries.push({ ...ref, pack: idx });
+    }
+    const digests = new Map<string, string>();
+    for (const w of written) {
+      const idx = packs.length;
+      packs.push({
+        object: w.object,
+        sha256: w.sha256,
+        size: w.size,
+        entryBytes: w.entryBytes,
+        entries: w.entries.length,
+        savedBy: ctx.key,
+      });
+      for (const e of w.entries) {
+        entries.push({ ...e, pack: idx });
+        digests.set(id(e.cache, e.name), e.sha256);
+      }
+    }
+    entries.sort((a, b) => (id(a.cache, a.name) < id(b.cache, b.name) ? -1 : 1));
+    const manifest: Manifest = {
+      format: MANIFEST_FORMAT,
+      key: ctx.key,
+      prefix: config.key.prefix,
+      stackId: ctx.stack.stackId,
+      stack: ctx.stack.components,
+      revision: ctx.revision,
+      scope,
+      createdAt: new Date().toISOString(),
+      producer: `kcache ${VERSION}`,
+      parent: consolidate ? null : (parent?.key ?? null),
+      caches: config.caches.map((c) => ({ name: c.name, kind: c.kind })),
+      packs,
+      entries,
+    };
+    const body = encodeManifest(manifest);
+    if (!(await store.createIfAbsent(object, body))) {
+      await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
+      // A store that answers "exists" to everything must not pass for a lost race.
+      if (!(await existingManifest(store, object)))
+        throw new StoreError(`${store.description}: refused to create ${object} but holds no such manifest`);
+      return done(
+        "lost-race",
+        `key ${ctx.key} was saved by another run at the same time; its save stands, ours was discarded`,
+      );
+    }
+    // Read back: a store that acknowledges writes it does not keep is a fault, and on a server that
+    // ignores If-None-Match another saver's manifest may have replaced ours (then its save stands).
+    const stored = await store.read(object);
+    if (!stored?.equals(body)) {
+      if (await existingManifest(store, object))
+        return done(
+          "lost-race",
+          `key ${ctx.key} was saved by another run at the same time; its save stands, ours was replaced`,
+        );
+      throw new StoreError(`${store.description}: ${object} does not read back as written`);
+    }
+
+    for (const p of kept) if (p.digest === null) p.digest = digests.get(id(p.cache, p.entry.name)) ?? null;
+    const savedIds = new Set(entries.map((e) => id(e.cache, e.name)));
+    const savedPresent = kept.filter((p) => savedIds.has(id(p.cache, p.entry.name)));
+    writeState(
+      ctx.stateFile,
+      nextState(ctx.key, { key: ctx.key, scope, exact: true, manifest }, savedPresent),
+    );
+
+    report.entries = entries.length;
+    report.entriesNew = written.reduce((s, w) => s + w.entries.length, 0) - (consolidate ? reused.length : 0);
+    report.entriesReused = consolidate ? 0 : reused.length;
+    report.entriesDropped = dropped;
+    report.packsWritten = written.length;
+    report.bytesUploaded = written.reduce((s, w) => s + w.size, 0) + body.length;
+    for (const e of entries) {
+      const c = report.caches.find((x) => x.name === e.cache);
+      if (c) {
+        c.entries++;
+        c.bytes += e.size;
+      }
+    }
     return done(
-      "lost-race",
-      `key ${ctx.key} was saved by another run at the same time; its save stands, ours was discarded`,
+      "saved",
+      `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${parent?.key ?? "(no parent)"}, ${dropped} dropped`,
     );
   }
+}
 
-  for (const p of kept) if (p.digest === null) p.digest = digests.get(id(p.cache, p.entry.name)) ?? null;
-  const savedIds = new Set(entries.map((e) => id(e.cache, e.name)));
-  const savedPresent = kept.filter((p) => savedIds.has(id(p.cache, p.entry.name)));
-  writeState(ctx.stateFile, nextState(ctx.key, { key: ctx.key, scope, exact: true, manifest }, savedPresent));
-
-  report.entries = entries.length;
-  report.entriesNew = written.reduce((s, w) => s + w.entries.length, 0) - (consolidate ? reused.length : 0);
-  report.entriesReused = consolidate ? 0 : reused.length;
-  report.entriesDropped = dropped;
-  report.packsWritten = written.length;
-  report.bytesUploaded = written.reduce((s, w) => s + w.size, 0) + body.length;
-  for (const e of entries) {
-    const c = report.caches.find((x) => x.name === e.cache);
-    if (c) {
-      c.entries++;
-      c.bytes += e.size;
-    }
+/**
+ * Whether a valid manifest is stored at `object`. One that is there but does not verify (damaged, or
+ * a store answering garbage) is a data fault, never taken for "the key exists".
+ */
+async function existingManifest(store: JobContext["store"], object: string): Promise<boolean> {
+  const data = await store.read(object);
+  if (!data) return false;
+  try {
+    decodeManifest(data, object);
+    return true;
+  } catch (e) {
+    if (!(e instanceof IntegrityError)) throw e;
+    throw new IntegrityError(
+      `${store.description}: ${e.message}; nothing saved (delete the object, or check the store's endpoint)`,
+    );
   }
-  return done(
-    "saved",
-    `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${parent?.key ?? "(no parent)"}, ${dropped} dropped`,
-  );
 }
 
 /** Digest of an entry as it would be packed, without packing it; null when its files vanished. */

@@ -17,7 +17,12 @@ export async function tolerateCacheFailure<T>(
   } catch (e) {
     const userMistake =
       e instanceof KcacheError && !(e instanceof StoreError) && e.code !== "EKCACHE_INTEGRITY";
-    if (strict || userMistake || e instanceof ConfigError) throw e;
+    if (userMistake || e instanceof ConfigError) throw e;
+    // A full disk, an unreadable file or a broken stream is a store or data fault (exit 3), not a bug.
+    if (strict)
+      throw e instanceof KcacheError || !isIoFault(e)
+        ? e
+        : new StoreError(`${what}: ${(e as Error).message}`, e);
     const detail =
       e instanceof KcacheError
         ? e.message
@@ -26,4 +31,10 @@ export async function tolerateCacheFailure<T>(
     log.debug((e as Error).stack ?? "");
     return null;
   }
+}
+
+/** Errors of the filesystem or of a stream (ENOSPC, EIO, EMFILE, a premature close), as opposed to bugs. */
+export function isIoFault(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === "string" && (/^E[A-Z]+$/.test(code) || code.startsWith("ERR_STREAM_"));
 }

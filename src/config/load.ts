@@ -59,6 +59,11 @@ export function loadConfig(opts: { file?: string; cwd?: string; env?: NodeJS.Pro
     if (!fs.existsSync(file)) {
       throw new ConfigError(`${file}: no such config file; pass --config with an existing kcache.yml`);
     }
+    if (!fs.statSync(file).isFile()) {
+      throw new ConfigError(
+        `${file}: is a folder, not a config file; pass --config the path of a kcache.yml`,
+      );
+    }
   } else if (fs.existsSync(path.join(cwd, DEFAULT_CONFIG_FILE))) {
     file = path.join(cwd, DEFAULT_CONFIG_FILE);
   }
@@ -67,7 +72,14 @@ export function loadConfig(opts: { file?: string; cwd?: string; env?: NodeJS.Pro
 }
 
 function readYaml(file: string): unknown {
-  const text = fs.readFileSync(file, "utf8");
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (e) {
+    throw new ConfigError(
+      `${file}: cannot be read (${(e as NodeJS.ErrnoException).code}); check its permissions`,
+    );
+  }
   const doc = parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0];
@@ -101,6 +113,16 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
     path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
     env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
   }));
+  caches.forEach((c, i) => {
+    caches.slice(0, i).forEach((other, j) => {
+      const inside = (a: string, b: string) => a === b || a.startsWith(`${b}${path.sep}`);
+      if (inside(c.path, other.path) || inside(other.path, c.path)) {
+        throw new ConfigError(
+          `${source}: caches[${i}].path: ${c.path} ${c.path === other.path ? "is the same folder as" : "overlaps"} caches[${j}].path (${other.path}); give each cache its own folder`,
+        );
+      }
+    });
+  });
   const store = resolveStore(cfg.store, env, cwd, expand);
 
   const pins: Record<string, string> = {};

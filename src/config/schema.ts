@@ -2,12 +2,17 @@ import { z } from "zod";
 import { parseDuration } from "./durations.js";
 import { profileSchema } from "./profile-schema.js";
 
+/** A key prefix's limit: with "-<12-hex stack id>-" and a 100-character revision it fits 255 bytes. */
+export const MAX_PREFIX_BYTES = 128;
+
 /** A cache prefix or restore prefix: GitHub's key rules (no commas) plus a sane length. */
 const keyPart = z
   .string()
   .min(1)
-  .max(400)
-  .refine((s) => !s.includes(","), { message: "must not contain a comma (GitHub cache keys cannot)" });
+  .refine((s) => !s.includes(","), { message: "must not contain a comma (GitHub cache keys cannot)" })
+  .refine((s) => encodeURIComponent(s).length <= MAX_PREFIX_BYTES, {
+    message: `is too long: at most ${MAX_PREFIX_BYTES} bytes once percent-encoded, so that <prefix>-<stack>-<revision> fits a store's 255-byte names; shorten it`,
+  });
 
 const cacheName = z
   .string()

@@ -6,14 +6,24 @@ export class DigestStream extends Transform {
   private readonly hash = createHash("sha256");
   bytes = 0;
 
-  /** `onBytes` hears of every chunk that passes (for progress). */
-  constructor(private readonly onBytes?: (n: number) => void) {
+  /**
+   * `onBytes` hears of every chunk that passes (for progress); past `limit` bytes the stream fails,
+   * so a download can never run longer than the manifest says the object is.
+   */
+  constructor(
+    private readonly onBytes?: (n: number) => void,
+    private readonly limit = Number.POSITIVE_INFINITY,
+  ) {
     super();
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
-    this.hash.update(chunk);
     this.bytes += chunk.length;
+    if (this.bytes > this.limit) {
+      cb(new Error(`object is longer than the ${this.limit} bytes its manifest says`));
+      return;
+    }
+    this.hash.update(chunk);
     this.onBytes?.(chunk.length);
     cb(null, chunk);
   }

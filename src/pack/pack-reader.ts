@@ -6,8 +6,10 @@ import { type Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Parser, type ReadEntry } from "tar";
 import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { createFileFully, writeFullySync } from "./checked-write.js";
 import { DigestStream } from "./digest-stream.js";
 import { EntryDigest } from "./entry-digest.js";
+import { ensureRealDirs } from "./real-dirs.js";
 import { decompressStream } from "./zstd.js";
 
 /** An entry the manifest promises in this pack. */
@@ -27,6 +29,16 @@ export interface RestoreTarget {
   staging: string;
 }
 
+/** What the manifest says of the pack as a whole: reading stops as soon as the pack exceeds it. */
+export interface PackPromise {
+  sha256: string;
+  /** Compressed bytes. */
+  size: number;
+  /** Uncompressed bytes of every entry in the pack, live or not. */
+  entryBytes: number;
+  entries: number;
+}
+
 export interface PackReadResult {
   restored: WantedEntry[];
   /** Entries that failed verification or were missing from the pack, with the reason. */
@@ -44,6 +56,15 @@ const REGULAR = new Set(["File", "OldFile", "ContiguousFile"]);
 const STREAM_ABOVE = 32 * 1024 * 1024;
 /** Verified bytes waiting to be written before the reader stops taking input. */
 const MAX_PENDING_BYTES = 64 * 1024 * 1024;
+/** Entries being written at once per pack; each holds one file open at a time, so this bounds open files. */
+const MAX_WRITING_ENTRIES = 32;
+/** Tar overhead allowed per entry on top of its bytes (headers, padding, PAX names of ~10 files). */
+const TAR_OVERHEAD_PER_ENTRY = 64 * 1024;
+
+/** The most uncompressed tar bytes a pack may expand to, by what its manifest promises. */
+export function tarBytesLimit(pack: PackPromise): number {
+  return pack.entryBytes + pack.entries * TAR_OVERHEAD_PER_ENTRY + 1024 * 1024;
+}
 
 interface StagedFile {
   rel: string;
@@ -75,7 +96,7 @@ interface Current {
  */
 export async function readPack(
   source: Readable,
-  expectedSha256: string,
+  pack: PackPromise,
   wanted: WantedEntry[],
   targets: Map<string, RestoreTarget>,
   onBytes?: (n: number) => void,
@@ -85,8 +106,11 @@ export async function readPack(
   const seen = new Set<string>();
   let current: Current | null = null;
   const writes = new Set<Promise<void>>();
+  /** Verified entries waiting for a writer; started at most MAX_WRITING_ENTRIES at a time. */
+  const queued: Current[] = [];
   let pendingBytes = 0;
   let drained: (() => void) | null = null;
+  const full = () => pendingBytes > MAX_PENDING_BYTES || queued.length > 0;
 
   const discard = (c: Current, reason: string) => {
     for (const f of c.files) if (f.fd !== null) fs.closeSync(f.fd);
@@ -109,25 +133,35 @@ export async function readPack(
       return;
     }
     pendingBytes += c.bytes;
-    const job = writeEntry(c)
-      .then(
-        () => {
-          place(c.staged, path.join(c.target.root, w.name), c.target.staging);
-          result.restored.push(w);
-        },
-        (e: Error) => discard(c, `could not be written: ${e.message}`),
-      )
-      .catch((e: Error) => discard(c, `could not be placed: ${e.message}`))
-      .finally(() => {
-        writes.delete(job);
-        pendingBytes -= c.bytes;
-        if (drained && pendingBytes <= MAX_PENDING_BYTES / 2) {
-          const d = drained;
-          drained = null;
-          d();
-        }
-      });
-    writes.add(job);
+    queued.push(c);
+    pump();
+  };
+
+  const pump = () => {
+    while (queued.length && writes.size < MAX_WRITING_ENTRIES) {
+      const c = queued.shift() as Current;
+      const w = c.wanted;
+      const job = writeEntry(c)
+        .then(
+          () => {
+            place(c.staged, c.target.root, w.name, c.target.staging);
+            result.restored.push(w);
+          },
+          (e: Error) => discard(c, `could not be written: ${e.message}`),
+        )
+        .catch((e: Error) => discard(c, `could not be placed: ${e.message}`))
+        .finally(() => {
+          writes.delete(job);
+          pendingBytes -= c.bytes;
+          pump();
+          if (drained && !full() && pendingBytes <= MAX_PENDING_BYTES / 2) {
+            const d = drained;
+            drained = null;
+            d();
+          }
+        });
+      writes.add(job);
+    }
   };
 
   const onEntry = (member: ReadEntry) => {
@@ -167,6 +201,13 @@ export async function readPack(
       return;
     }
     const c = current;
+    // Bounded by the manifest before a byte is buffered or written: a pack that claims more bytes or
+    // files for an entry than the manifest promises is refused, however it compresses.
+    if (c.digest.size + member.size > c.wanted.size || c.digest.files + 1 > c.wanted.files) {
+      c.bad = `pack holds more than the manifest promises for this entry (${c.wanted.size} bytes in ${c.wanted.files} files)`;
+      member.resume();
+      return;
+    }
     c.digest.beginFile(rel, member.size);
     const file: StagedFile = { rel, chunks: [], fd: null, streamed: false };
     c.files.push(file);
@@ -178,7 +219,12 @@ export async function readPack(
       file.streamed = true;
       member.on("data", (d: Buffer) => {
         c.digest.update(d);
-        fs.writeSync(fd, d);
+        if (c.bad) return;
+        try {
+          writeFullySync(fd, d, dest);
+        } catch (e) {
+          c.bad = `could not be written: ${(e as Error).message}`;
+        }
       });
       member.on("end", () => {
         fs.closeSync(fd);
@@ -193,6 +239,8 @@ export async function readPack(
     });
   };
 
+  const tarLimit = tarBytesLimit(pack);
+  let tarBytes = 0;
   const parser = new Parser({ strict: true, onReadEntry: onEntry });
   const sink = new Writable({
     highWaterMark: 1 << 20,
@@ -203,7 +251,12 @@ export async function readPack(
         cb(e as Error);
         return;
       }
-      if (pendingBytes <= MAX_PENDING_BYTES) cb();
+      tarBytes += chunk.length;
+      if (tarBytes > tarLimit) {
+        cb(new Error(`pack expands past the ${tarLimit} bytes its manifest allows (a decompression bomb?)`));
+        return;
+      }
+      if (!full()) cb();
       else drained = () => cb();
     },
     final(cb) {
@@ -213,14 +266,16 @@ export async function readPack(
     },
   });
   parser.on("error", (e: Error) => sink.destroy(e));
-  const digest = new DigestStream(onBytes);
+  const digest = new DigestStream(onBytes, pack.size);
   try {
     await pipeline(source, digest, await decompressStream(), sink);
     if (current) finish(current);
     current = null;
     const got = digest.digest();
-    if (got !== expectedSha256)
-      result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${expectedSha256.slice(0, 12)})`;
+    if (digest.bytes !== pack.size)
+      result.packError = `pack is ${digest.bytes} bytes where the manifest says ${pack.size} (truncated?)`;
+    else if (got !== pack.sha256)
+      result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${pack.sha256.slice(0, 12)})`;
   } catch (e) {
     if (current) {
       const c: Current = current;
@@ -229,7 +284,11 @@ export async function readPack(
     }
     result.packError = (e as Error).message;
   }
-  while (writes.size) await Promise.all([...writes]);
+  pump();
+  while (writes.size || queued.length) {
+    await Promise.all([...writes]);
+    pump();
+  }
   result.bytes = digest.bytes;
   for (const w of wanted) {
     const id = `${w.cache}\0${w.name}`;
@@ -248,24 +307,19 @@ export async function readPack(
  * Triton looks up first (group files), rewritten for the restore location, last.
  */
 async function writeEntry(c: Current): Promise<void> {
+  if (c.bad) throw new Error(c.bad);
   const kind = c.target.kind;
   const isDir = kind.kind === "triton";
   await fs.promises.mkdir(isDir ? c.staged : path.dirname(c.staged), { recursive: true });
   const dest = (rel: string) => (rel ? path.join(c.staged, rel) : c.staged);
-  const early = c.files.filter((f) => !f.streamed && !kind.isRelocatable(f.rel));
-  await Promise.all(early.map((f) => writeChunks(dest(f.rel), f.chunks)));
+  // One file at a time per entry: with MAX_WRITING_ENTRIES entries per pack, open files stay bounded.
+  for (const f of c.files) {
+    if (f.streamed || kind.isRelocatable(f.rel)) continue;
+    await createFileFully(dest(f.rel), f.chunks);
+  }
   for (const f of c.files.filter((x) => kind.isRelocatable(x.rel))) {
     const data = kind.relocate(c.target.root, c.entryName, f.rel, Buffer.concat(f.chunks));
-    await fs.promises.writeFile(dest(f.rel), data, { flag: "wx" });
-  }
-}
-
-async function writeChunks(file: string, chunks: Buffer[]): Promise<void> {
-  const fh = await fs.promises.open(file, "wx");
-  try {
-    if (chunks.length) await fh.writev(chunks);
-  } finally {
-    await fh.close();
+    await createFileFully(dest(f.rel), [data]);
   }
 }
 
@@ -303,8 +357,9 @@ function locate(
  * Moves a verified entry into place. A file replaces atomically; a folder that already exists is
  * moved aside first, then removed, so the cache never holds a mix of old and new files.
  */
-function place(staged: string, dest: string, staging: string): void {
-  fs.mkdirSync(path.dirname(dest), { recursive: true });
+function place(staged: string, root: string, entryName: string, staging: string): void {
+  ensureRealDirs(root, path.posix.dirname(entryName) === "." ? "" : path.posix.dirname(entryName));
+  const dest = path.join(root, entryName);
   try {
     fs.renameSync(staged, dest);
   } catch (e) {

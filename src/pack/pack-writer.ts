@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { StoreError } from "../errors.js";
 import type { CacheKind, FoundEntry } from "../kinds/kind.js";
 import type { Store } from "../store/store.js";
 import { DigestStream } from "./digest-stream.js";
@@ -110,15 +111,19 @@ export async function writePack(
   const compressor = await compressStream(level);
   const digest = new DigestStream(onBytes);
   const produced = pipeline(Readable.from(tar(), { objectMode: false }), compressor, digest);
-  try {
-    const [, put] = await Promise.all([produced, store.put(object, digest)]);
-    if (put.size !== digest.bytes)
-      throw new Error(`${object}: store wrote ${put.size} bytes of ${digest.bytes}`);
-  } catch (e) {
-    digest.destroy(e as Error);
-    await produced.catch(() => {});
+  const stored = store.put(object, digest).catch((e: unknown) => {
+    digest.destroy();
     throw e;
-  }
+  });
+  // When the store fails (a full disk, a server error), the producing side fails too, with a vaguer
+  // error: report the store's.
+  const [made, put] = await Promise.allSettled([produced, stored]);
+  if (put.status === "rejected") throw put.reason;
+  if (made.status === "rejected") throw made.reason;
+  if (put.value.size !== digest.bytes)
+    throw new StoreError(
+      `${store.description}: ${object}: stored ${put.value.size} bytes of ${digest.bytes}`,
+    );
   return {
     object,
     sha256: digest.digest(),

@@ -87,6 +87,7 @@ export function ghaStore(settings: GhaSettings): Store {
 
   return {
     description: "GitHub Actions cache",
+    capabilities: { listAll: false, delete: false },
 
     put: async (name, body) => {
       let size = 0;

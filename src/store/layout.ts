@@ -4,6 +4,10 @@
  */
 export const MANIFESTS = "manifests";
 export const PACKS = "packs";
+/** Saves in flight name the packs they reuse here; prune spares them (see cache/pack-lease.ts). */
+export const LEASES = "leases";
+/** Packs prune found unreferenced; a save never reuses a condemned pack. */
+export const CONDEMNED = "condemned";
 
 const enc = (s: string) => encodeURIComponent(s);
 
@@ -26,4 +30,21 @@ export function parseManifestObject(name: string): { scope: string; key: string 
   const parts = name.split("/");
   if (parts.length !== 3 || parts[0] !== MANIFESTS) return null;
   return { scope: decodeURIComponent(parts[1] ?? ""), key: decodeURIComponent(parts[2] ?? "") };
+}
+
+/** A save's lease, named by its id. */
+export function leaseObject(id: string): string {
+  return `${LEASES}/${id}.json`;
+}
+
+/** The mark prune leaves on a pack it is about to delete (the pack's object name, encoded as one part). */
+export function condemnedObject(pack: string): string {
+  return `${CONDEMNED}/${enc(pack)}`;
+}
+
+/** The pack a condemned mark is about, or null for anything else. */
+export function parseCondemnedObject(name: string): string | null {
+  const parts = name.split("/");
+  if (parts.length !== 2 || parts[0] !== CONDEMNED) return null;
+  return decodeURIComponent(parts[1] ?? "");
 }

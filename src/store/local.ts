@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -7,6 +8,11 @@ import { StoreError } from "../errors.js";
 import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
 const TMP = ".tmp";
+/** A temp file older than this is reaped even when its writer cannot be checked (another host). */
+const STALE_TMP_MS = 24 * 60 * 60 * 1000;
+const HOST = os.hostname().replace(/[^A-Za-z0-9_.]/g, "_");
+/** `<host>-<pid>-<random>`: who wrote a temp file, so a later run can tell whether its writer died. */
+const TMP_NAME = /^(.+)-(\d+)-[0-9a-f]{12}$/;
 
 /**
  * A store in a local directory (a runner's disk, or an NFS mount shared by runners). Objects are
@@ -29,8 +35,9 @@ export function localStore(root: string): Store {
   const tmpFile = () => {
     const dir = path.join(root, TMP);
     fs.mkdirSync(dir, { recursive: true });
-    return path.join(dir, `${process.pid}-${randomBytes(6).toString("hex")}`);
+    return path.join(dir, `${HOST}-${process.pid}-${randomBytes(6).toString("hex")}`);
   };
+  let reaped = false;
   const wrap = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
     try {
       return await fn();
@@ -42,10 +49,17 @@ export function localStore(root: string): Store {
 
   return {
     description: `local store ${root}`,
+    capabilities: { listAll: true, delete: true },
+
+    reapTemporary: () => wrap("reaping temporary files", async () => reapTemporary(path.join(root, TMP))),
 
     put: (name, body) =>
       wrap(`writing ${name}`, async () => {
         const dest = file(name);
+        if (!reaped) {
+          reaped = true;
+          reapTemporary(path.join(root, TMP));
+        }
         const tmp = tmpFile();
         try {
           await pipeline(body, fs.createWriteStream(tmp));
@@ -130,4 +144,44 @@ export function localStore(root: string): Store {
         fs.rmSync(file(name), { force: true });
       }),
   };
+}
+
+/** Removes temp files whose writer is gone: a dead process on this host, or older than a day. */
+function reapTemporary(dir: string): number {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let n = 0;
+  const now = Date.now();
+  for (const name of names) {
+    const p = path.join(dir, name);
+    const m = TMP_NAME.exec(name);
+    let gone = false;
+    if (m && m[1] === HOST) gone = !processAlive(Number(m[2]));
+    if (!gone) {
+      try {
+        gone = now - fs.statSync(p).mtimeMs > STALE_TMP_MS;
+      } catch {
+        continue;
+      }
+    }
+    const ours = m !== null && m[1] === HOST && Number(m[2]) === process.pid;
+    if (gone && !ours) {
+      fs.rmSync(p, { force: true, recursive: true });
+      n++;
+    }
+  }
+  return n;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }

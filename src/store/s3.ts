@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { StoreError } from "../errors.js";
+import { withIdleTimeout } from "./idle-timeout.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, StoreRetryStrategy } from "./retry-strategy.js";
 import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
@@ -65,6 +67,7 @@ export function s3Store(settings: S3Settings): Store {
 
   const store: Store = {
     description: `S3 store ${where}`,
+    capabilities: { listAll: true, delete: true },
 
     put: (name, body) =>
       wrap(`writing ${name}`, async (c) => {
@@ -118,7 +121,7 @@ export function s3Store(settings: S3Settings): Store {
       wrap(`reading ${name}`, async (c) => {
         try {
           const r = await c.s3.send(new c.sdk.GetObjectCommand({ Bucket: settings.bucket, Key: key(name) }));
-          return r.Body as Readable;
+          return withIdleTimeout(r.Body as Readable, settings.idleTimeoutMs, `${where}: reading ${name}`);
         } catch (e) {
           if (statusOf(e) === 404) throw new ObjectNotFound(name);
           throw e;
@@ -129,8 +132,8 @@ export function s3Store(settings: S3Settings): Store {
       wrap(`reading ${name}`, async (c) => {
         try {
           const r = await c.s3.send(new c.sdk.GetObjectCommand({ Bucket: settings.bucket, Key: key(name) }));
-          return Buffer.from(
-            await (r.Body as { transformToByteArray(): Promise<Uint8Array> }).transformToByteArray(),
+          return await buffer(
+            withIdleTimeout(r.Body as Readable, settings.idleTimeoutMs, `${where}: reading ${name}`),
           );
         } catch (e) {
           if (statusOf(e) === 404) return null;

@@ -6,6 +6,14 @@ export interface StoredObject {
   modified: Date;
 }
 
+/** What a store can do beyond reading and writing objects; commands that need more ask first. */
+export interface StoreCapabilities {
+  /** `list` returns every object under a prefix (GitHub's cache returns only the newest match). */
+  listAll: boolean;
+  /** `delete` removes objects (GitHub's cache evicts by itself and cannot delete). */
+  delete: boolean;
+}
+
 /**
  * What kcache needs of a place to keep packs and manifests. Object names are "/"-separated. An
  * object is visible to get/list only once completely written.
@@ -13,6 +21,7 @@ export interface StoredObject {
 export interface Store {
   /** Where it is, for messages ("local store /var/cache/kcache"). */
   readonly description: string;
+  readonly capabilities: StoreCapabilities;
   /** Writes an object from a stream, replacing any object of that name. */
   put(name: string, body: Readable): Promise<{ size: number }>;
   /** Writes a small object only if none of that name exists; false when one did. */
@@ -26,6 +35,8 @@ export interface Store {
   list(prefix: string): Promise<StoredObject[]>;
   /** Deletes an object; deleting a missing one is not an error. */
   delete(name: string): Promise<void>;
+  /** Removes temporary files left by writers that died (killed saves); returns how many. */
+  reapTemporary?(): Promise<number>;
 }
 
 export class ObjectNotFound extends Error {

@@ -17,11 +17,12 @@ const coverage = {
 describe("kcache run: the save gate", () => {
   it("saves after every command exited 0 and every check passed, with each stage timed", async () => {
     const sb = sandbox();
-    generateTritonCache(path.join(sb.dir, "triton"), { entries: 5, totalBytes: 100_000 });
+    // The job compiles: its kernels appear in the cache folder after the restore.
+    generateTritonCache(path.join(sb.dir, "compiled"), { entries: 5, totalBytes: 100_000 });
     const { report } = await runSandboxProfile(sb, {
       commands: [
         { name: "bench", run: writeResults("r.json", 3) },
-        { name: "second", run: "true" },
+        { name: "second", run: "cp -R compiled/. triton/" },
       ],
       checks: [coverage, { type: "finite-positive", file: "r.json", fields: ["median_ms"] }],
     });
@@ -96,9 +97,9 @@ describe("kcache run: the save gate", () => {
 
   it("reports a failed warn-severity check but still saves", async () => {
     const sb = sandbox();
-    generateTritonCache(path.join(sb.dir, "triton"), { entries: 5, totalBytes: 100_000 });
+    generateTritonCache(path.join(sb.dir, "compiled"), { entries: 5, totalBytes: 100_000 });
     const { report, log } = await runSandboxProfile(sb, {
-      commands: [{ name: "bench", run: writeResults("r.json", 3, 9) }],
+      commands: [{ name: "bench", run: `${writeResults("r.json", 3, 9)} && cp -R compiled/. triton/` }],
       checks: [{ type: "threshold", file: "r.json", field: "median_ms", "<=": 5, severity: "warn" }],
     });
     expect(report).toMatchObject({ exitCode: 0, passed: true });
