@@ -1,0 +1,80 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { BIN } from "./cli.js";
+
+export interface MeasuredRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** Peak resident memory of the kcache process in MB (null when it was killed). */
+  peakRssMb: number | null;
+  seconds: number;
+}
+
+/** A preload that records the process's peak RSS when it exits. */
+function rssProbe(): string {
+  const file = path.join(os.tmpdir(), "kcache-rss-probe.cjs");
+  if (!fs.existsSync(file)) {
+    fs.writeFileSync(
+      `${file}.${process.pid}`,
+      `process.on("exit", () => { const f = process.env.KCACHE_TEST_RSS_FILE; if (f) require("fs").writeFileSync(f, String(process.resourceUsage().maxRSS)); });\n`,
+    );
+    fs.renameSync(`${file}.${process.pid}`, file);
+  }
+  return file;
+}
+
+/**
+ * Runs the built `kcache` as a user would, measuring its wall time and peak memory. `kill` is called
+ * with the child once started, so a test can kill it at the moment it chooses. `limits` runs it under
+ * `ulimit` settings (e.g. "-n 1024").
+ */
+export function runMeasured(
+  args: string[],
+  opts: {
+    env: NodeJS.ProcessEnv;
+    cwd: string;
+    ulimit?: string;
+    onStart?: (pid: number) => void;
+    timeoutMs?: number;
+  },
+): Promise<MeasuredRun> {
+  const rssFile = path.join(os.tmpdir(), `kcache-rss-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  const env = {
+    ...opts.env,
+    NODE_OPTIONS: `--require ${rssProbe()}`,
+    KCACHE_TEST_RSS_FILE: rssFile,
+  };
+  const quoted = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
+  const command = opts.ulimit ? `ulimit ${opts.ulimit} && exec ${quoted}` : `exec ${quoted}`;
+  const t0 = performance.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", ["-c", command], { env, cwd: opts.cwd });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : null;
+    child.on("error", reject);
+    child.on("spawn", () => opts.onStart?.(child.pid as number));
+    child.on("close", (code, signal) => {
+      if (timer) clearTimeout(timer);
+      let peakRssMb: number | null = null;
+      try {
+        peakRssMb = Number(fs.readFileSync(rssFile, "utf8")) / 1024;
+        fs.rmSync(rssFile, { force: true });
+      } catch {
+        // killed before it could record
+      }
+      resolve({ code, signal, stdout, stderr, peakRssMb, seconds: (performance.now() - t0) / 1000 });
+    });
+  });
+}
