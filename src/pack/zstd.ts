@@ -53,8 +53,17 @@ function processDuplex(cmd: string, args: string[]): Duplex {
   child.on("error", (e) => out.destroy(e));
   // EPIPE when the process died early is reported through its exit status instead.
   child.stdin.on("error", () => {});
-  out.on("close", () => {
+  const stop = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill();
+  };
+  out.on("close", stop);
+  const duplex = Duplex.from({ writable: child.stdin, readable: out });
+  // A reader that gives up early (a pack past its bounds) destroys the duplex: the process must go
+  // too, or it keeps the job alive.
+  duplex.on("close", () => {
+    stop();
+    child.stdout.destroy();
+    child.stdin.destroy();
   });
-  return Duplex.from({ writable: child.stdin, readable: out });
+  return duplex;
 }

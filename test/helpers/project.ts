@@ -14,7 +14,9 @@ export interface Project {
  * folder and the environment of a push to main. `yml` replaces the config; `store` puts the store
  * elsewhere (a size-limited filesystem, say).
  */
-export function project(opts: { yml?: string; store?: string; cache?: string; prefix?: string } = {}): Project {
+export function project(
+  opts: { yml?: string; store?: string; cache?: string; prefix?: string } = {},
+): Project {
   const dir = tempDir("kcache-proj");
   const cache = opts.cache ?? path.join(dir, "triton-cache");
   const store = opts.store ?? path.join(dir, "store");

@@ -2,46 +2,15 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { buffer } from "node:stream/consumers";
-import { Header } from "tar";
 import { describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore.js";
 import { encodeManifest, MANIFEST_FORMAT, type Manifest } from "../../src/manifest/manifest.js";
 import { EntryDigest } from "../../src/pack/entry-digest.js";
-import { END_OF_ARCHIVE, fileHeader, padding } from "../../src/pack/tar-header.js";
 import { compressStream } from "../../src/pack/zstd.js";
 import { manifestObject, packObject } from "../../src/store/layout.js";
 import { tritonKeyName } from "../fixtures/triton-cache.js";
+import { type Member, tarOf } from "../helpers/hostile-pack.js";
 import { sandbox } from "../helpers/sandbox.js";
-
-type Member =
-  | { type: "File"; path: string; data: string }
-  | { type: "SymbolicLink" | "Link"; path: string; linkpath: string }
-  | { type: "CharacterDevice" | "FIFO" | "Directory"; path: string };
-
-/** A tar stream built member by member, so it can hold what kcache itself would never write. */
-function tarOf(members: Member[]): Buffer {
-  const parts: Buffer[] = [];
-  for (const m of members) {
-    if (m.type === "File") {
-      const data = Buffer.from(m.data);
-      parts.push(fileHeader(m.path, data.length), data, padding(data.length));
-      continue;
-    }
-    const h = new Header({
-      path: m.path,
-      type: m.type,
-      mode: 0o644,
-      size: 0,
-      mtime: new Date(0),
-      ...("linkpath" in m ? { linkpath: m.linkpath } : {}),
-      ...(m.type === "CharacterDevice" ? { devmaj: 1, devmin: 3 } : {}),
-    });
-    h.encode();
-    parts.push(h.block as Buffer);
-  }
-  parts.push(END_OF_ARCHIVE);
-  return Buffer.concat(parts);
-}
 
 describe("unpacking a hostile pack", () => {
   it("writes nothing outside the cache: no '..', absolute paths, symlinks, hard links or devices", async () => {
