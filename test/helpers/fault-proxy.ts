@@ -7,7 +7,9 @@ export type Fault =
   | { kind: "status"; status: number; retryAfter?: string }
   | { kind: "hang" }
   | { kind: "garbage" }
-  | { kind: "truncate"; bytes: number };
+  | { kind: "truncate"; bytes: number }
+  /** Passes the headers and the first `bytes` of the body, then sends nothing more, keeping the connection open. */
+  | { kind: "stall"; bytes: number };
 
 export interface ProxyLog {
   method: string;
@@ -18,7 +20,8 @@ export interface ProxyLog {
 
 /**
  * An HTTP proxy on 127.0.0.1 in front of a real server, that fails requests on purpose: a chosen
- * status with Retry-After, a connection that never answers, a garbage body, a body cut short.
+ * status with Retry-After, a connection that never answers, a garbage body, a body cut short, a body
+ * that stops midway and hangs.
  */
 export async function faultProxy(target: string, choose: (req: http.IncomingMessage, n: number) => Fault) {
   const log: ProxyLog[] = [];
@@ -56,6 +59,16 @@ export async function faultProxy(target: string, choose: (req: http.IncomingMess
       },
       (r) => {
         res.writeHead(r.statusCode ?? 502, r.headers);
+        if (fault.kind === "stall") {
+          hung.push(res);
+          let sent = 0;
+          r.on("data", (d: Buffer) => {
+            const room = fault.bytes - sent;
+            if (room > 0) res.write(d.subarray(0, room));
+            sent += Math.min(Math.max(room, 0), d.length);
+          });
+          return;
+        }
         if (fault.kind !== "truncate") {
           r.pipe(res);
           return;
