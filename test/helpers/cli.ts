@@ -25,3 +25,24 @@ export function runCli(args: string[], opts: { env: NodeJS.ProcessEnv; cwd: stri
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** Starts the built `kcache` and returns at once: the test can kill it (-9) at the moment it chooses. */
+export function startCli(
+  args: string[],
+  opts: { env: NodeJS.ProcessEnv; cwd: string },
+): { pid: number; kill(): void; promise: Promise<CliResult> } {
+  const child = spawn(process.execPath, [BIN, ...args], { env: opts.env, cwd: opts.cwd });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => {
+    stdout += d;
+  });
+  child.stderr.on("data", (d) => {
+    stderr += d;
+  });
+  const promise = new Promise<CliResult>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+  return { pid: child.pid as number, kill: () => child.kill("SIGKILL"), promise };
+}

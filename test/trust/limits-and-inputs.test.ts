@@ -72,3 +72,32 @@ describe("bad input gets a clear error (exit 2), never a stack trace", () => {
     }
   });
 });
+
+describe("--strict means strict on restore", () => {
+  it("a pack with one flipped byte: the entries it spoils are skipped with a warning (exit 0), or exit 3 with --strict", async () => {
+    const p = project();
+    const source = path.join(p.dir, "source");
+    const r = rng(8);
+    for (let i = 0; i < 20; i++) writeKernelEntry(source, tritonKeyName(`flip-${i}`), `k${i}`, 20_000, r);
+    expect((await runCli(["save"], { env: { ...p.env, CACHE_ROOT: source }, cwd: p.dir })).code).toBe(0);
+    const packs = fs
+      .readdirSync(path.join(p.store, "packs"), { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile());
+    const file = path.join(packs[0]?.parentPath as string, packs[0]?.name as string);
+    const bytes = fs.readFileSync(file);
+    const mid = Math.floor(bytes.length / 2);
+    bytes[mid] = (bytes[mid] as number) ^ 0xff;
+    fs.writeFileSync(file, bytes);
+
+    const lenient = await runCli(["restore"], { env: p.env, cwd: p.dir });
+    expect(lenient.code).toBe(0);
+    expect(lenient.stderr).toMatch(/warning: restore of .* incomplete/);
+    expect(corruptEntries(source, p.cache)).toEqual([]);
+    const strict = await runCli(["restore", "--strict"], {
+      env: { ...p.env, CACHE_ROOT: path.join(p.dir, "c2"), KCACHE_STATE_DIR: path.join(p.dir, "s2") },
+      cwd: p.dir,
+    });
+    expect(strict.code).toBe(3);
+    expect(corruptEntries(source, path.join(p.dir, "c2"))).toEqual([]);
+  });
+});

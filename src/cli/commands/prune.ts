@@ -35,6 +35,10 @@ export async function pruneCommand(
   log.info(
     `${verb} ${report.manifestsDeleted.length} keys and ${report.packsDeleted.length} packs (${formatBytes(report.bytesFreed)}); kept ${report.manifestsKept} keys (${formatBytes(report.bytesKept)})`,
   );
+  if (report.packsSpared)
+    log.info(`spared ${report.packsSpared} unreferenced packs that a save in flight is using`);
+  if (report.temporaryReaped)
+    log.info(`removed ${report.temporaryReaped} temporary files left by killed saves`);
 }
 
 function duration(text: string, flag: string): number {
