@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { Header } from "tar";
+import { Header, Pax } from "tar";
 import {
   type EntryRef,
   encodeManifest,
@@ -21,6 +21,8 @@ export type Member =
   /** A regular file of `size` zero bytes, streamed (gigabytes compress to kilobytes). */
   | { type: "Zeros"; path: string; size: number }
   | { type: "SymbolicLink" | "Link"; path: string; linkpath: string }
+  /** A PAX extended header that renames the regular file after it to `paxPath`. */
+  | { type: "PaxOverride"; paxPath: string; path: string; data: string }
   | { type: "CharacterDevice" | "FIFO" | "Directory"; path: string };
 
 const ZEROS = Buffer.alloc(1 << 20);
@@ -30,6 +32,14 @@ export function* tarStream(members: Member[]): Generator<Buffer> {
   for (const m of members) {
     if (m.type === "File") {
       const data = Buffer.from(m.data);
+      yield fileHeader(m.path, data.length);
+      yield data;
+      yield padding(data.length);
+      continue;
+    }
+    if (m.type === "PaxOverride") {
+      const data = Buffer.from(m.data);
+      yield new Pax({ path: m.paxPath, mtime: new Date(0) }).encode();
       yield fileHeader(m.path, data.length);
       yield data;
       yield padding(data.length);

@@ -1,0 +1,82 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { FaultRow } from "./harness.js";
+import { ROWS_DIR } from "./harness.js";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const ORDER = [
+  "kill -9 during save",
+  "kill -9 during restore",
+  "racing savers",
+  "savers racing prune",
+  "hostile",
+  "S3",
+  "full filesystem",
+  "pull-request",
+  "broken config",
+];
+
+/** Builds the CLI the scenarios run, then writes the table of what they measured. */
+export default function setup(): () => void {
+  execFileSync(
+    process.execPath,
+    [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"],
+    {
+      cwd: ROOT,
+      stdio: "inherit",
+    },
+  );
+  fs.rmSync(ROWS_DIR, { recursive: true, force: true });
+  return () => {
+    if (!fs.existsSync(ROWS_DIR)) return;
+    const rows = fs
+      .readdirSync(ROWS_DIR)
+      .map((f) => JSON.parse(fs.readFileSync(path.join(ROWS_DIR, f), "utf8")) as FaultRow)
+      .sort((a, b) => rank(a.fault) - rank(b.fault) || (a.fault < b.fault ? -1 : 1));
+    const table = render(rows);
+    process.stdout.write(`\n${table}\n`);
+    if (process.env.KCACHE_FAULTS_WRITE === "1") {
+      fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });
+      fs.writeFileSync(
+        path.join(ROOT, "bench/results/faults.json"),
+        `${JSON.stringify({ machine: machine(), date: new Date().toISOString().slice(0, 10), rows }, null, 1)}\n`,
+      );
+      const doc = path.join(ROOT, "RELIABILITY.md");
+      const text = fs.readFileSync(doc, "utf8");
+      const start = "<!-- faults:start -->";
+      const end = "<!-- faults:end -->";
+      const block = `${start}\nMeasured by \`KCACHE_FAULTS_WRITE=1 npm run test:faults\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}.\n\n${table}\n${end}`;
+      fs.writeFileSync(doc, text.replace(new RegExp(`${start}[\\s\\S]*${end}`), block));
+    }
+  };
+}
+
+function rank(fault: string): number {
+  const i = ORDER.findIndex((o) => fault.startsWith(o));
+  return i < 0 ? ORDER.length : i;
+}
+
+/** The Markdown table of the rows (also what RELIABILITY.md holds). */
+export function render(rows: FaultRow[]): string {
+  const lines = [
+    "| fault | trials | corrupt restores | writes outside | PR entries in default branch | peak RSS | max wall time | exit codes |",
+    "|---|---|---|---|---|---|---|---|",
+  ];
+  for (const r of rows) {
+    const codes = Object.entries(r.exitCodes)
+      .sort()
+      .map(([c, n]) => `${c}: ${n}`)
+      .join(", ");
+    lines.push(
+      `| ${r.fault} | ${r.trials} | ${r.corruptRestores} | ${r.writesOutside} | ${r.foreignInDefault} | ${r.peakRssMb === null ? "—" : `${r.peakRssMb.toFixed(0)} MB`} | ${r.maxWallS.toFixed(1)} s | ${codes} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+function machine(): string {
+  const cpu = os.cpus()[0]?.model.replace(/\s+/g, " ").trim() ?? "unknown CPU";
+  return `${cpu}, ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}`;
+}
