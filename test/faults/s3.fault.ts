@@ -1,0 +1,129 @@
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
+import { corruptEntries } from "../helpers/entry-compare.js";
+import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
+import { runMeasured } from "../helpers/measured-cli.js";
+import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
+import { tempDir } from "../helpers/sandbox.js";
+import { filesOutside, Tally } from "./harness.js";
+
+let server: S3Server;
+beforeAll(async () => {
+  server = await startS3rver();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const isPack = (url = "") => url.includes("/packs/") || url.includes("packs%2F");
+/** Name, what the proxy does to a request, and whether saves fail too (a fault only on pack downloads spares them). */
+const FAULTS: [string, (url: string, method: string) => Fault | "down", boolean][] = [
+  ["S3 down (connection refused)", () => "down", true],
+  ["S3 hung (never answers)", () => ({ kind: "hang" }), true],
+  [
+    "S3 pack body stalls midway",
+    (u, m) => (m === "GET" && isPack(u) ? { kind: "stall", bytes: 64_000 } : { kind: "pass" }),
+    false,
+  ],
+  [
+    "S3 pack body cut short",
+    (u, m) => (m === "GET" && isPack(u) ? { kind: "truncate", bytes: 64_000 } : { kind: "pass" }),
+    false,
+  ],
+  ["S3 answers 200 with garbage to everything", () => ({ kind: "garbage" }), true],
+  ["S3 answers 503 to everything", () => ({ kind: "status", status: 503 }), true],
+  ["S3 answers 429 to everything", () => ({ kind: "status", status: 429, retryAfter: "1" }), true],
+];
+
+describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
+  it.each(FAULTS)(
+    "%s: restore and save warn (exit 0), exit 3 under --strict, in bounded time",
+    async (name, choose, saveFails) => {
+      const dir = tempDir("kcache-s3f");
+      const source = path.join(dir, "source");
+      generateTritonCache(source, { entries: 30, totalBytes: 3_000_000, seed: 5 });
+      fs.writeFileSync(
+        path.join(dir, "kcache.yml"),
+        `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${name.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 40)}/\n  path-style: true\n  idle-timeout: 2s\n  connect-timeout: 2s\n  retries: 1\n`,
+      );
+      const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
+        PATH: process.env.PATH,
+        HOME: dir,
+        ...S3RVER_CREDENTIALS,
+        GITHUB_REF: "refs/heads/main",
+        GITHUB_SHA: "d".repeat(40),
+        CACHE_ROOT: source,
+        KCACHE_S3_ENDPOINT: server.endpoint,
+        KCACHE_STATE_DIR: path.join(dir, "state"),
+        ...over,
+      });
+      // The key exists in the store; then every call goes through the fault.
+      const first = await runMeasured(["save"], { env: env({}), cwd: dir });
+      expect(first.code).toBe(0);
+      const proxy = await faultProxy(server.endpoint, (req) => {
+        const f = choose(req.url ?? "", req.method ?? "");
+        return f === "down" ? { kind: "pass" } : f;
+      });
+      const endpoint =
+        choose("", "GET") === "down" ? `http://127.0.0.1:${await closedPort()}` : proxy.endpoint;
+      const tally = new Tally(name);
+      try {
+        let i = 0;
+        for (const strict of [false, true]) {
+          const into = path.join(dir, `into-${i}`);
+          const restore = await runMeasured(["restore", ...(strict ? ["--strict"] : [])], {
+            env: env({
+              KCACHE_S3_ENDPOINT: endpoint,
+              CACHE_ROOT: into,
+              KCACHE_STATE_DIR: path.join(dir, `rs-${i}`),
+            }),
+            cwd: dir,
+            timeoutMs: 120_000,
+          });
+          tally.run(restore);
+          if (corruptEntries(source, into).length) tally.row.corruptRestores++;
+          // A job that compiled something new saves it under a new revision.
+          const job = path.join(dir, `job-${i}`);
+          fs.cpSync(source, job, { recursive: true });
+          writeKernelEntry(job, tritonKeyName(`s3-new-${i}`), `n${i}`, 3000, rng(i));
+          const save = await runMeasured(["save", ...(strict ? ["--strict"] : [])], {
+            env: env({
+              KCACHE_S3_ENDPOINT: endpoint,
+              CACHE_ROOT: job,
+              KCACHE_STATE_DIR: path.join(dir, `ss-${i}`),
+              GITHUB_SHA: String(i + 1).repeat(40),
+            }),
+            cwd: dir,
+            timeoutMs: 120_000,
+          });
+          tally.run(save);
+          tally.row.trials += 2;
+          expect(restore.code).toBe(strict ? 3 : 0);
+          expect(save.code).toBe(strict && saveFails ? 3 : 0);
+          expect(`${restore.stderr}${save.stderr}`).not.toMatch(/internal error/);
+          i++;
+        }
+        tally.row.writesOutside = filesOutside(dir, ["kcache.yml", "source"]).filter(
+          (f) => !/^(into|rs|job|ss|state)[^/]*\//.test(f),
+        ).length;
+      } finally {
+        await proxy.close();
+      }
+      const row = tally.save();
+      expect(row).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
+      expect(row.maxWallS).toBeLessThan(60);
+    },
+  );
+});
