@@ -28,7 +28,10 @@ export async function main(argv: string[]): Promise<void> {
     cmd.option("-v, --verbose", "say more about what is done");
     if (opts.json !== false) cmd.option("--json", "print the result as JSON on stdout");
     if (opts.strict !== false)
-      cmd.option("--strict", "fail on store errors and stack pin mismatches instead of warning");
+      cmd.option(
+        "--strict",
+        "exit 3 on any store or data fault (store down, damaged pack, full disk) and 4 on stack pin mismatches, instead of warning",
+      );
     if (opts.revision)
       cmd.option("--revision <rev>", "revision for the key (default: $GITHUB_SHA, then git HEAD)");
     return cmd;
