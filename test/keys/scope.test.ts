@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore.js";
@@ -104,8 +105,11 @@ describe("restore order", () => {
     const sb = sandbox();
     const root = path.join(sb.dir, "triton");
     generateTritonCache(root, { entries: 4, totalBytes: 100_000 });
-    await save(await sb.context({ revision: "1".repeat(40) }));
-    await new Promise((r) => setTimeout(r, 20));
+    const older = await save(await sb.context({ revision: "1".repeat(40) }));
+    // Order by explicit timestamps, not by sleeping: the first key was written a minute earlier.
+    const olderFile = path.join(sb.store, "manifests", "branch%2Fmain", encodeURIComponent(older.primaryKey));
+    const minuteAgo = new Date(Date.now() - 60_000);
+    fs.utimesSync(olderFile, minuteAgo, minuteAgo);
     generateTritonCache(root, { entries: 4, totalBytes: 100_000, seed: 2, prefix: "later" });
     const newer = await save(await sb.context({ revision: "2".repeat(40) }));
 

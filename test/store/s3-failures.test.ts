@@ -72,14 +72,12 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     try {
       const dir = tempDir();
       const ctx = await ctxFor(storeAt(proxy.endpoint, 1000), path.join(dir, "c"), path.join(dir, "s"));
-      const t0 = Date.now();
       const r = await tolerateCacheFailure("restore", false, ctx.log, () => restore(ctx));
-      const elapsed = Date.now() - t0;
       expect(r).toBeNull();
       expect(ctx.log.warnings).toHaveLength(1);
       expect(ctx.log.warnings[0]).toMatch(/^restore skipped: s3:\/\/.*TimeoutError/);
-      expect(proxy.log).toHaveLength(1); // timeouts are not retried
-      expect(elapsed).toBeLessThan(1000 + 2500);
+      // Timeouts are not retried: one request, so one idle timeout, however many retries are allowed.
+      expect(proxy.log).toHaveLength(1);
     } finally {
       await proxy.close();
     }
