@@ -283,7 +283,8 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   let saved: SaveReport | null = null;
   let saveSkipped: string | null = null;
   const s0 = performance.now();
-  if (opts.save === false || profile.save === "never") saveSkipped = "saving is off for this run";
+  if (opts.save === false) saveSkipped = "saving is off for this run (--no-save)";
+  else if (profile.save === "never") saveSkipped = "saving is off for this profile (save: never)";
   else if (firstFailure) saveSkipped = `not saved: ${firstFailure} failed`;
   else {
     saved = await tolerateCacheFailure("save", opts.strict, log, () => save(ctx));

@@ -103,6 +103,8 @@ export async function plantPack(opts: {
   entries: Omit<EntryRef, "pack" | "cache">[];
   /** What the manifest says the pack's entries hold uncompressed (default: the listed entries' bytes). */
   entryBytes?: number;
+  /** Bytes appended after the compressed tar, e.g. a zstd skippable frame that decompressors ignore. */
+  trailer?: Buffer;
 }): Promise<{ packFile: string; packBytes: number }> {
   const scope = opts.scope ?? "branch/main";
   const enc = encodeURIComponent;
@@ -114,6 +116,7 @@ export async function plantPack(opts: {
     await compressStream(1),
     fs.createWriteStream(packFile),
   );
+  if (opts.trailer) fs.appendFileSync(packFile, opts.trailer);
   const packed = fs.readFileSync(packFile);
   const cache = opts.cacheName ?? "triton";
   const manifest: Manifest = {
@@ -170,4 +173,12 @@ export function diskBytes(dir: string): number {
   };
   walk(dir);
   return total;
+}
+
+/** A zstd skippable frame holding `payload`: valid zstd that every decompressor skips. */
+export function skippableFrame(payload: Buffer): Buffer {
+  const head = Buffer.alloc(8);
+  head.writeUInt32LE(0x184d2a50, 0);
+  head.writeUInt32LE(payload.length, 4);
+  return Buffer.concat([head, payload]);
 }

@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { tritonKeyName } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
-import { diskBytes, entryDigest, plantPack } from "../helpers/hostile-pack.js";
+import { diskBytes, entryDigest, plantPack, skippableFrame } from "../helpers/hostile-pack.js";
 import { runMeasured } from "../helpers/measured-cli.js";
 import { project } from "../helpers/project.js";
 
@@ -97,6 +97,31 @@ describe("hostile packs: every member is bounded by what the manifest promises",
       env: { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "s2"), CACHE_ROOT: path.join(p.dir, "c2") },
       cwd: p.dir,
       timeoutMs: 120_000,
+    });
+    expect(strict.code).toBe(3);
+  });
+
+  it("a pack whose bytes are not the ones its manifest names (same size, entries intact) warns, and --strict exits 3", async () => {
+    const p = project();
+    const entry = tritonKeyName("swapped-pack");
+    const { packFile } = await plantPack({
+      store: p.store,
+      key: await keyOf(p),
+      prefix: "trust",
+      members: [{ type: "File", path: `triton/${entry}/k.so`, data: "fifteen bytes!!" }],
+      entries: [{ name: entry, ...tiny }],
+      trailer: skippableFrame(Buffer.from("original")),
+    });
+    // Another pack of the same size whose tar is the same: only the whole-pack digest can tell.
+    const bytes = fs.readFileSync(packFile);
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0x01;
+    fs.writeFileSync(packFile, bytes);
+    const lenient = await runCli(["restore"], { env: p.env, cwd: p.dir });
+    expect(lenient.code).toBe(0);
+    expect(lenient.stderr).toMatch(/pack digest mismatch/);
+    const strict = await runCli(["restore", "--strict"], {
+      env: { ...p.env, CACHE_ROOT: path.join(p.dir, "c2"), KCACHE_STATE_DIR: path.join(p.dir, "s2") },
+      cwd: p.dir,
     });
     expect(strict.code).toBe(3);
   });

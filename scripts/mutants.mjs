@@ -1,0 +1,242 @@
+#!/usr/bin/env node
+// Plants known bugs, one at a time, in a temporary copy of the working tree and runs the tests that
+// stand for the promise each bug breaks. Every planted bug must make those tests fail: a bug that
+// survives is a promise no test keeps. `npm run test:mutants`; CI runs it (.ci/run).
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const isRoot = process.getuid?.() === 0;
+
+/** name, file, exact text (must occur once), its replacement, the tests that must catch it. */
+const MUTANTS = [
+  {
+    name: "group files' child paths not rewritten on restore",
+    file: "src/kinds/triton.ts",
+    find: "childPaths[child] = path.join(root, entryName, path.basename(p));",
+    replace: "childPaths[child] = p;",
+    tests: ["test/cache/relocation.test.ts"],
+  },
+  {
+    name: "a delta save re-uploads reused entries",
+    file: "src/cache/save.ts",
+    find: "const toPack = consolidate ? kept : fresh;",
+    replace: "const toPack = kept;",
+    tests: ["test/cache/save.test.ts"],
+  },
+  {
+    name: "a pull request writes the default branch's scope",
+    file: "src/keys/scope.ts",
+    find: "    if (prLike) {",
+    replace: "    if (prLike && false) {",
+    tests: ["test/keys/scope.test.ts", "test/github/action.test.ts"],
+  },
+  {
+    name: "the per-entry sha256 check skipped",
+    file: "src/pack/pack-reader.ts",
+    find: "if (got !== w.sha256)",
+    replace: "if (false)",
+    tests: ["test/cache/integrity.test.ts"],
+  },
+  {
+    name: "the whole-pack sha256 check skipped",
+    file: "src/pack/pack-reader.ts",
+    find: "else if (got !== pack.sha256)",
+    replace: "else if (false)",
+    tests: ["test/trust/hostile-packs.test.ts"],
+  },
+  {
+    name: "coverage ignores duplicated records",
+    file: "src/checks/coverage.ts",
+    find: "for (const [id, n] of counts) if (n > 1) duplicated.push",
+    replace: "for (const [id, n] of counts) if (n > 1e9) duplicated.push",
+    tests: ["test/checks/checks.test.ts"],
+  },
+  {
+    name: "the restore-prefix fallback dropped",
+    file: "src/keys/key.ts",
+    find: 'for (const p of restorePrefixes) steps.push({ scope, match: "prefix", value: p });',
+    replace: "",
+    tests: ["test/keys/scope.test.ts"],
+  },
+  {
+    name: "short writes on a full disk ignored",
+    file: "src/pack/checked-write.ts",
+    find: "pending = advance(pending, bytesWritten);",
+    replace: "pending = [];",
+    tests: ["test/trust/full-disk.test.ts"],
+    needsRoot: true,
+  },
+  {
+    name: "members not bounded by the manifest's entry size",
+    file: "src/pack/pack-reader.ts",
+    find: "if (c.digest.size + member.size > c.wanted.size || c.digest.files + 1 > c.wanted.files) {",
+    replace: "if (false) {",
+    tests: ["test/trust/hostile-packs.test.ts"],
+  },
+  {
+    name: "a pack's decompressed bytes not bounded",
+    file: "src/pack/pack-reader.ts",
+    find: "if (tarBytes > tarLimit) {",
+    replace: "if (false) {",
+    tests: ["test/trust/hostile-packs.test.ts"],
+  },
+  {
+    name: "entry writes not bounded (open files)",
+    file: "src/pack/pack-reader.ts",
+    find: "while (queued.length && writes.size < MAX_WRITING_ENTRIES) {",
+    replace: "while (queued.length) {",
+    tests: ["test/trust/limits-and-inputs.test.ts"],
+  },
+  {
+    name: "a dir cache writes through a symlink in the cache folder",
+    file: "src/pack/pack-reader.ts",
+    find: 'ensureRealDirs(root, path.posix.dirname(entryName) === "." ? "" : path.posix.dirname(entryName));',
+    replace: "fs.mkdirSync(path.dirname(path.join(root, entryName)), { recursive: true });",
+    tests: ["test/trust/hostile-packs.test.ts"],
+  },
+  {
+    name: "--strict ignores data faults on restore",
+    file: "src/cache/restore.ts",
+    find: "if (ctx.strict && report.faults.length) {",
+    replace: "if (false) {",
+    tests: ["test/trust/limits-and-inputs.test.ts"],
+  },
+  {
+    name: "no idle timeout on S3 bodies",
+    file: "src/store/s3.ts",
+    find: "return withIdleTimeout(r.Body as Readable, settings.idleTimeoutMs, `${where}: reading ${name}`);",
+    replace: "return r.Body as Readable;",
+    tests: ["test/trust/s3-faults.test.ts"],
+  },
+  {
+    name: "a save relies on packs prune condemned",
+    file: "src/cache/save.ts",
+    find: "const unusable = await unusablePacks(store, reusedPacks);",
+    replace: "const unusable = new Set<string>();",
+    tests: ["test/trust/prune-race.test.ts"],
+  },
+  {
+    name: "prune ignores leases of saves in flight",
+    file: "src/cache/prune.ts",
+    find: "if (referenced.has(p.name) || leased(leases.live, p.name)) continue;",
+    replace: "if (referenced.has(p.name)) continue;",
+    tests: ["test/trust/prune-race.test.ts"],
+  },
+  {
+    name: "a kept cache folder not reconciled on restore",
+    file: "src/cache/restore.ts",
+    find: "report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep);",
+    replace: "void keep;",
+    tests: ["test/trust/scope-events.test.ts"],
+  },
+  {
+    name: "the event payload ignored",
+    file: "src/keys/scope.ts",
+    find: "const facts = eventFacts(env);",
+    replace: "const facts: EventFacts = { pr: null, untrusted: false, base: null, defaultBranch: null };",
+    tests: ["test/trust/scope-events.test.ts"],
+  },
+  {
+    name: "a garbage manifest taken for 'the key exists'",
+    file: "src/cache/save.ts",
+    find: "    decodeManifest(data, object);\n    return true;",
+    replace: "    return true;",
+    tests: ["test/trust/s3-faults.test.ts"],
+  },
+  {
+    name: "killed saves' temporary files never reaped",
+    file: "src/store/local.ts",
+    find: "if (gone && !ours) {",
+    replace: "if (false) {",
+    tests: ["test/trust/prune-race.test.ts"],
+  },
+];
+
+/** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */
+function copyTree() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-mutant-"));
+  const files = execFileSync("git", ["ls-files", "-co", "--exclude-standard", "-z"], { cwd: ROOT })
+    .toString()
+    .split("\0")
+    .filter(Boolean);
+  for (const f of files) {
+    const from = path.join(ROOT, f);
+    if (!fs.existsSync(from) || fs.lstatSync(from).isDirectory()) continue;
+    fs.mkdirSync(path.dirname(path.join(dir, f)), { recursive: true });
+    fs.copyFileSync(from, path.join(dir, f));
+  }
+  fs.symlinkSync(path.join(ROOT, "node_modules"), path.join(dir, "node_modules"));
+  return dir;
+}
+
+function runTests(dir, tests) {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--reporter=dot", ...tests],
+      { cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true", NO_COLOR: "1" } },
+    );
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    child.on("close", (code) => resolve({ code, out }));
+  });
+}
+
+async function one(m) {
+  if (m.needsRoot && !isRoot) return { ...m, verdict: "not run (needs root for a tmpfs)" };
+  const dir = copyTree();
+  try {
+    const file = path.join(dir, m.file);
+    const text = fs.readFileSync(file, "utf8");
+    const at = text.indexOf(m.find);
+    if (at < 0 || text.indexOf(m.find, at + 1) >= 0)
+      return {
+        ...m,
+        verdict: `does not apply: the text is not in ${m.file} exactly once; update scripts/mutants.mjs`,
+      };
+    fs.writeFileSync(file, text.replace(m.find, m.replace));
+    const t0 = Date.now();
+    const r = await runTests(dir, m.tests);
+    const seconds = ((Date.now() - t0) / 1000).toFixed(0);
+    // Caught means a test failed on it: a mutant that breaks the build or the setup proves nothing.
+    const failed = /Tests\s+\d+ failed/.test(r.out);
+    const verdict =
+      r.code === 0
+        ? `SURVIVED (${seconds} s)`
+        : failed
+          ? `caught (${seconds} s)`
+          : `BROKE THE SETUP (${seconds} s)`;
+    return { ...m, verdict, out: r.out };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const only = process.argv.slice(2);
+const todo = only.length ? MUTANTS.filter((m) => only.some((o) => m.name.includes(o))) : MUTANTS;
+const results = [];
+let next = 0;
+const workers = Number(process.env.KCACHE_MUTANT_JOBS ?? 2);
+await Promise.all(
+  Array.from({ length: workers }, async () => {
+    while (next < todo.length) {
+      const m = todo[next++];
+      const r = await one(m);
+      process.stdout.write(`${r.verdict.padEnd(24)} ${m.name}\n`);
+      results.push(r);
+    }
+  }),
+);
+const bad = results.filter((r) => !r.verdict.startsWith("caught") && !r.verdict.startsWith("not run"));
+process.stdout.write(
+  `\n${results.length - bad.length} of ${results.length} planted bugs caught or not applicable here\n`,
+);
+for (const r of bad) {
+  process.stdout.write(`\n${r.verdict}: ${r.name} (${r.file}; tests ${r.tests.join(" ")})\n`);
+  if (r.out) process.stdout.write(`${r.out.split("\n").slice(-15).join("\n")}\n`);
+}
+process.exitCode = bad.length ? 1 : 0;
