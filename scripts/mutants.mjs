@@ -153,6 +153,13 @@ const MUTANTS = [
     replace: "if (false) {",
     tests: ["test/trust/prune-race.test.ts"],
   },
+  {
+    name: "allclose ignores max-norm-error",
+    file: "src/checks/allclose.ts",
+    find: "if (maxNorm !== undefined && !(normError <= maxNorm)) {",
+    replace: "if (false) {",
+    tests: ["test/checks/checks.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

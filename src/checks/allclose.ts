@@ -31,9 +31,15 @@ export function allcloseCheck(spec: Spec, fileA: string, fileB: string, name: st
   let worst = -1;
   let worstExcess = 0;
   let bad = 0;
+  let diffSq = 0;
+  let refSq = 0;
   for (let i = 0; i < a.values.length; i++) {
     const x = a.values[i] as number;
     const y = b.values[i] as number;
+    if (Number.isFinite(x) && Number.isFinite(y)) {
+      diffSq += (x - y) ** 2;
+      refSq += y * y;
+    }
     if (Number.isNaN(x) || Number.isNaN(y)) {
       if (spec["equal-nan"] && Number.isNaN(x) && Number.isNaN(y)) continue;
       bad++;
@@ -57,15 +63,25 @@ export function allcloseCheck(spec: Spec, fileA: string, fileB: string, name: st
       }
     }
   }
+  const normError = refSq > 0 ? Math.sqrt(diffSq / refSq) : diffSq > 0 ? Number.POSITIVE_INFINITY : 0;
   const details = {
     shape: a.shape,
     dtype: a.dtype,
     maxAbsError: maxAbs,
     maxRelError: maxRel,
+    normError,
     mismatched: bad,
     worstIndex: worst >= 0 ? unravel(worst, a.shape) : null,
   };
-  const errors = `max abs error ${fmt(maxAbs)}, max rel error ${fmt(maxRel)}`;
+  const errors = `max abs error ${fmt(maxAbs)}, max rel error ${fmt(maxRel)}, relative L2 error ${fmt(normError)}`;
+  const maxNorm = spec["max-norm-error"];
+  if (maxNorm !== undefined && !(normError <= maxNorm)) {
+    return result(
+      false,
+      `${fileA} vs ${fileB}: relative L2 error ${fmt(normError)} exceeds max-norm-error ${maxNorm} (${bad} of ${a.values.length} values beyond rtol=${spec.rtol} atol=${spec.atol}; ${errors})`,
+      details,
+    );
+  }
   if (bad === 0)
     return result(
       true,

@@ -113,6 +113,11 @@ export const checkSchema = z.discriminatedUnion("type", [
       rtol: z.number().nonnegative().default(1e-5),
       atol: z.number().nonnegative().default(1e-8),
       "equal-nan": z.boolean().default(true),
+      /**
+       * The largest relative L2 error ||a - b|| / ||b|| allowed. atol alone lets a wrong kernel pass when
+       * outputs are small; a bound on the whole array's relative error does not.
+       */
+      "max-norm-error": z.number().positive().optional(),
       /** How to read 2-byte void arrays (ml_dtypes' bfloat16 is saved as '<V2'). */
       dtype: z.enum(["bfloat16"]).optional(),
     })

@@ -193,6 +193,32 @@ describe("allclose", () => {
     },
   );
 
+  it("with max-norm-error, fails a wrong kernel whose small outputs atol alone would let pass", async () => {
+    const dir = tempDir();
+    // A reference of small values (fp16 matmul outputs near zero) and a kernel off by 50% everywhere.
+    const ref = Array.from({ length: 64 }, (_, i) => 0.01 * Math.sin(i + 1));
+    writeNpy(path.join(dir, "ref.npy"), "f4", [8, 8], ref);
+    writeNpy(
+      path.join(dir, "wrong.npy"),
+      "f4",
+      [8, 8],
+      ref.map((v) => v * 1.5),
+    );
+    writeNpy(
+      path.join(dir, "right.npy"),
+      "f4",
+      [8, 8],
+      ref.map((v) => v * (1 + 1e-4)),
+    );
+    const loose = { type: "allclose", b: "ref.npy", rtol: 0.01, atol: 0.05 };
+    expect(await check(dir, { ...loose, a: "wrong.npy" })).toMatchObject({ passed: true });
+    const bounded = { ...loose, "max-norm-error": 0.005 };
+    const wrong = await check(dir, { ...bounded, a: "wrong.npy" });
+    expect(wrong.passed).toBe(false);
+    expect(wrong.message).toMatch(/relative L2 error 5\.000e-1 exceeds max-norm-error 0\.005/);
+    expect(await check(dir, { ...bounded, a: "right.npy" })).toMatchObject({ passed: true });
+  });
+
   it("treats NaN as equal to NaN only, and names a shape mismatch", async () => {
     const dir = tempDir();
     writeNpy(path.join(dir, "a.npy"), "f4", [3], [1, Number.NaN, 3]);

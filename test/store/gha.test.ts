@@ -22,11 +22,10 @@ describe("GitHub cache store conformance, against the v2 cache protocol on Azuri
   storeConformance(
     (): Backend => ({
       store: ghaStore({ timeoutMs: 60_000, dir }),
-      atomicCreate: true,
       fullListing: false,
-      canDelete: false,
       listTickMs: 20,
       tamper: (object, data) => server.tamper(object, data),
     }),
+    { atomicCreate: true, canDelete: false },
   );
 });

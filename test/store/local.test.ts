@@ -7,9 +7,9 @@ describe("local store conformance", () => {
   storeConformance(
     (): Backend => ({
       store: localStore(tempDir("local-store")),
-      atomicCreate: true,
       fullListing: true,
       listTickMs: 20,
     }),
+    { atomicCreate: true, canDelete: true },
   );
 });
