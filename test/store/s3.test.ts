@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_S3, s3Store } from "../../src/store/s3.js";
 import { conditionalProxy } from "../helpers/conditional-proxy.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";

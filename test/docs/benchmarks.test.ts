@@ -1,0 +1,64 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const doc = () => fs.readFileSync(path.join(ROOT, "BENCHMARKS.md"), "utf8");
+
+interface Spread {
+  median: number;
+  min: number;
+  max: number;
+}
+interface Side {
+  cold: Spread;
+  warm: Spread;
+  savedSeconds: number;
+  reductionPct: number;
+}
+
+/** A Markdown table row's cells, by the row's first cell. */
+function row(text: string, first: string): string[] {
+  const line = text.split("\n").find((l) => l.startsWith("|") && l.split("|")[1]?.trim() === first);
+  if (!line) throw new Error(`BENCHMARKS.md has no table row "${first}"`);
+  return line
+    .split("|")
+    .slice(1, -1)
+    .map((c) => c.trim());
+}
+
+const s = (v: number) => v.toFixed(2);
+
+describe("BENCHMARKS.md figures match their raw files", () => {
+  it("the GPU kcache compare table is bench/results/gpu-compare.json's summary", () => {
+    const raw = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/gpu-compare.json"), "utf8")) as {
+      summary: Side & {
+        commands: (Side & { name: string })[];
+        kernelsCompiled: { cold: number[]; warm: number[] };
+      };
+    };
+    const text = doc();
+    const sides: [string, Side][] = [
+      ...raw.summary.commands.map((c) => [c.name, c] as [string, Side]),
+      ["whole profile", raw.summary],
+    ];
+    for (const [name, side] of sides) {
+      const cells = row(text, name);
+      expect(cells[1], name).toBe(`${s(side.cold.median)} s (${s(side.cold.min)}–${s(side.cold.max)})`);
+      expect(cells[2], name).toBe(`${s(side.warm.median)} s (${s(side.warm.min)}–${s(side.warm.max)})`);
+      expect(cells[3], name).toBe(`${s(side.savedSeconds)} s`);
+      expect(cells[4], name).toBe(`${side.reductionPct.toFixed(1)}%`);
+    }
+    const k = raw.summary.kernelsCompiled;
+    expect(text).toContain(`Kernels compiled per run: cold ${k.cold.join(", ")}; warm ${k.warm.join(", ")}`);
+  });
+
+  it("the per-case range quoted in prose is the raw file's", () => {
+    const raw = fs.readFileSync(path.join(ROOT, "bench/results/gpu-compare.json"), "utf8");
+    const medians = [...raw.matchAll(/"(?:base|head)":\s*([0-9.e-]+)/g)].map((m) => Number(m[1]));
+    const us = (v: number) => Math.round(v * 1000);
+    expect(doc()).toContain(
+      `These kernels run for ${us(Math.min(...medians))} to ${us(Math.max(...medians))} microseconds`,
+    );
+  });
+});
