@@ -106,6 +106,8 @@ describe("unpacking a hostile pack", () => {
       .map((e) => path.relative(sb.dir, path.join(e.parentPath, e.name)))
       .filter((p) => !p.startsWith("store/") && !p.startsWith("state/"));
     expect(everything.sort()).toEqual([`deep/triton/${good}/k.cubin`, `deep/triton/${good}/k.json`]);
-    expect(fs.existsSync("/escape-dotdot.txt")).toBe(false);
+    // Where "triton/../../escape-dotdot.txt" would land if '..' were followed from the cache root.
+    expect(fs.existsSync(path.join(dest, "..", "..", "escape-dotdot.txt"))).toBe(false);
+    expect(fs.existsSync(path.join(dest, "..", "..", "..", "escape-inner.txt"))).toBe(false);
   });
 });
