@@ -123,7 +123,14 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
       }
     });
   });
-  const store = resolveStore(cfg.store, env, cwd, expand);
+  let store: StoreConfig;
+  try {
+    store = resolveStore(cfg.store, env, cwd, expand);
+  } catch (e) {
+    if (e instanceof ConfigError && !e.message.startsWith(source))
+      throw new ConfigError(`${source}: ${e.message}`);
+    throw e;
+  }
 
   const pins: Record<string, string> = {};
   for (const [k, v] of Object.entries(cfg.stack.pins)) pins[k] = expand(v, `stack.pins.${k}`);
@@ -144,20 +151,36 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
       compressionLevel: cfg.save["compression-level"],
     },
     stack: { python: cfg.stack.python, pins },
-    profiles: expandProfiles(cfg.profiles, expand),
+    // Interpolated when a profile runs (expandProfile), with that run's environment: a variable only
+    // one profile's run sets must not break `kcache stack` or another profile.
+    profiles: cfg.profiles,
     github: cfg.github,
   };
 }
 
-/** Expands ${VAR} in the paths of profiles (workdirs and check files); commands are left to the shell. */
-function expandProfiles(
-  profiles: Record<string, ProfileSpec>,
-  expand: (value: string, field: string) => string,
-): Record<string, ProfileSpec> {
-  const out: Record<string, ProfileSpec> = {};
-  for (const [name, p] of Object.entries(profiles)) {
+/**
+ * Expands ${VAR} in one profile's paths (workdir, compare file, check files) with the environment its
+ * run has: `env` plus the profile's own `env:`. Commands are left to the shell.
+ */
+export function expandProfile(
+  source: string,
+  name: string,
+  p: ProfileSpec,
+  env: NodeJS.ProcessEnv,
+): ProfileSpec {
+  const runEnv = { ...env, ...p.env };
+  const expand = (value: string, field: string): string => {
+    const r = interpolate(value, runEnv);
+    if (!r.ok) {
+      throw new ConfigError(
+        `${source}: ${field}: environment variable ${r.missing} is not set; set it (in the profile's env: too), or give a default as \${${r.missing}:-/some/path}`,
+      );
+    }
+    return r.value;
+  };
+  {
     const at = `profiles.${name}`;
-    out[name] = {
+    return {
       ...p,
       workdir: p.workdir === undefined ? undefined : expand(p.workdir, `${at}.workdir`),
       compare: p.compare ? { ...p.compare, file: expand(p.compare.file, `${at}.compare.file`) } : undefined,
@@ -171,7 +194,6 @@ function expandProfiles(
       }),
     };
   }
-  return out;
 }
 
 function formatIssue(source: string, issue: z.core.$ZodIssue | undefined): string {

@@ -49,7 +49,8 @@ export const s3StoreSchema = z
     /** Prepended to every object name, e.g. "ci/kcache/". */
     prefix: z.string().default(""),
     region: z.string().min(1).optional(),
-    endpoint: z.string().url().optional(),
+    /** Checked as a URL once ${VAR} is expanded (config/store-config.ts). */
+    endpoint: z.string().min(1).optional(),
     "path-style": z.boolean().default(false),
     "conditional-writes": z.enum(["auto", "always", "never"]).default("auto"),
     checksums: z.enum(["when-supported", "when-required"]).default("when-supported"),

@@ -48,7 +48,10 @@ export function resolveStore(
       region: spec.region
         ? expand(spec.region, "store.region")
         : (env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1"),
-      endpoint: spec.endpoint ? expand(spec.endpoint, "store.endpoint") : env.KCACHE_S3_ENDPOINT,
+      endpoint: checkedUrl(
+        spec.endpoint ? expand(spec.endpoint, "store.endpoint") : env.KCACHE_S3_ENDPOINT,
+        spec.endpoint ? "store.endpoint" : "$KCACHE_S3_ENDPOINT",
+      ),
       pathStyle: spec["path-style"],
       conditionalWrites: spec["conditional-writes"],
       checksums: spec.checksums,
@@ -88,4 +91,18 @@ function defaultLocal(env: NodeJS.ProcessEnv): string {
 /** "ci/kcache" and "ci/kcache/" both mean objects under ci/kcache/. */
 function normalisePrefix(p: string): string {
   return p && !p.endsWith("/") ? `${p}/` : p;
+}
+
+/** An endpoint as given, once it parses as an http(s) URL; ConfigError naming the field otherwise. */
+function checkedUrl(value: string | undefined, field: string): string | undefined {
+  if (!value) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`${field}: "${value}" is not a URL; write it as https://host[:port]`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:")
+    throw new ConfigError(`${field}: "${value}" is not an http(s) URL; write it as https://host[:port]`);
+  return value;
 }

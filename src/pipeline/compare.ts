@@ -77,7 +77,7 @@ export async function compare(
   opts: RunOptions & { rounds: number; records?: CompareSpec },
 ): Promise<CompareReport> {
   const cwd = opts.cwd ?? process.cwd();
-  const { profile, config } = profileConfig(opts.config, opts.profileName);
+  const { profile, config } = profileConfig(opts.config, opts.profileName, opts.env ?? process.env);
   const spec = opts.records ?? profile.compare;
   const outDir = path.resolve(cwd, opts.outDir);
   const ctx = await profileJobContext(opts, config);

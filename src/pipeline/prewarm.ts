@@ -27,7 +27,7 @@ export interface PrewarmReport {
  */
 export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Promise<PrewarmReport> {
   const cwd = opts.cwd ?? process.cwd();
-  const { config } = profileConfig(opts.config, opts.profileName);
+  const { config } = profileConfig(opts.config, opts.profileName, opts.env ?? process.env);
   const ctx = await profileJobContext(opts, config);
   const done = (
     outcome: PrewarmReport["outcome"],

@@ -7,7 +7,7 @@ import { tolerateCacheFailure } from "../cache/tolerate.js";
 import type { CheckResult } from "../checks/check.js";
 import { runCheck } from "../checks/run-checks.js";
 import { parseDuration } from "../config/durations.js";
-import type { Config } from "../config/load.js";
+import { type Config, expandProfile } from "../config/load.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
 import { ConfigError, ExitCode } from "../errors.js";
 import type { Log } from "../log.js";
@@ -106,14 +106,19 @@ export function profileJobContext(opts: RunOptions, config: Config): Promise<Job
 }
 
 /** The profile with its caches and prefix applied to the configuration. */
-export function profileConfig(config: Config, name: string): { profile: ProfileSpec; config: Config } {
-  const profile = config.profiles[name];
-  if (!profile) {
+export function profileConfig(
+  config: Config,
+  name: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { profile: ProfileSpec; config: Config } {
+  const raw = config.profiles[name];
+  if (!raw) {
     const known = Object.keys(config.profiles);
     throw new ConfigError(
       `${config.source}: no profile "${name}"${known.length ? `; profiles are ${known.map((k) => `"${k}"`).join(", ")}` : "; add one under profiles:"}`,
     );
   }
+  const profile = expandProfile(config.source, name, raw, env);
   const caches = profile.caches
     ? config.caches.filter((c) => profile.caches?.includes(c.name))
     : config.caches;
@@ -132,7 +137,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const { log } = opts;
-  const { profile, config } = profileConfig(opts.config, opts.profileName);
+  const { profile, config } = profileConfig(opts.config, opts.profileName, env);
   const ctx = await profileJobContext(opts, config);
   const outDir = path.resolve(cwd, opts.outDir);
   fs.mkdirSync(path.join(outDir, "logs"), { recursive: true });

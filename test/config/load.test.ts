@@ -2,6 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig, resolveConfig } from "../../src/config/load.js";
+import { profileConfig } from "../../src/pipeline/run-profile.js";
+import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/sandbox.js";
 
 const env = { HOME: "/home/ci", RUNNER_TEMP: "/runner/_temp" };
@@ -168,5 +170,35 @@ describe("kcache.yml", () => {
         "/",
       ),
     ).toThrow(/store\.idle-timeout: use a number and a unit/);
+  });
+
+  it("interpolates a profile's paths when that profile runs, not when any command loads the file", async () => {
+    const dir = tempDir();
+    fs.writeFileSync(
+      path.join(dir, "kcache.yml"),
+      "caches:\n  - {name: t, kind: triton, path: /tmp/kcache-lazy}\nprofiles:\n  bench:\n    env: {RESULTS: out}\n    commands: [{name: a, run: 'true'}]\n    checks:\n      - {type: finite-positive, file: '${RESULTS}/r.json', fields: [ms]}\n      - {type: finite-positive, file: '${ONLY_IN_CI}/r.json', fields: [ms]}\n",
+    );
+    const r = await runCli(["stack", "--json"], { env: { PATH: process.env.PATH, HOME: dir }, cwd: dir });
+    expect(r.stderr).not.toMatch(/not set/);
+    expect(r.code).toBe(0);
+    const config = loadConfig({ cwd: dir, env: {} });
+    expect(() => profileConfig(config, "bench", {})).toThrow(
+      /profiles\.bench\.checks\[1\]\.file: environment variable ONLY_IN_CI is not set/,
+    );
+    const { profile } = profileConfig(config, "bench", { ONLY_IN_CI: "/ci" });
+    // The profile's own env: sets RESULTS for its run.
+    expect(profile.checks.map((c) => (c as { file: string }).file)).toEqual(["out/r.json", "/ci/r.json"]);
+  });
+
+  it("checks an S3 endpoint as a URL after ${VAR} is expanded, naming the field", () => {
+    const raw = {
+      caches: [{ name: "t", kind: "triton", path: "/tmp/x" }],
+      store: { type: "s3", bucket: "abc", endpoint: "${S3}" },
+    };
+    const ok = resolveConfig(raw, "kcache.yml", { S3: "http://127.0.0.1:9000" }, "/");
+    expect(ok.store).toMatchObject({ type: "s3", endpoint: "http://127.0.0.1:9000" });
+    expect(() => resolveConfig(raw, "kcache.yml", { S3: "minio:9000" }, "/")).toThrow(
+      /kcache\.yml: store\.endpoint: "minio:9000" is not an http\(s\) URL|kcache\.yml: store\.endpoint: "minio:9000" is not a URL/,
+    );
   });
 });
