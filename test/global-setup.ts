@@ -1,8 +1,32 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import path from "node:path";
 
-/** CLI tests run the real bin/kcache.js, so the build must match the source under test. */
+/** What the suite runs besides Node, and the Debian package of each. */
+const TOOLS: [string, string][] = [
+  ["zstd", "zstd"],
+  ["tar", "tar"],
+  ["git", "git"],
+  ["python3", "python3"],
+  ["chromium", "chromium"],
+];
+
+/** The install line the README's quick start gives. */
+export const INSTALL_LINE = "sudo apt-get install -y zstd tar git python3 chromium";
+
+/**
+ * Stops the suite in its first seconds when a system tool it needs is missing (rather than failing
+ * midway), then builds build/: CLI tests run the real bin/kcache.js, so the build must match the
+ * source under test.
+ */
 export default function setup(): void {
+  const missing = TOOLS.filter(
+    ([cmd]) => spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status !== 0,
+  );
+  if (missing.length) {
+    throw new Error(
+      `the test suite needs ${missing.map(([c]) => c).join(", ")}, not found on PATH; install with: ${INSTALL_LINE} (on Debian/Ubuntu; .ci/run does this)`,
+    );
+  }
   const root = path.resolve(import.meta.dirname, "..");
   execFileSync(
     process.execPath,
