@@ -4,7 +4,7 @@ import { primaryKey, stackPrefix } from "../keys/key.js";
 import { checkRevision, currentRevision } from "../keys/revision.js";
 import { type ScopePlan, scopePlan } from "../keys/scope.js";
 import type { Log } from "../log.js";
-import type { Progress } from "../report/progress.js";
+import type { Progress } from "../progress.js";
 import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
 import { openStore } from "../store/open.js";
 import type { Store } from "../store/store.js";

@@ -4,6 +4,7 @@ import { performance } from "node:perf_hooks";
 import { IntegrityError } from "../errors.js";
 import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
+import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
 import { makeStaging, type PackReadResult, type RestoreTarget, readPack } from "../pack/pack-reader.js";
 import { entrySignature } from "./entry-signature.js";
@@ -101,17 +102,12 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   const present = await presentEntries(ctx, match.manifest, targets);
   report.entriesPresent = present.length;
   try {
-    const results = await readPacks(
-      ctx,
-      match.manifest,
-      targets,
-      new Set(present.map((e) => `${e.cache}\0${e.name}`)),
-    );
+    const results = await readPacks(ctx, match.manifest, targets, new Set(present.map(entryId)));
     const packErrors: string[] = [];
     const problems: string[] = [];
     for (const { refs, result } of results) {
-      const ok = new Set(result.restored.map((w) => `${w.cache}\0${w.name}`));
-      for (const r of refs) if (ok.has(`${r.cache}\0${r.name}`)) restored.push(r);
+      const ok = new Set(result.restored.map(entryId));
+      for (const r of refs) if (ok.has(entryId(r))) restored.push(r);
       report.bytesDownloaded += result.bytes;
       report.entriesBad += result.bad.length;
       report.membersRefused += result.refused.length;
@@ -204,7 +200,7 @@ async function readPacks(
 ): Promise<{ refs: EntryRef[]; result: PackReadResult }[]> {
   const byPack = new Map<number, EntryRef[]>();
   for (const e of manifest.entries) {
-    if (!targets.has(e.cache) || skip.has(`${e.cache}\0${e.name}`)) continue;
+    if (!targets.has(e.cache) || skip.has(entryId(e))) continue;
     const list = byPack.get(e.pack) ?? [];
     list.push(e);
     byPack.set(e.pack, list);

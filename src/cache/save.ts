@@ -2,6 +2,7 @@ import { performance } from "node:perf_hooks";
 import { IntegrityError, StoreError } from "../errors.js";
 import type { CacheKind, FoundEntry } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
+import { entryId } from "../manifest/entry-id.js";
 import {
   decodeManifest,
   type EntryRef,
@@ -53,7 +54,7 @@ interface Present {
   size: number;
 }
 
-const id = (cache: string, name: string) => `${cache}\0${name}`;
+const id = (cache: string, name: string) => entryId({ cache, name });
 
 /**
  * Saves the caches under the primary key in this run's scope. Only entries the parent manifest lacks

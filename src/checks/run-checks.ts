@@ -1,5 +1,5 @@
 import type { CheckSpec } from "../config/profile-schema.js";
-import { runCommand } from "../pipeline/run-command.js";
+import { runCommand } from "../process/run-command.js";
 import { agreeCheck } from "./agree.js";
 import { allcloseCheck } from "./allclose.js";
 import { type CheckResult, ResultFileError } from "./check.js";

@@ -2,15 +2,6 @@ import { Command, CommanderError, Option } from "commander";
 import { ExitCode, KcacheError } from "../errors.js";
 import { VERSION } from "../version.js";
 
-/** Options every command takes. */
-export interface GlobalOptions {
-  config?: string;
-  strict?: boolean;
-  json?: boolean;
-  verbose?: boolean;
-  revision?: string;
-}
-
 /**
  * Declares the commands; each lives in its own module under commands/ and is imported only when
  * run, so `kcache --help` and the fast commands start quickly. One error boundary maps known errors

@@ -1,8 +1,8 @@
 import { type JobContext, jobContext } from "../cache/job-context.js";
 import { type Config, loadConfig } from "../config/load.js";
 import { createLog, type Log } from "../log.js";
-import { stderrProgress } from "../report/progress.js";
-import type { GlobalOptions } from "./main.js";
+import { stderrProgress } from "../progress.js";
+import type { GlobalOptions } from "./options.js";
 
 /** Loads the config and a log for a command. */
 export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {

@@ -3,6 +3,7 @@ import path from "node:path";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
+import type { CacheKindName } from "../kinds/kind.js";
 import { interpolate } from "./interpolate.js";
 import type { ProfileSpec } from "./profile-schema.js";
 import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
@@ -10,7 +11,7 @@ import { resolveStore, type StoreConfig } from "./store-config.js";
 
 export interface CacheConfig {
   name: string;
-  kind: "triton" | "dir";
+  kind: CacheKindName;
   /** Absolute path after interpolation. */
   path: string;
   /** Variable that points the job at this cache. */

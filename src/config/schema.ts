@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 import { parseDuration } from "./durations.js";
 import { profileSchema } from "./profile-schema.js";
 
@@ -21,7 +22,7 @@ const cacheName = z
 export const cacheSchema = z
   .object({
     name: cacheName,
-    kind: z.enum(["triton", "dir"]),
+    kind: z.enum(CACHE_KIND_NAMES),
     path: z.string().min(1),
     /** Environment variable that points the job at this cache (TRITON_CACHE_DIR for a triton cache). */
     env: z

@@ -6,12 +6,13 @@ import { save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { type Config, loadConfig } from "../config/load.js";
 import { KcacheError } from "../errors.js";
+import { tritonKind } from "../kinds/triton.js";
 import type { Log } from "../log.js";
 import { prewarm } from "../pipeline/prewarm.js";
 import { defaultOutDir, profileConfig, type RunReport, runProfile } from "../pipeline/run-profile.js";
-import { checkAnnotations, Outputs, runOutputs } from "../report/github.js";
-import { stderrProgress } from "../report/progress.js";
+import { stderrProgress } from "../progress.js";
 import { runMarkdown } from "../report/run-markdown.js";
+import { checkAnnotations, Outputs, runOutputs } from "./outputs.js";
 
 /** The action's inputs; names and meanings follow actions/cache where they overlap. */
 export const Inputs = {
@@ -58,8 +59,8 @@ function actionConfig(mode: Mode): { config: Config; profile: string | undefined
     config = {
       ...config,
       caches: paths.map((p, i) => ({
-        name: i === 0 ? "triton" : `triton-${i + 1}`,
-        kind: "triton" as const,
+        name: i === 0 ? tritonKind.kind : `${tritonKind.kind}-${i + 1}`,
+        kind: tritonKind.kind,
         path: path.resolve(p.replace(/^~(?=\/|$)/, process.env.HOME ?? "~")),
         env: i === 0 ? "TRITON_CACHE_DIR" : undefined,
       })),

@@ -5,6 +5,7 @@ import { type CacheKind, type EntryFile, KCACHE_PRIVATE_PREFIX, type ScanResult 
 /** Any directory, file by file: each regular file is an entry, stored byte for byte. */
 export const dirKind: CacheKind = {
   kind: "dir",
+  entryShape: "file",
 
   async scan(root: string): Promise<ScanResult> {
     const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, otherFiles: 0 };

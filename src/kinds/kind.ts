@@ -24,12 +24,18 @@ export interface ScanResult {
   otherFiles: number;
 }
 
+/** The kinds of cache kcache knows; `kind:` in kcache.yml and manifests names one. */
+export const CACHE_KIND_NAMES = ["triton", "dir"] as const;
+export type CacheKindName = (typeof CACHE_KIND_NAMES)[number];
+
 /**
  * A cache kind says what an entry is in one kind of cache directory: how to find entries, when one is
  * complete, and how its bytes differ between where it was saved and where it is restored.
  */
 export interface CacheKind {
-  readonly kind: "triton" | "dir";
+  readonly kind: CacheKindName;
+  /** An entry is a top-level folder of files (`<cache>/<entry>/<file>` in a pack) or a single file (`<cache>/<path>`). */
+  readonly entryShape: "folder" | "file";
   /** Lists candidate entries with their files' stats; reads no file contents. */
   scan(root: string): Promise<ScanResult>;
   /** Why an entry may not be saved, or null when it is complete. Reads what it must (group files). */

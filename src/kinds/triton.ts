@@ -24,6 +24,7 @@ const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.=+-]*$/;
 
 export const tritonKind: CacheKind = {
   kind: "triton",
+  entryShape: "folder",
 
   async scan(root: string): Promise<ScanResult> {
     const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, otherFiles: 0 };

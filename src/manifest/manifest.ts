@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { IntegrityError } from "../errors.js";
+import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 
 export const MANIFEST_FORMAT = "kcache-manifest/1";
 
@@ -42,7 +43,7 @@ export const manifestSchema = z.object({
   producer: z.string(),
   /** Key of the manifest this one was saved on top of (delta save), if any. */
   parent: z.string().nullable(),
-  caches: z.array(z.object({ name: z.string(), kind: z.enum(["triton", "dir"]) })),
+  caches: z.array(z.object({ name: z.string(), kind: z.enum(CACHE_KIND_NAMES) })),
   packs: z.array(packRefSchema),
   entries: z.array(entryRefSchema),
 });

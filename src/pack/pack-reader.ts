@@ -6,6 +6,7 @@ import { type Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { Parser, type ReadEntry } from "tar";
 import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { entryId } from "../manifest/entry-id.js";
 import { createFileFully, writeFullySync } from "./checked-write.js";
 import { DigestStream } from "./digest-stream.js";
 import { EntryDigest } from "./entry-digest.js";
@@ -102,7 +103,7 @@ export async function readPack(
   onBytes?: (n: number) => void,
 ): Promise<PackReadResult> {
   const result: PackReadResult = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
-  const byId = new Map(wanted.map((w) => [`${w.cache}\0${w.name}`, w]));
+  const byId = new Map(wanted.map((w) => [entryId(w), w]));
   const seen = new Set<string>();
   let current: Current | null = null;
   const writes = new Set<Promise<void>>();
@@ -175,7 +176,7 @@ export async function readPack(
       return;
     }
     const { cache, entryName, rel, target } = located;
-    const id = `${cache}\0${entryName}`;
+    const id = entryId({ cache, name: entryName });
     if (!current || current.id !== id) {
       if (current) finish(current);
       current = null;
@@ -291,7 +292,7 @@ export async function readPack(
   }
   result.bytes = digest.bytes;
   for (const w of wanted) {
-    const id = `${w.cache}\0${w.name}`;
+    const id = entryId(w);
     if (!seen.has(id)) {
       result.bad.push({
         entry: `${w.cache}/${w.name}`,
@@ -309,7 +310,7 @@ export async function readPack(
 async function writeEntry(c: Current): Promise<void> {
   if (c.bad) throw new Error(c.bad);
   const kind = c.target.kind;
-  const isDir = kind.kind === "triton";
+  const isDir = kind.entryShape === "folder";
   await fs.promises.mkdir(isDir ? c.staged : path.dirname(c.staged), { recursive: true });
   const dest = (rel: string) => (rel ? path.join(c.staged, rel) : c.staged);
   // One file at a time per entry: with MAX_WRITING_ENTRIES entries per pack, open files stay bounded.
@@ -340,7 +341,7 @@ function locate(
   if (!target) return "not a configured cache";
   let entryName: string;
   let rel: string;
-  if (target.kind.kind === "triton") {
+  if (target.kind.entryShape === "folder") {
     if (rest.length !== 2) return "not <cache>/<entry>/<file>";
     entryName = rest[0] as string;
     rel = rest[1] as string;

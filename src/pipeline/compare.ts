@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
+import { diffRecords, medianOf, type RecordDiff } from "../checks/record-diff.js";
 import { type ResultRecord, readRecords } from "../checks/records.js";
 import type { CompareSpec } from "../config/profile-schema.js";
-import { diffRecords, medianOf, type RecordDiff } from "../report/record-diff.js";
 import { manifestObject } from "../store/layout.js";
 import {
   profileConfig,

@@ -11,11 +11,11 @@ import { type Config, expandProfile } from "../config/load.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
 import { ConfigError, ExitCode } from "../errors.js";
 import type { Log } from "../log.js";
+import { deviceEnv } from "../process/devices.js";
+import { runCommand } from "../process/run-command.js";
 import type { StackFingerprint } from "../stack/fingerprint.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
-import { deviceEnv } from "./devices.js";
-import { runCommand } from "./run-command.js";
 
 export const RUN_REPORT_SCHEMA = "kcache-run-report/1";
 

@@ -1,5 +1,5 @@
+import { formatRange } from "../checks/record-diff.js";
 import type { CompareReport } from "../pipeline/compare.js";
-import { formatRange } from "./record-diff.js";
 
 const s = (v: number) => `${v.toFixed(2)} s`;
 

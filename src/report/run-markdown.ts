@@ -1,5 +1,5 @@
+import { formatBytes } from "../format.js";
 import type { RunReport, Stage } from "../pipeline/run-profile.js";
-import { formatBytes } from "./format.js";
 
 const STATUS: Record<Stage["status"], string> = { ok: "✅", failed: "❌", skipped: "⏭️", warned: "⚠️" };
 

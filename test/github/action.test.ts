@@ -1,11 +1,10 @@
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { Inputs } from "../../src/github/action.js";
-import { Outputs } from "../../src/report/github.js";
+import { Outputs } from "../../src/github/outputs.js";
 import { tempDir } from "../helpers/sandbox.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -14,9 +13,13 @@ const DIST_ACTION = path.join(ROOT, "dist", "action.mjs");
  * The behaviour tests run the action bundled from src/ now, not the committed dist/: a change in src/
  * is caught by a behaviour test, and the staleness test below says when dist/ must be rebuilt.
  */
-const ACTION = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "kcache-action-")), "action.mjs");
+// Beside dist/action.mjs, so it finds python/ and package.json as the shipped action does (ignored by git).
+const ACTION = path.join(ROOT, "dist", `.test-action-${process.pid}.mjs`);
 beforeAll(() => {
   execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), ACTION], { cwd: ROOT });
+});
+afterAll(() => {
+  fs.rmSync(ACTION, { force: true });
 });
 const SIM = path.join(ROOT, "demo", "sim");
 const actionYml = parse(fs.readFileSync(path.join(ROOT, "action.yml"), "utf8")) as {

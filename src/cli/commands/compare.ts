@@ -1,11 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { UsageError } from "../../errors.js";
+import { writeStepSummary } from "../../github/outputs.js";
 import { compare } from "../../pipeline/compare.js";
 import { compareHtml } from "../../report/compare-html.js";
 import { compareMarkdown } from "../../report/compare-markdown.js";
-import { writeStepSummary } from "../../report/github.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function compareCommand(

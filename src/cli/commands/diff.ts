@@ -1,6 +1,6 @@
+import { diffRecords, formatRange } from "../../checks/record-diff.js";
 import { readRecords } from "../../checks/records.js";
 import { UsageError } from "../../errors.js";
-import { diffRecords, formatRange } from "../../report/record-diff.js";
 import { printJson } from "../setup.js";
 
 export async function diffCommand(

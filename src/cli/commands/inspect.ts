@@ -1,8 +1,8 @@
 import { readCatalog } from "../../cache/catalog.js";
 import { UsageError } from "../../errors.js";
-import { formatBytes, textTable } from "../../report/format.js";
+import { formatBytes, textTable } from "../../format.js";
 import { openStore } from "../../store/open.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function inspectCommand(key: string, o: GlobalOptions & { scope?: string; entries?: boolean }) {

@@ -1,5 +1,5 @@
 import { restoreOrder } from "../../keys/key.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandContext, printJson } from "../setup.js";
 
 export async function keyCommand(o: GlobalOptions) {

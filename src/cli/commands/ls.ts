@@ -1,7 +1,7 @@
 import { manifestBytes, readCatalog } from "../../cache/catalog.js";
-import { formatAge, formatBytes, textTable } from "../../report/format.js";
+import { formatAge, formatBytes, textTable } from "../../format.js";
 import { openStore } from "../../store/open.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function lsCommand(o: GlobalOptions & { prefix?: string }) {

@@ -1,7 +1,7 @@
 import { prewarm } from "../../pipeline/prewarm.js";
 import { defaultOutDir } from "../../pipeline/run-profile.js";
-import { stderrProgress } from "../../report/progress.js";
-import type { GlobalOptions } from "../main.js";
+import { stderrProgress } from "../../progress.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function prewarmCommand(

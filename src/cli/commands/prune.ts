@@ -1,9 +1,9 @@
 import { prune } from "../../cache/prune.js";
 import { parseDuration, parseSize } from "../../config/durations.js";
 import { UsageError } from "../../errors.js";
-import { formatBytes } from "../../report/format.js";
+import { formatBytes } from "../../format.js";
 import { openStore } from "../../store/open.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function pruneCommand(

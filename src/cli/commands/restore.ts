@@ -1,8 +1,8 @@
 import { restore } from "../../cache/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { CacheMissError } from "../../errors.js";
-import { formatBytes, formatSeconds } from "../../report/format.js";
-import type { GlobalOptions } from "../main.js";
+import { formatBytes, formatSeconds } from "../../format.js";
+import type { GlobalOptions } from "../options.js";
 import { commandContext, printJson } from "../setup.js";
 
 export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; failOnCacheMiss?: boolean }) {

@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
+import { checkAnnotations, runOutputs, writeOutputs, writeStepSummary } from "../../github/outputs.js";
 import { defaultOutDir, runProfile } from "../../pipeline/run-profile.js";
-import { checkAnnotations, runOutputs, writeOutputs, writeStepSummary } from "../../report/github.js";
-import { stderrProgress } from "../../report/progress.js";
+import { stderrProgress } from "../../progress.js";
 import { runMarkdown } from "../../report/run-markdown.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function runCommandCli(

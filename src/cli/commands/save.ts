@@ -1,7 +1,7 @@
 import { save } from "../../cache/save.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
-import { formatBytes, formatSeconds } from "../../report/format.js";
-import type { GlobalOptions } from "../main.js";
+import { formatBytes, formatSeconds } from "../../format.js";
+import type { GlobalOptions } from "../options.js";
 import { commandContext, printJson } from "../setup.js";
 
 export async function saveCommand(o: GlobalOptions) {

@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { StackMismatchError } from "../../errors.js";
 import { canonicalForm, probeStack } from "../../stack/fingerprint.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function stackCommand(o: GlobalOptions) {

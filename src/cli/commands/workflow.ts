@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { UsageError } from "../../errors.js";
 import { generateWorkflows } from "../../github/workflows.js";
-import type { GlobalOptions } from "../main.js";
+import type { GlobalOptions } from "../options.js";
 import { commandBasics } from "../setup.js";
 
 export async function workflowCommand(

@@ -1,4 +1,4 @@
-import { getPath, identity, type ResultRecord } from "../checks/records.js";
+import { getPath, identity, type ResultRecord } from "./records.js";
 
 /** One metric of one record in two runs (or two sets of runs). */
 export interface RecordChange {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { transferProgress } from "../../src/report/progress.js";
+import { transferProgress } from "../src/progress.js";
 
 function sink(isTTY: boolean) {
   const out: string[] = [];
