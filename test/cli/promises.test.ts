@@ -77,6 +77,20 @@ describe("README promises of the CLI", () => {
     expect(stack.components).toMatchObject({ os: "linux" });
   });
 
+  it("ls and prune refuse a store that cannot list or delete (GitHub's cache), saying why", async () => {
+    const p = project();
+    fs.writeFileSync(
+      path.join(p.dir, "kcache.yml"),
+      "caches:\n  - {name: t, kind: triton, path: /tmp/kcache-gha-x}\nstore: {type: gha}\n",
+    );
+    const ls = await runCli(["ls"], { env: p.env, cwd: p.dir });
+    expect(ls.code).toBe(2);
+    expect(ls.stderr).toMatch(/kcache ls needs a store that can list its keys; GitHub Actions cache/);
+    const prune = await runCli(["prune", "--keep", "1"], { env: p.env, cwd: p.dir });
+    expect(prune.code).toBe(3);
+    expect(prune.stderr).toMatch(/cannot list or delete objects, so kcache cannot prune it/);
+  });
+
   it("prune --keep keeps the newest N per scope and prefix, and --older-than goes by the key's age", async () => {
     const p = project();
     generateTritonCache(p.cache, { entries: 3, totalBytes: 60_000 });

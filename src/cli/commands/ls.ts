@@ -1,4 +1,5 @@
 import { manifestBytes, readCatalog } from "../../cache/catalog.js";
+import { UsageError } from "../../errors.js";
 import { formatAge, formatBytes, textTable } from "../../format.js";
 import { openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
@@ -7,6 +8,11 @@ import { commandBasics, printJson } from "../setup.js";
 export async function lsCommand(o: GlobalOptions & { prefix?: string }) {
   const { config } = commandBasics(o);
   const store = openStore(config);
+  if (!store.capabilities.listAll) {
+    throw new UsageError(
+      `kcache ls needs a store that can list its keys; ${store.description} answers a lookup with the newest match only (use kcache inspect <key>, or the store's own listing)`,
+    );
+  }
   const now = Date.now();
   const items = (await readCatalog(store)).filter((i) => !o.prefix || i.key.startsWith(o.prefix));
   const rows = items.map((i) => ({
