@@ -9,7 +9,7 @@ const SRC = path.resolve(import.meta.dirname, "../../src");
  * top of src/ (errors, log, version, format, progress), which every folder may use. A folder not
  * listed here may import nothing but ".": a new folder must be placed on the map.
  */
-export const MAY_IMPORT: Record<string, string[]> = {
+const MAY_IMPORT: Record<string, string[]> = {
   ".": [],
   keys: [],
   kinds: [],
