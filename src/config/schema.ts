@@ -52,12 +52,13 @@ export const s3StoreSchema = z
     region: z.string().min(1).optional(),
     /** Checked as a URL once ${VAR} is expanded (config/store-config.ts). */
     endpoint: z.string().min(1).optional(),
-    "path-style": z.boolean().default(false),
-    "conditional-writes": z.enum(["auto", "always", "never"]).default("auto"),
-    checksums: z.enum(["when-supported", "when-required"]).default("when-supported"),
-    "connect-timeout": duration.default("10s"),
-    "idle-timeout": duration.default("60s"),
-    retries: z.number().int().min(0).max(10).default(3),
+    // Unset settings take the backend's defaults (DEFAULT_S3 in store/s3.ts), kept in that one place.
+    "path-style": z.boolean().optional(),
+    "conditional-writes": z.enum(["auto", "always", "never"]).optional(),
+    checksums: z.enum(["when-supported", "when-required"]).optional(),
+    "connect-timeout": duration.optional(),
+    "idle-timeout": duration.optional(),
+    retries: z.number().int().min(0).max(10).optional(),
   })
   .strict();
 
@@ -65,7 +66,7 @@ export const ghaStoreSchema = z
   .object({
     type: z.literal("gha"),
     /** A download or upload that takes longer fails (the job goes on without the cache). */
-    timeout: duration.default("10m"),
+    timeout: duration.optional(),
   })
   .strict();
 

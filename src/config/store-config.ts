@@ -13,14 +13,15 @@ export type StoreConfig =
       prefix: string;
       region: string;
       endpoint: string | undefined;
-      pathStyle: boolean;
-      conditionalWrites: "auto" | "always" | "never";
-      checksums: "when-supported" | "when-required";
-      connectTimeoutMs: number;
-      idleTimeoutMs: number;
-      retries: number;
+      /** Settings left unset take the backend's defaults (DEFAULT_S3 in store/s3.ts). */
+      pathStyle?: boolean;
+      conditionalWrites?: "auto" | "always" | "never";
+      checksums?: "when-supported" | "when-required";
+      connectTimeoutMs?: number;
+      idleTimeoutMs?: number;
+      retries?: number;
     }
-  | { type: "gha"; timeoutMs: number };
+  | { type: "gha"; timeoutMs?: number };
 
 /**
  * The store: kcache.yml's `store:` when it has one, else $KCACHE_STORE (a folder, `s3://bucket/prefix`
@@ -33,7 +34,7 @@ export function resolveStore(
   cwd: string,
   expand: (value: string, field: string) => string,
 ): StoreConfig {
-  const ms = (v: string) => parseDuration(v) as number;
+  const ms = (v: string | undefined) => (v === undefined ? undefined : (parseDuration(v) as number));
   if (spec?.type === "local") {
     return {
       type: "local",
@@ -63,7 +64,7 @@ export function resolveStore(
   if (spec?.type === "gha") return { type: "gha", timeoutMs: ms(spec.timeout) };
 
   const fromEnv = env.KCACHE_STORE;
-  if (fromEnv === "gha") return { type: "gha", timeoutMs: 600_000 };
+  if (fromEnv === "gha") return { type: "gha" };
   if (fromEnv?.startsWith("s3://")) {
     const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(fromEnv);
     if (!m?.[1]) throw new ConfigError(`KCACHE_STORE=${fromEnv}: write s3://bucket or s3://bucket/prefix`);
@@ -74,11 +75,7 @@ export function resolveStore(
       region: env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1",
       endpoint: env.KCACHE_S3_ENDPOINT || undefined,
       pathStyle: env.KCACHE_S3_PATH_STYLE === "1" || env.KCACHE_S3_PATH_STYLE === "true",
-      conditionalWrites: "auto",
-      checksums: env.KCACHE_S3_CHECKSUMS === "when-required" ? "when-required" : "when-supported",
-      connectTimeoutMs: 10_000,
-      idleTimeoutMs: 60_000,
-      retries: 3,
+      checksums: env.KCACHE_S3_CHECKSUMS === "when-required" ? "when-required" : undefined,
     };
   }
   return { type: "local", path: path.resolve(cwd, fromEnv || defaultLocal(env)) };

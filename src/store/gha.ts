@@ -16,6 +16,8 @@ export interface GhaSettings {
 }
 
 export const DEFAULT_GHA_DIR = "/tmp/kcache-gha";
+/** A download or upload that takes longer fails (the job goes on without the cache). */
+export const DEFAULT_GHA_TIMEOUT_MS = 10 * 60 * 1000;
 
 /** Lines @actions/core printed during one call, and whether they report a failure. */
 interface Captured {

@@ -1,5 +1,5 @@
 import type { Config } from "../config/load.js";
-import { DEFAULT_GHA_DIR, ghaStore } from "./gha.js";
+import { DEFAULT_GHA_DIR, DEFAULT_GHA_TIMEOUT_MS, ghaStore } from "./gha.js";
 import { localStore } from "./local.js";
 import { DEFAULT_S3, s3Store } from "./s3.js";
 import type { Store } from "./store.js";
@@ -17,14 +17,17 @@ export function openStore(config: Config): Store {
         prefix: s.prefix,
         region: s.region,
         endpoint: s.endpoint,
-        forcePathStyle: s.pathStyle,
-        conditionalWrites: s.conditionalWrites,
-        checksums: s.checksums,
-        connectTimeoutMs: s.connectTimeoutMs,
-        idleTimeoutMs: s.idleTimeoutMs,
-        retry: { ...DEFAULT_S3.retry, attempts: s.retries + 1 },
+        forcePathStyle: s.pathStyle ?? DEFAULT_S3.forcePathStyle,
+        conditionalWrites: s.conditionalWrites ?? DEFAULT_S3.conditionalWrites,
+        checksums: s.checksums ?? DEFAULT_S3.checksums,
+        connectTimeoutMs: s.connectTimeoutMs ?? DEFAULT_S3.connectTimeoutMs,
+        idleTimeoutMs: s.idleTimeoutMs ?? DEFAULT_S3.idleTimeoutMs,
+        retry: s.retries === undefined ? DEFAULT_S3.retry : { ...DEFAULT_S3.retry, attempts: s.retries + 1 },
       });
     case "gha":
-      return ghaStore({ timeoutMs: s.timeoutMs, dir: process.env.KCACHE_GHA_DIR || DEFAULT_GHA_DIR });
+      return ghaStore({
+        timeoutMs: s.timeoutMs ?? DEFAULT_GHA_TIMEOUT_MS,
+        dir: process.env.KCACHE_GHA_DIR || DEFAULT_GHA_DIR,
+      });
   }
 }
