@@ -61,4 +61,34 @@ describe("BENCHMARKS.md figures match their raw files", () => {
       `These kernels run for ${us(Math.min(...medians))} to ${us(Math.max(...medians))} microseconds`,
     );
   });
+
+  it("the GPU kcache run table is bench/results/gpu-kcache-run-rounds.json's rounds", () => {
+    interface Run {
+      label: string;
+      wall: number;
+      report: {
+        stages: { name: string; seconds: number }[];
+        kernels: { loaded: number; compiled: number; compileSeconds: number };
+      };
+    }
+    const runs = JSON.parse(
+      fs.readFileSync(path.join(ROOT, "bench/results/gpu-kcache-run-rounds.json"), "utf8"),
+    ) as Run[];
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+    const stage = (r: Run, name: string) => r.report.stages.find((x) => x.name === name)?.seconds ?? 0;
+    const text = doc();
+    for (const [label, first] of [
+      ["cold", "cold: empty cache"],
+      ["warm", "warm: restored at another path"],
+    ] as const) {
+      const rs = runs.filter((r) => r.label.startsWith(`${label}-`));
+      const walls = rs.map((r) => r.wall);
+      const cells = row(text, first);
+      expect(cells[1], label).toBe(
+        `${s(median(walls))} s (${s(Math.min(...walls))}–${s(Math.max(...walls))})`,
+      );
+      expect(cells[2], label).toBe(`${s(median(rs.map((r) => stage(r, "triton-bench"))))} s`);
+      expect(cells[3]?.replace(/\*/g, ""), label).toBe(rs.map((r) => r.report.kernels.compiled).join(", "));
+    }
+  });
 });
