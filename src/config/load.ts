@@ -114,6 +114,17 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
     path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
     env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
   }));
+  // A restore makes a cache folder hold only the restored key (the rest is moved aside), so a cache
+  // must never be a folder that holds anything else: the root, the home folder, or the checkout.
+  const home = env.HOME ? path.resolve(env.HOME) : null;
+  caches.forEach((c, i) => {
+    const holdsCwd = cwd === c.path || cwd.startsWith(`${c.path}${path.sep}`);
+    if (c.path === path.parse(c.path).root || c.path === home || holdsCwd) {
+      throw new ConfigError(
+        `${source}: caches[${i}].path: ${c.path} is ${holdsCwd ? "the working folder or a folder above it" : c.path === home ? "the home folder" : "the filesystem root"}; a cache needs a folder of its own (a restore moves aside what the key lacks)`,
+      );
+    }
+  });
   caches.forEach((c, i) => {
     caches.slice(0, i).forEach((other, j) => {
       const inside = (a: string, b: string) => a === b || a.startsWith(`${b}${path.sep}`);

@@ -199,4 +199,22 @@ describe("kcache.yml", () => {
       /kcache\.yml: store\.endpoint: "minio:9000" is not an http\(s\) URL|kcache\.yml: store\.endpoint: "minio:9000" is not a URL/,
     );
   });
+
+  it("refuses a cache at the filesystem root, the home folder, or above the working folder", () => {
+    for (const [where, message] of [
+      ["/", /is the filesystem root/],
+      ["/home/ci", /is the home folder/],
+      ["/repo", /is the working folder or a folder above it/],
+      ["/", /a cache needs a folder of its own/],
+    ] as const) {
+      expect(() =>
+        resolveConfig(
+          { caches: [{ name: "t", kind: "dir", path: where }] },
+          "kcache.yml",
+          { HOME: "/home/ci" },
+          "/repo/sub",
+        ),
+      ).toThrow(message);
+    }
+  });
 });
