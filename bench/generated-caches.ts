@@ -41,7 +41,16 @@ export const fmtSeconds = (s: number) => (s < 0.1 ? `${(s * 1000).toFixed(1)} ms
 export const fmtMB = (b: number) => (b < 1e6 ? `${(b / 1e3).toFixed(1)} kB` : `${(b / 1e6).toFixed(1)} MB`);
 
 /** Replaces the text between `<!-- bench:<name>:start -->` and its end marker in BENCHMARKS.md. */
-export function writeBenchmarkSection(name: string, heading: string, body: string): void {
+export function writeBenchmarkSection(name: string, heading: string, body: string, raw?: unknown): void {
+  if (raw !== undefined) {
+    // The raw rows the table was rendered from: test/docs/benchmarks.test.ts renders them again.
+    const results = path.join(ROOT, "bench", "results");
+    fs.mkdirSync(results, { recursive: true });
+    fs.writeFileSync(
+      path.join(results, `bench-${name}.json`),
+      `${JSON.stringify({ name, rows: raw }, null, 1)}\n`,
+    );
+  }
   const file = path.join(ROOT, "BENCHMARKS.md");
   const start = `<!-- bench:${name}:start -->`;
   const end = `<!-- bench:${name}:end -->`;

@@ -18,14 +18,13 @@ import {
   BENCH_STACK,
   chosenSizes,
   DATA,
-  fmtMB,
-  fmtSeconds,
   generatedCache,
   rm,
   SIZES,
   writeBenchmarkSection,
 } from "./generated-caches.js";
-import { machineLine, median, paired } from "./measure.js";
+import { machineLine, paired } from "./measure.js";
+import { type StoreRow, storeTable } from "./tables.js";
 
 const chosen = chosenSizes();
 const ROUNDS = Number(process.env.KCACHE_BENCH_ROUNDS ?? 5);
@@ -63,14 +62,7 @@ async function context(work: string, cacheDir: string, revision: string, state: 
   });
 }
 
-interface Row {
-  size: string;
-  op: string;
-  kcache: number[];
-  tar: number[];
-  kcacheBytes: number;
-  tarBytes: number | null;
-}
+type Row = StoreRow;
 
 async function benchSize(size: keyof typeof SIZES): Promise<Row[]> {
   const src = generatedCache(size);
@@ -186,17 +178,7 @@ async function main() {
   fs.mkdirSync(DATA, { recursive: true });
   const rows: Row[] = [];
   for (const s of chosen) rows.push(...(await benchSize(s)));
-  const lines = [
-    "| cache | operation | kcache median (min–max) | tar+zstd median | kcache / tar+zstd (median of rounds) | kcache bytes written/read | tar+zstd bytes |",
-    "|---|---|---|---|---|---|---|",
-    ...rows.map((r) => {
-      const k = median(r.kcache);
-      const t = median(r.tar);
-      // The ratio of medians of per-round ratios: each round ran both back to back.
-      const ratio = median(r.kcache.map((k, i) => k / (r.tar[i] as number)));
-      return `| ${r.size} | ${r.op} | ${fmtSeconds(k)} (${fmtSeconds(Math.min(...r.kcache))}–${fmtSeconds(Math.max(...r.kcache))}) | ${fmtSeconds(t)} | ${ratio.toFixed(2)}x | ${fmtMB(r.kcacheBytes)} | ${r.tarBytes === null ? "-" : fmtMB(r.tarBytes)} |`;
-    }),
-  ];
+  const lines = storeTable(rows);
   const section = [
     `Measured by \`npm run bench\` (${ROUNDS} rounds each, KCACHE_BENCH_SIZES=${chosen.join(",")}) on ${new Date().toISOString().slice(0, 10)}:`,
     `${machineLine()}.`,
@@ -208,7 +190,7 @@ async function main() {
     "times are the library calls (restore, save) with the stack given; the CLI adds Node start-up and the",
     "stack probe (see `kcache stack --json`'s probeMs).",
   ].join("\n");
-  writeBenchmarkSection("store", "Local store vs tar + zstd", section);
+  writeBenchmarkSection("store", "Local store vs tar + zstd", section, rows);
   console.log(section);
 }
 

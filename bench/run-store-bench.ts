@@ -20,14 +20,13 @@ import {
   BENCH_STACK,
   chosenSizes,
   DATA,
-  fmtMB,
-  fmtSeconds,
   generatedCache,
   rm,
   SIZES,
   writeBenchmarkSection,
 } from "./generated-caches.js";
-import { machineLine, median } from "./measure.js";
+import { machineLine } from "./measure.js";
+import { type S3Row, s3Table } from "./tables.js";
 
 const chosen = chosenSizes();
 const ROUNDS = Number(process.env.KCACHE_BENCH_S3_ROUNDS ?? 3);
@@ -41,11 +40,7 @@ async function time(fn: () => Promise<unknown> | unknown): Promise<number> {
   return (performance.now() - t0) / 1000;
 }
 
-interface Cell {
-  times: number[];
-  bytes: number;
-}
-type Row = Record<"kcache-s3" | "kcache-local" | "tar+zstd", Cell>;
+type Row = S3Row;
 type Op = "full save" | "restore" | "save, nothing new" | "save, 5% new entries";
 
 async function benchSize(
@@ -160,20 +155,12 @@ async function main() {
       endpoint: server.endpoint,
       forcePathStyle: true,
     });
-  const lines = [
-    "| cache | operation | kcache, S3 store (median) | kcache, local store (median) | tar+zstd, file (median) | S3 bytes moved | tar+zstd bytes |",
-    "|---|---|---|---|---|---|---|",
-  ];
+  const raw: { label: string; op: string; row: S3Row }[] = [];
   try {
     for (const size of chosen) {
       const rows = await benchSize(size, s3);
       const label = `${size} (${SIZES[size].entries} entries)`;
-      for (const [op, r] of Object.entries(rows)) {
-        const tar = r["tar+zstd"].times.length ? fmtSeconds(median(r["tar+zstd"].times)) : "-";
-        lines.push(
-          `| ${label} | ${op} | ${fmtSeconds(median(r["kcache-s3"].times))} | ${fmtSeconds(median(r["kcache-local"].times))} | ${tar} | ${fmtMB(r["kcache-s3"].bytes)} | ${r["tar+zstd"].times.length ? fmtMB(r["tar+zstd"].bytes) : "-"} |`,
-        );
-      }
+      for (const [op, row] of Object.entries(rows)) raw.push({ label, op, row });
       console.error(`${size} done`);
     }
   } finally {
@@ -183,12 +170,17 @@ async function main() {
     `Measured by \`npm run bench\` (${ROUNDS} rounds each, KCACHE_BENCH_SIZES=${chosen.join(",")}) on ${new Date().toISOString().slice(0, 10)}:`,
     `${machineLine()}; S3 is s3rver 3.7 (a Node implementation of the S3 API, objects on the same disk) on 127.0.0.1.`,
     "",
-    ...lines,
+    ...s3Table(raw),
     "",
     '"S3 bytes moved" is what the operation uploaded (saves) or downloaded (restore): a save with nothing new',
     "transfers no pack and no manifest. tar+zstd has no delta: every save is the full archive again.",
   ].join("\n");
-  writeBenchmarkSection("s3", "Through the S3 store (loopback) vs the local store vs tar + zstd", section);
+  writeBenchmarkSection(
+    "s3",
+    "Through the S3 store (loopback) vs the local store vs tar + zstd",
+    section,
+    raw,
+  );
   console.log(section);
 }
 

@@ -92,3 +92,26 @@ describe("BENCHMARKS.md figures match their raw files", () => {
     }
   });
 });
+
+describe("BENCHMARKS.md's store tables match the raw rows npm run bench keeps", () => {
+  const raw = (name: string) => path.join(ROOT, "bench/results", `bench-${name}.json`);
+  const ready = (name: string) => fs.existsSync(raw(name));
+
+  it.skipIf(!ready("store"))(
+    `the local store vs tar + zstd table${ready("store") ? "" : " (skipped: bench/results/bench-store.json is written by the next npm run bench)"}`,
+    async () => {
+      const { storeTable } = await import("../../bench/tables.js");
+      const { rows } = JSON.parse(fs.readFileSync(raw("store"), "utf8"));
+      expect(doc()).toContain(storeTable(rows).join("\n"));
+    },
+  );
+
+  it.skipIf(!ready("s3"))(
+    `the S3 store table${ready("s3") ? "" : " (skipped: bench/results/bench-s3.json is written by the next npm run bench)"}`,
+    async () => {
+      const { s3Table } = await import("../../bench/tables.js");
+      const { rows } = JSON.parse(fs.readFileSync(raw("s3"), "utf8"));
+      expect(doc()).toContain(s3Table(rows).join("\n"));
+    },
+  );
+});
