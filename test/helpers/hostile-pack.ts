@@ -13,7 +13,7 @@ import {
 import { EntryDigest } from "../../src/pack/entry-digest.js";
 import { END_OF_ARCHIVE, fileHeader, padding } from "../../src/pack/tar-header.js";
 import { compressStream } from "../../src/pack/zstd.js";
-import { TEST_STACK } from "./sandbox.js";
+import { TEST_STACK } from "./test-stack.js";
 
 /** A tar member as an attacker writes it: anything kcache itself would never pack. */
 export type Member =

@@ -5,7 +5,7 @@ import { afterEach } from "vitest";
 import { type JobContext, jobContext } from "../../src/cache/job-context.js";
 import { type Config, resolveConfig } from "../../src/config/load.js";
 import { silentLog } from "../../src/log.js";
-import { fingerprintFrom } from "../../src/stack/fingerprint.js";
+import { TEST_STACK } from "./test-stack.js";
 
 const made: string[] = [];
 afterEach(() => {
@@ -19,21 +19,7 @@ export function tempDir(label = "kcache"): string {
   return d;
 }
 
-/** A fixed software stack, so tests do not depend on this machine's Python. */
-export const TEST_STACK = fingerprintFrom(
-  {
-    python: "3.12.3",
-    implementation: "cpython",
-    abi: "cpython-312-x86_64-linux-gnu",
-    system: "linux",
-    machine: "x86_64",
-    packages: { torch: "2.11.0", triton: "3.6.0" },
-    torchCuda: "12.8",
-    torchHip: null,
-  },
-  { models: ["NVIDIA H200"], driver: "570.124.06", vendor: "nvidia", cann: null },
-  {},
-);
+export { TEST_STACK };
 
 export interface Sandbox {
   dir: string;

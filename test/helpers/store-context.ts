@@ -3,7 +3,7 @@ import { resolveConfig } from "../../src/config/load.js";
 import { silentLog } from "../../src/log.js";
 import type { StackFingerprint } from "../../src/stack/fingerprint.js";
 import type { Store } from "../../src/store/store.js";
-import { TEST_STACK } from "./sandbox.js";
+import { TEST_STACK } from "./test-stack.js";
 
 /** A job on the default branch with one Triton cache at `cache`, saving to and restoring from `store`. */
 export function storeContext(
