@@ -91,9 +91,11 @@ interface Current {
 /**
  * Reads one compressed pack and restores the wanted entries from it. Every member is checked before a
  * byte is written: only regular files whose path is `<cache>/<entry>[/<file>]` for a wanted entry are
- * accepted. An entry is verified against the manifest's digest in memory, written to a staging folder
- * (many entries at once, on libuv's threads) and only then renamed into place, so a bad or partial
- * entry is never visible in the cache.
+ * accepted, and only while the entry's bytes and files stay within what the manifest lists for it; the
+ * pack itself may not run past its listed size, nor expand past its entries' bytes plus tar overhead.
+ * An entry is verified against the manifest's digest in memory, written to a staging folder (up to
+ * MAX_WRITING_ENTRIES at once, on libuv's threads) and only then renamed into place, so a bad or
+ * partial entry is never visible in the cache.
  */
 export async function readPack(
   source: Readable,
@@ -304,8 +306,9 @@ export async function readPack(
 }
 
 /**
- * Writes a verified entry's files into its staging place: the other files together, then the files
- * Triton looks up first (group files), rewritten for the restore location, last.
+ * Writes a verified entry's files into its staging place, one at a time and every byte counted: the
+ * other files first, then the files Triton looks up first (group files), rewritten for the restore
+ * location, last.
  */
 async function writeEntry(c: Current): Promise<void> {
   if (c.bad) throw new Error(c.bad);
