@@ -128,7 +128,7 @@ const MUTANTS = [
   {
     name: "a kept cache folder not reconciled on restore",
     file: "src/cache/restore.ts",
-    find: "report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep);",
+    find: "report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep, scans.get(name));",
     replace: "void keep;",
     tests: ["test/trust/scope-events.test.ts"],
   },

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { type CacheKind, KCACHE_PRIVATE_PREFIX, type ScanResult } from "../kinds/kind.js";
 import { ensureRealDirs } from "../pack/real-dirs.js";
 
 /** Where entries a restore did not bring are moved: private to kcache, invisible to Triton and saves. */
@@ -10,12 +10,18 @@ export const ASIDE_DIR = `${KCACHE_PRIVATE_PREFIX}aside`;
  * Makes a cache folder hold only what the restored key holds. A runner that keeps its folder between
  * jobs may hold entries a pull request's job compiled; left there, the default branch's next save
  * would upload them. They are moved aside (kept until the next restore, for inspection), never
- * deleted in place and never saved. Returns how many entries were moved.
+ * deleted in place and never saved. `scanned`: the folder's scan, when the caller has one. Returns how
+ * many entries were moved.
  */
-export async function moveAsideUnlisted(kind: CacheKind, root: string, keep: Set<string>): Promise<number> {
+export async function moveAsideUnlisted(
+  kind: CacheKind,
+  root: string,
+  keep: Set<string>,
+  scanned?: ScanResult,
+): Promise<number> {
   const aside = path.join(root, ASIDE_DIR);
   fs.rmSync(aside, { recursive: true, force: true });
-  const scan = await kind.scan(root);
+  const scan = scanned ?? (await kind.scan(root));
   let moved = 0;
   for (const e of scan.entries) {
     if (keep.has(e.name)) continue;

@@ -2,11 +2,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { IntegrityError } from "../errors.js";
-import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { KCACHE_PRIVATE_PREFIX, type ScanResult } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
 import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
 import { makeStaging, type PackReadResult, type RestoreTarget, readPack } from "../pack/pack-reader.js";
+import { processAlive } from "../process-alive.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
@@ -98,10 +99,18 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     targets.set(c.name, { kind: cacheKind(c.kind), root: c.path, staging: makeStaging(c.path) });
   }
 
+  // One scan of each folder serves both: which entries are already there as the key has them, and
+  // which the key lacks (moved aside before anything is written).
+  const scans = new Map<string, ScanResult>();
+  for (const [name, t] of targets) scans.set(name, await t.kind.scan(t.root));
   const restored: EntryRef[] = [];
-  const present = await presentEntries(ctx, match.manifest, targets);
+  const present = presentEntries(ctx, match.manifest, scans);
   report.entriesPresent = present.length;
   try {
+    for (const [name, t] of targets) {
+      const keep = new Set(match.manifest.entries.filter((e) => e.cache === name).map((e) => e.name));
+      report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep, scans.get(name));
+    }
     const results = await readPacks(ctx, match.manifest, targets, new Set(present.map(entryId)));
     const packErrors: string[] = [];
     const problems: string[] = [];
@@ -130,10 +139,6 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
       log.warn(`restore of ${match.key} incomplete: ${parts.join("; ")}`);
       for (const p of [...packErrors, ...problems]) log.debug(p);
       report.faults.push(...packErrors, ...problems);
-    }
-    for (const [name, t] of targets) {
-      const keep = new Set(match.manifest.entries.filter((e) => e.cache === name).map((e) => e.name));
-      report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep);
     }
   } finally {
     for (const t of targets.values()) fs.rmSync(t.staging, { recursive: true, force: true });
@@ -172,18 +177,14 @@ function finishRestore(ctx: JobContext, report: RestoreReport): RestoreReport {
  * Entries the cache folder already holds as the manifest has them: recorded with this digest by the
  * last restore or save on this runner, and with their files' stats unchanged since.
  */
-async function presentEntries(
-  ctx: JobContext,
-  manifest: Manifest,
-  targets: Map<string, RestoreTarget>,
-): Promise<EntryRef[]> {
+function presentEntries(ctx: JobContext, manifest: Manifest, scans: Map<string, ScanResult>): EntryRef[] {
   const state = readState(ctx.stateFile);
   if (!state) return [];
   const out: EntryRef[] = [];
-  for (const [name, t] of targets) {
+  for (const [name, scan] of scans) {
     const known = state.index[name];
     if (!known) continue;
-    const onDisk = new Map((await t.kind.scan(t.root)).entries.map((e) => [e.name, entrySignature(e)]));
+    const onDisk = new Map(scan.entries.map((e) => [e.name, entrySignature(e)]));
     for (const e of manifest.entries) {
       const k = known[e.name];
       if (e.cache === name && k && k[1] === e.sha256 && onDisk.get(e.name) === k[0]) out.push(e);
@@ -277,12 +278,7 @@ function removeStaleStaging(root: string): void {
     const m = new RegExp(`^${KCACHE_PRIVATE_PREFIX}restore-(\\d+)-`).exec(n);
     if (!m) continue;
     const pid = Number(m[1]);
-    let alive = true;
-    try {
-      process.kill(pid, 0);
-    } catch (e) {
-      alive = (e as NodeJS.ErrnoException).code === "EPERM";
-    }
-    if (!alive || pid === process.pid) fs.rmSync(path.join(root, n), { recursive: true, force: true });
+    if (!processAlive(pid) || pid === process.pid)
+      fs.rmSync(path.join(root, n), { recursive: true, force: true });
   }
 }

@@ -5,6 +5,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { StoreError } from "../errors.js";
+import { processAlive } from "../process-alive.js";
 import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
 const TMP = ".tmp";
@@ -175,13 +176,4 @@ function reapTemporary(dir: string): number {
     }
   }
   return n;
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

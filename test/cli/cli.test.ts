@@ -3,31 +3,14 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
-import { tempDir } from "../helpers/sandbox.js";
+import { project } from "../helpers/project.js";
 
-/** A project folder with a kcache.yml, a cache and the environment of a push to main. */
-function project(yml?: string) {
-  const dir = tempDir("kcache-cli");
-  const cache = path.join(dir, "triton-cache");
-  fs.writeFileSync(
-    path.join(dir, "kcache.yml"),
-    yml ??
-      `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  path: ${path.join(dir, "store")}\nkey:\n  prefix: cli\n`,
-  );
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    CACHE_ROOT: cache,
-    KCACHE_STATE_DIR: path.join(dir, "state"),
-    GITHUB_REF: "refs/heads/main",
-    GITHUB_SHA: "f".repeat(40),
-  };
-  return { dir, cache, env };
-}
+/** The shared project helper, its keys prefixed "cli"; `yml` replaces the config. */
+const cliProject = (yml?: string) => project({ yml, prefix: "cli" });
 
 describe("kcache CLI", () => {
   it("saves, lists, inspects and restores with exit code 0", async () => {
-    const p = project();
+    const p = cliProject();
     generateTritonCache(p.cache, { entries: 10, totalBytes: 400_000 });
     const save = await runCli(["save", "--json"], { env: p.env, cwd: p.dir });
     expect(save.code).toBe(0);
@@ -57,7 +40,7 @@ describe("kcache CLI", () => {
   });
 
   it("names the file, the field and the fix for a bad config, and exits 2", async () => {
-    const p = project("caches:\n  - name: triton\n    kind: trition\n    path: /tmp/x\n");
+    const p = cliProject("caches:\n  - name: triton\n    kind: trition\n    path: /tmp/x\n");
     const r = await runCli(["restore"], { env: p.env, cwd: p.dir });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(path.join(p.dir, "kcache.yml"));
@@ -66,14 +49,14 @@ describe("kcache CLI", () => {
   });
 
   it("reports YAML syntax errors with their line", async () => {
-    const p = project("caches:\n  - name: [unclosed\n");
+    const p = cliProject("caches:\n  - name: [unclosed\n");
     const r = await runCli(["save"], { env: p.env, cwd: p.dir });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/kcache\.yml:\d+:\d+: invalid YAML/);
   });
 
   it("warns and exits 0 when the store fails, and exits 3 with --strict", async () => {
-    const p = project();
+    const p = cliProject();
     generateTritonCache(p.cache, { entries: 3, totalBytes: 50_000 });
     fs.writeFileSync(path.join(p.dir, "store"), "a file where the store folder should be");
     const lenient = await runCli(["save"], { env: p.env, cwd: p.dir });
@@ -86,7 +69,7 @@ describe("kcache CLI", () => {
   });
 
   it("exits 5 on a miss with --fail-on-cache-miss, and annotates warnings under GitHub Actions", async () => {
-    const p = project();
+    const p = cliProject();
     const r = await runCli(["restore", "--fail-on-cache-miss"], { env: p.env, cwd: p.dir });
     expect(r.code).toBe(5);
     expect(r.stderr).toMatch(/no saved key matched/);
@@ -98,7 +81,7 @@ describe("kcache CLI", () => {
   });
 
   it("prints the key, its scope and the restore order", async () => {
-    const p = project();
+    const p = cliProject();
     const r = await runCli(["key", "--json"], { env: p.env, cwd: p.dir });
     const k = JSON.parse(r.stdout) as { key: string; writeScope: string; restoreOrder: unknown[] };
     expect(k.writeScope).toBe("branch/main");
@@ -107,7 +90,7 @@ describe("kcache CLI", () => {
   });
 
   it("prints usage errors with exit code 2", async () => {
-    const p = project();
+    const p = cliProject();
     const r = await runCli(["prune", "--older-than", "soon"], { env: p.env, cwd: p.dir });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/--older-than soon: use a number and a unit/);

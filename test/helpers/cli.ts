@@ -11,19 +11,7 @@ export interface CliResult {
 
 /** Runs the built `kcache` as a user would, with exactly the environment given. */
 export function runCli(args: string[], opts: { env: NodeJS.ProcessEnv; cwd: string }): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: opts.env, cwd: opts.cwd });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return startCli(args, opts).promise;
 }
 
 /** Starts the built `kcache` and returns at once: the test can kill it (-9) at the moment it chooses. */
