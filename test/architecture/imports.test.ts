@@ -6,7 +6,7 @@ const SRC = path.resolve(import.meta.dirname, "../../src");
 
 /**
  * What each folder of src/ may import (docs/ARCHITECTURE.md explains why). "." is the files at the
- * top of src/ (errors, log, version, format, progress), which every folder may use. A folder not
+ * top of src/ (errors, log, version, format, progress, process-alive), which every folder may use. A folder not
  * listed here may import nothing but ".": a new folder must be placed on the map.
  */
 const MAY_IMPORT: Record<string, string[]> = {
