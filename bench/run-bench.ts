@@ -8,10 +8,10 @@
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { jobContext } from "../src/cache/job-context.js";
 import { restore } from "../src/cache/restore.js";
 import { save } from "../src/cache/save.js";
 import { resolveConfig } from "../src/config/load.js";
+import { jobContext } from "../src/job/job-context.js";
 import { silentLog } from "../src/log.js";
 import { rng, tritonKeyName, writeKernelEntry } from "../test/fixtures/triton-cache.js";
 import {

@@ -1,20 +1,30 @@
-import type { Config } from "../config/load.js";
-import { StackMismatchError } from "../errors.js";
-import { primaryKey, stackPrefix } from "../keys/key.js";
-import { checkRevision, currentRevision } from "../keys/revision.js";
-import { type ScopePlan, scopePlan } from "../keys/scope.js";
+import type { ScopePlan } from "../keys/scope.js";
 import type { Log } from "../log.js";
 import type { Progress } from "../progress.js";
-import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
-import { openStore } from "../store/open.js";
 import type { Store } from "../store/store.js";
-import { stateDir, stateFile } from "./local-state.js";
+import type { CacheFolder } from "./cache-folder.js";
 
-/** Everything a restore or save of one workload needs to know, worked out once. */
+/** How saves pack and when they consolidate (kcache.yml's `save:`). */
+export interface SaveSettings {
+  maxChain: number;
+  maxDeadShare: number;
+  packBytes: number;
+  compressionLevel: number;
+}
+
+/**
+ * Everything a restore or save of one workload needs to know, worked out once by src/job/ from the
+ * configuration and the overrides (the CLI's flags, the action's inputs). Nothing here reads kcache.yml.
+ */
 export interface JobContext {
-  config: Config;
+  caches: CacheFolder[];
+  /** The workload's key prefix (kcache.yml's key.prefix, the profile's prefix, or the action's key). */
+  prefix: string;
+  /** Fallback key prefixes after the stack prefix, in order (key.restore-prefixes, restore-keys). */
+  restorePrefixes: string[];
+  save: SaveSettings;
   store: Store;
-  stack: StackFingerprint;
+  stack: { stackId: string; components: Record<string, string> };
   revision: string;
   scopes: ScopePlan;
   /** `<prefix>-<stackId>-<revision>` */
@@ -27,59 +37,4 @@ export interface JobContext {
   strict: boolean;
   /** Shows a transfer's progress (the CLI's bar or log lines); none in library use. */
   progress?: (label: string, totalBytes: number | null) => Progress;
-}
-
-export interface JobContextOptions {
-  config: Config;
-  log: Log;
-  env?: NodeJS.ProcessEnv;
-  cwd?: string;
-  revision?: string;
-  strict?: boolean;
-  /** A fingerprint already probed (tests, or a caller that probed once for several jobs). */
-  stack?: StackFingerprint;
-  store?: Store;
-  progress?: (label: string, totalBytes: number | null) => Progress;
-}
-
-/** Probes the stack, finds the revision and scopes, and forms the key. */
-export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
-  const env = opts.env ?? process.env;
-  const cwd = opts.cwd ?? process.cwd();
-  const { config, log } = opts;
-  const stack =
-    opts.stack ?? (await probeStack({ python: config.stack.python, pins: config.stack.pins, env }));
-  for (const w of stack.warnings) log.warn(w);
-  if (stack.mismatches.length) {
-    const msg = `${config.source}: stack.pins disagree with this machine: ${stack.mismatches.join("; ")}; update the pins or the machine`;
-    if (opts.strict) throw new StackMismatchError(msg);
-    log.warn(msg);
-  }
-  let revision =
-    opts.revision !== undefined ? checkRevision(opts.revision, "--revision") : currentRevision(env, cwd);
-  if (revision !== null && revision !== "" && opts.revision === undefined) {
-    revision = checkRevision(revision, env.GITHUB_SHA ? "$GITHUB_SHA" : "git HEAD");
-  }
-  if (!revision) {
-    log.warn("no revision: GITHUB_SHA is unset and this is not a git checkout; using revision 'none'");
-    revision = "none";
-  }
-  const scopes = scopePlan(env, cwd, config.key.defaultBranch);
-  return {
-    config,
-    store: opts.store ?? openStore(config),
-    stack,
-    revision,
-    scopes,
-    key: primaryKey(config.key.prefix, stack.stackId, revision),
-    stackKeyPrefix: stackPrefix(config.key.prefix, stack.stackId),
-    stateFile: stateFile(
-      stateDir(env),
-      config.key.prefix,
-      config.caches.map((c) => c.path),
-    ),
-    log,
-    strict: Boolean(opts.strict),
-    progress: opts.progress,
-  };
 }

@@ -19,7 +19,7 @@ export interface Match {
  * search goes on to the next candidate.
  */
 export async function findManifest(ctx: JobContext, faults?: string[]): Promise<Match | null> {
-  const steps = restoreOrder(ctx.key, ctx.stackKeyPrefix, ctx.config.key.restorePrefixes, ctx.scopes.read);
+  const steps = restoreOrder(ctx.key, ctx.stackKeyPrefix, ctx.restorePrefixes, ctx.scopes.read);
   return searchSteps(ctx.store, steps, ctx.key, ctx.log, faults);
 }
 

@@ -8,6 +8,7 @@ import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
 import { makeStaging, type PackReadResult, type RestoreTarget, readPack } from "../pack/pack-reader.js";
 import { processAlive } from "../process-alive.js";
+import { type CacheFolder, folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
@@ -63,7 +64,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     entriesMovedAside: 0,
     faults: [],
     seconds: 0,
-    caches: ctx.config.caches.map((c) => ({ name: c.name, path: c.path, entries: 0, bytes: 0 })),
+    caches: ctx.caches.map((c) => ({ name: c.name, path: c.path, entries: 0, bytes: 0 })),
   };
   const match = await findManifest(ctx, report.faults);
   if (match) {
@@ -77,8 +78,15 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   }
   if (!match) {
     // Nothing restored: whatever the folders hold came from elsewhere and must not be saved as ours.
-    for (const c of ctx.config.caches) {
-      report.entriesMovedAside += await moveAsideUnlisted(cacheKind(c.kind), c.path, new Set());
+    for (const c of ctx.caches) {
+      const kind = folderKind(c);
+      if (kind)
+        report.entriesMovedAside += await moveAsideUnlisted(
+          kind,
+          c.path,
+          new Set(),
+          await scanFolder(c, kind),
+        );
     }
     writeState(ctx.stateFile, { version: 1, primaryKey: ctx.key, parent: null, index: {} });
     report.seconds = (performance.now() - t0) / 1000;
@@ -86,23 +94,26 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   }
 
   const targets = new Map<string, RestoreTarget>();
-  for (const c of ctx.config.caches) {
+  const folders = new Map<string, CacheFolder>();
+  for (const c of ctx.caches) {
     const saved = match.manifest.caches.find((m) => m.name === c.name);
     if (!saved) continue;
-    if (saved.kind !== c.kind) {
+    if (c.kind !== "auto" && saved.kind !== c.kind) {
       log.warn(
         `cache ${c.name} was saved as kind ${saved.kind} but is configured as ${c.kind}; not restoring it`,
       );
       continue;
     }
     removeStaleStaging(c.path);
-    targets.set(c.name, { kind: cacheKind(c.kind), root: c.path, staging: makeStaging(c.path) });
+    folders.set(c.name, c);
+    targets.set(c.name, { kind: cacheKind(saved.kind), root: c.path, staging: makeStaging(c.path) });
   }
 
   // One scan of each folder serves both: which entries are already there as the key has them, and
   // which the key lacks (moved aside before anything is written).
   const scans = new Map<string, ScanResult>();
-  for (const [name, t] of targets) scans.set(name, await t.kind.scan(t.root));
+  for (const [name, t] of targets)
+    scans.set(name, await scanFolder(folders.get(name) as CacheFolder, t.kind));
   const restored: EntryRef[] = [];
   const present = presentEntries(ctx, match.manifest, scans);
   report.entriesPresent = present.length;
@@ -153,7 +164,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     report.entriesRestored++;
     report.bytesRestored += r.size;
   }
-  writeState(ctx.stateFile, await stateAfterRestore(ctx, match, [...restored, ...present], targets));
+  writeState(ctx.stateFile, await stateAfterRestore(ctx, match, [...restored, ...present], targets, folders));
   report.seconds = (performance.now() - t0) / 1000;
   return finishRestore(ctx, report);
 }
@@ -246,11 +257,12 @@ async function stateAfterRestore(
   match: Match,
   restored: EntryRef[],
   targets: Map<string, RestoreTarget>,
+  folders: Map<string, CacheFolder>,
 ): Promise<LocalState> {
   const index: LocalState["index"] = {};
   for (const [name, t] of targets) {
     const digests = new Map(restored.filter((r) => r.cache === name).map((r) => [r.name, r.sha256]));
-    const scan = await t.kind.scan(t.root);
+    const scan = await scanFolder(folders.get(name) as CacheFolder, t.kind);
     const idx: Record<string, [string, string]> = {};
     for (const e of scan.entries) {
       const d = digests.get(e.name);

@@ -1,7 +1,7 @@
+import fs from "node:fs";
 import { performance } from "node:perf_hooks";
 import { IntegrityError, StoreError } from "../errors.js";
-import type { CacheKind, FoundEntry } from "../kinds/kind.js";
-import { cacheKind } from "../kinds/registry.js";
+import type { CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
 import {
   decodeManifest,
@@ -16,6 +16,7 @@ import { chunks, closeEntry, openEntry } from "../pack/entry-source.js";
 import { type PackInput, type WrittenPack, writePack } from "../pack/pack-writer.js";
 import { manifestObject, packObject } from "../store/layout.js";
 import { VERSION } from "../version.js";
+import { type CacheFolder, folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
@@ -56,6 +57,11 @@ interface Present {
 
 const id = (cache: string, name: string) => entryId({ cache, name });
 
+/** A folder that gives nothing to save is worth a warning that names it and says why. */
+function nothingToSave(ctx: JobContext, c: CacheFolder, why: string): void {
+  ctx.log.warn(`path ${c.path} (cache ${c.name}): nothing to save: ${why}`);
+}
+
 /**
  * Saves the caches under the primary key in this run's scope. Only entries the parent manifest lacks
  * (or whose digest changed) are packed and uploaded; the rest are referenced in the parent's packs.
@@ -63,7 +69,7 @@ const id = (cache: string, name: string) => entryId({ cache, name });
  */
 export async function save(ctx: JobContext): Promise<SaveReport> {
   const t0 = performance.now();
-  const { config, store, log } = ctx;
+  const { store, log } = ctx;
   const scope = ctx.scopes.write;
   const report: SaveReport = {
     primaryKey: ctx.key,
@@ -80,7 +86,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     consolidated: false,
     skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, otherFiles: 0, vanished: 0 },
     seconds: 0,
-    caches: config.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),
+    caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),
   };
   const done = (outcome: SaveOutcome, message: string) => {
     report.outcome = outcome;
@@ -106,9 +112,17 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
 
   // Scan, reusing digests of entries whose stats match what the last restore or save recorded.
   const present: Present[] = [];
-  for (const c of config.caches) {
-    const kind = cacheKind(c.kind);
-    const scan = await kind.scan(c.path);
+  const kinds = new Map<string, CacheKindName>();
+  for (const c of ctx.caches) {
+    const kind = folderKind(c);
+    if (!kind) {
+      nothingToSave(ctx, c, fs.existsSync(c.path) ? "the folder is empty" : "the folder does not exist");
+      continue;
+    }
+    kinds.set(c.name, kind.kind);
+    const scan = await scanFolder(c, kind);
+    const before = present.length;
+    let incomplete = 0;
     report.skipped.tempDirs += scan.tempDirs;
     report.skipped.lockFiles += scan.lockFiles;
     report.skipped.otherFiles += scan.otherFiles;
@@ -124,15 +138,29 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       const why = kind.incompleteReason(c.path, entry);
       if (why) {
         report.skipped.incomplete++;
+        incomplete++;
         log.debug(`not saving ${c.name}/${entry.name}: ${why}`);
         continue;
       }
       present.push({ cache: c.name, kind, root: c.path, entry, sig, digest: null, size });
     }
+    if (present.length === before) {
+      nothingToSave(
+        ctx,
+        c,
+        incomplete
+          ? `its ${incomplete} entries are incomplete (compiles that did not finish)`
+          : scan.filtered
+            ? `the patterns left out all ${scan.filtered} of its entries${c.exclude?.length ? ` (excluded by ${c.exclude.map((x) => `!${x}`).join(", ")})` : ""}`
+            : scan.entries.length === 0 && fs.existsSync(c.path)
+              ? "the folder has nothing a save keeps (only temp folders, locks or links)"
+              : "the folder does not exist",
+      );
+    }
   }
 
   const parentRefs = new Map<string, EntryRef>();
-  const configured = new Set(config.caches.map((c) => c.name));
+  const configured = new Set(ctx.caches.map((c) => c.name));
   for (const e of parent?.manifest.entries ?? [])
     if (configured.has(e.cache)) parentRefs.set(id(e.cache, e.name), e);
 
@@ -197,7 +225,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       deadShare = total > 0 ? 1 - live / total : 0;
     }
     const consolidate =
-      usedPacks.size > 0 && (chain > config.save.maxChain || deadShare > config.save.maxDeadShare);
+      usedPacks.size > 0 && (chain > ctx.save.maxChain || deadShare > ctx.save.maxDeadShare);
     const toPack = consolidate ? kept : fresh;
     const referenced = consolidate ? [] : reused;
     report.consolidated = consolidate;
@@ -211,7 +239,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     const written: WrittenPack[] = [];
     const progress = ctx.progress?.("uploading", null);
     try {
-      for (const group of splitBySize(toPack, config.save.packBytes)) {
+      for (const group of splitBySize(toPack, ctx.save.packBytes)) {
         const inputs: PackInput[] = group.map((p) => ({
           cache: p.cache,
           kind: p.kind,
@@ -219,12 +247,8 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
           entry: p.entry,
         }));
         const packId = `${leaseId}-${written.length}`;
-        const w = await writePack(
-          store,
-          packObject(scope, packId),
-          inputs,
-          config.save.compressionLevel,
-          (n) => progress?.add(n),
+        const w = await writePack(store, packObject(scope, packId), inputs, ctx.save.compressionLevel, (n) =>
+          progress?.add(n),
         );
         written.push(w);
         report.skipped.vanished += w.vanished.length;
@@ -270,7 +294,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     const manifest: Manifest = {
       format: MANIFEST_FORMAT,
       key: ctx.key,
-      prefix: config.key.prefix,
+      prefix: ctx.prefix,
       stackId: ctx.stack.stackId,
       stack: ctx.stack.components,
       revision: ctx.revision,
@@ -278,7 +302,9 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       createdAt: new Date().toISOString(),
       producer: `kcache ${VERSION}`,
       parent: consolidate ? null : (parent?.key ?? null),
-      caches: config.caches.map((c) => ({ name: c.name, kind: c.kind })),
+      caches: ctx.caches
+        .filter((c) => kinds.has(c.name))
+        .map((c) => ({ name: c.name, kind: kinds.get(c.name) as CacheKindName })),
       packs,
       entries,
     };

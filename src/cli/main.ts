@@ -14,7 +14,10 @@ export async function main(argv: string[]): Promise<void> {
     .exitOverride()
     .showHelpAfterError();
 
-  const common = (cmd: Command, opts: { json?: boolean; strict?: boolean; revision?: boolean } = {}) => {
+  const common = (
+    cmd: Command,
+    opts: { json?: boolean; strict?: boolean; revision?: boolean; store?: boolean; overrides?: boolean } = {},
+  ) => {
     cmd.option("-c, --config <file>", "kcache.yml to use (default: $KCACHE_CONFIG, then ./kcache.yml)");
     cmd.option("-v, --verbose", "say more about what is done");
     if (opts.json !== false) cmd.option("--json", "print the result as JSON on stdout");
@@ -25,6 +28,24 @@ export async function main(argv: string[]): Promise<void> {
       );
     if (opts.revision)
       cmd.option("--revision <rev>", "revision for the key (default: $GITHUB_SHA, then git HEAD)");
+    if (opts.store || opts.overrides)
+      cmd.option("--store <store>", "the store, replacing kcache.yml's: a folder, s3://bucket/prefix or gha");
+    // The action's inputs of the same names; see docs/github-actions.md.
+    if (opts.overrides) {
+      cmd.option(
+        "--path <paths...>",
+        "cache these folders instead of kcache.yml's caches, as actions/cache's path: globs, ~, and !exclusions",
+      );
+      cmd.option("--kind <kind>", "kind of the --path folders: auto (detect each), triton or dir", "auto");
+      cmd.option(
+        "--key <key>",
+        "an explicit key: the workload prefix, to which the stack id and the revision are appended",
+      );
+      cmd.option(
+        "--restore-key <prefixes...>",
+        "key prefixes to fall back to, in order (actions/cache's restore-keys)",
+      );
+    }
     return cmd;
   };
 
@@ -34,11 +55,12 @@ export async function main(argv: string[]): Promise<void> {
       .description("restore the caches from the best-matching saved key")
       .option("--lookup-only", "only look the key up; download nothing")
       .option("--fail-on-cache-miss", "exit 5 when no key matched"),
-    { revision: true },
+    { revision: true, overrides: true },
   ).action(async (o) => (await import("./commands/restore.js")).restoreCommand(o));
 
   common(program.command("save").description("save what is new in the caches under this run's key"), {
     revision: true,
+    overrides: true,
   }).action(async (o) => (await import("./commands/save.js")).saveCommand(o));
 
   common(
@@ -47,6 +69,7 @@ export async function main(argv: string[]): Promise<void> {
 
   common(program.command("key").description("print this run's key, scopes and restore order"), {
     revision: true,
+    overrides: true,
   }).action(async (o) => (await import("./commands/key.js")).keyCommand(o));
 
   common(
@@ -54,7 +77,7 @@ export async function main(argv: string[]): Promise<void> {
       .command("ls")
       .description("list saved keys per prefix with sizes, ages and entry counts")
       .option("--prefix <prefix>", "only keys starting with this"),
-    { strict: false },
+    { strict: false, store: true },
   ).action(async (o) => (await import("./commands/ls.js")).lsCommand(o));
 
   common(
@@ -64,7 +87,7 @@ export async function main(argv: string[]): Promise<void> {
       .argument("<key>", "the key to show")
       .option("--scope <scope>", "look in this scope only (e.g. branch/main, pr/12)")
       .option("--entries", "list every entry"),
-    { strict: false },
+    { strict: false, store: true },
   ).action(async (key, o) => (await import("./commands/inspect.js")).inspectCommand(key, o));
 
   common(
@@ -76,7 +99,7 @@ export async function main(argv: string[]): Promise<void> {
       .option("--max-size <size>", "delete the oldest keys until referenced packs fit (e.g. 10GB)")
       .addOption(new Option("--grace <age>", "never delete packs younger than this").default("1h"))
       .option("--dry-run", "say what would be deleted; delete nothing"),
-    { strict: false },
+    { strict: false, store: true },
   ).action(async (o) => (await import("./commands/prune.js")).pruneCommand(o));
 
   common(
@@ -92,7 +115,7 @@ export async function main(argv: string[]): Promise<void> {
       )
       .option("--no-restore", "start cold: restore nothing")
       .option("--no-save", "never save, whatever the outcome"),
-    { revision: true },
+    { revision: true, overrides: true },
   ).action(async (o) => (await import("./commands/run.js")).runCommandCli(o));
 
   common(
@@ -105,7 +128,7 @@ export async function main(argv: string[]): Promise<void> {
         "the newest cache is current unless a file matching these changed since its revision",
       )
       .option("--out <dir>", "folder for logs and the report of the run"),
-    { revision: true },
+    { revision: true, overrides: true },
   ).action(async (o) => (await import("./commands/prewarm.js")).prewarmCommand(o));
 
   common(
@@ -146,7 +169,7 @@ export async function main(argv: string[]): Promise<void> {
       .option("--metric <fields...>", "numeric fields to compare (default median_ms)")
       .option("--records <path>", "dotted path to the records in the file")
       .option("--threshold <share>", "flag records whose timing moved more than this share (default 0.05)"),
-    { revision: true, strict: false },
+    { revision: true, strict: false, store: true },
   ).action(async (o) => (await import("./commands/compare.js")).compareCommand(o));
 
   program

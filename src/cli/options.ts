@@ -5,4 +5,10 @@ export interface GlobalOptions {
   json?: boolean;
   verbose?: boolean;
   revision?: string;
+  /** Overrides of kcache.yml (the action's inputs of the same names): see job/build-job.ts. */
+  store?: string;
+  path?: string[];
+  kind?: string;
+  key?: string;
+  restoreKey?: string[];
 }

@@ -1,23 +1,35 @@
-import { type JobContext, jobContext } from "../cache/job-context.js";
-import { type Config, loadConfig } from "../config/load.js";
+import type { Config } from "../config/load.js";
+import { buildJob, type Job, type JobOverrides, jobConfig, parseKind } from "../job/build-job.js";
 import { createLog, type Log } from "../log.js";
 import { stderrProgress } from "../progress.js";
 import type { GlobalOptions } from "./options.js";
 
-/** Loads the config and a log for a command. */
-export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
-  const log = createLog({ verbose: o.verbose });
-  return { config: loadConfig({ file: o.config }), log };
-}
-
-/** Config, log and the job context (stack, revision, scopes, key) for commands that need a key. */
-export async function commandContext(o: GlobalOptions): Promise<JobContext> {
-  const { config, log } = commandBasics(o);
-  return jobContext({
-    config,
-    log,
+/** The overrides a command line gives, named as the action's inputs are. */
+export function overridesFrom(o: GlobalOptions, profile?: string): JobOverrides {
+  return {
+    store: o.store,
+    paths: o.path,
+    kind: o.kind === undefined ? undefined : parseKind(o.kind, "--kind"),
+    key: o.key,
+    restoreKeys: o.restoreKey,
+    profile,
     revision: o.revision,
     strict: o.strict,
+  };
+}
+
+/** The configuration (with --store and the other overrides applied) and a log, for commands that need no key. */
+export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
+  const log = createLog({ verbose: o.verbose });
+  return { config: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log }).config, log };
+}
+
+/** The job (config, stack, revision, scopes, key) for commands that restore, save or run. */
+export function commandJob(o: GlobalOptions, profile?: string): Promise<Job> {
+  return buildJob({
+    configFile: o.config,
+    overrides: overridesFrom(o, profile),
+    log: createLog({ verbose: o.verbose }),
     progress: stderrProgress,
   });
 }

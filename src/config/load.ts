@@ -7,15 +7,20 @@ import type { CacheKindName } from "../kinds/kind.js";
 import { interpolate } from "./interpolate.js";
 import type { ProfileSpec } from "./profile-schema.js";
 import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
-import { resolveStore, type StoreConfig } from "./store-config.js";
+import { resolveStore, type StoreConfig, storeFromText } from "./store-config.js";
 
 export interface CacheConfig {
   name: string;
-  kind: CacheKindName;
+  /** "auto" only from actions/cache-style path lines: the folder's layout decides. */
+  kind: CacheKindName | "auto";
   /** Absolute path after interpolation. */
   path: string;
   /** Variable that points the job at this cache. */
   env: string | undefined;
+  /** From path lines with globs: patterns relative to `path` (see cache/cache-folder.ts). */
+  include?: string[];
+  /** From `!` path lines: absolute patterns of what is left out. */
+  exclude?: string[];
 }
 
 export interface Config {
@@ -50,7 +55,9 @@ export function defaultRawConfig(): RawConfig {
  * Loads kcache.yml: an explicit path must exist; otherwise $KCACHE_CONFIG, then ./kcache.yml, then
  * the defaults. Every error names the file, the field and the fix.
  */
-export function loadConfig(opts: { file?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Config {
+export function loadConfig(
+  opts: { file?: string; cwd?: string; env?: NodeJS.ProcessEnv; store?: string } = {},
+): Config {
   const env = opts.env ?? process.env;
   const cwd = opts.cwd ?? process.cwd();
   const explicit = opts.file ?? env.KCACHE_CONFIG;
@@ -69,7 +76,7 @@ export function loadConfig(opts: { file?: string; cwd?: string; env?: NodeJS.Pro
     file = path.join(cwd, DEFAULT_CONFIG_FILE);
   }
   const raw = file ? readYaml(file) : defaultRawConfig();
-  return resolveConfig(raw, file ?? "(defaults)", env, cwd);
+  return resolveConfig(raw, file ?? "(defaults)", env, cwd, { store: opts.store });
 }
 
 function readYaml(file: string): unknown {
@@ -93,7 +100,13 @@ function readYaml(file: string): unknown {
 }
 
 /** Validates a parsed document and expands its paths; exported for tests and for callers with an object. */
-export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessEnv, cwd: string): Config {
+export function resolveConfig(
+  raw: unknown,
+  source: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  overrides: { store?: string } = {},
+): Config {
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(formatIssue(source, parsed.error.issues[0]));
   const cfg: ParsedConfig = parsed.data;
@@ -114,30 +127,13 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
     path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
     env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
   }));
-  // A restore makes a cache folder hold only the restored key (the rest is moved aside), so a cache
-  // must never be a folder that holds anything else: the root, the home folder, or the checkout.
-  const home = env.HOME ? path.resolve(env.HOME) : null;
-  caches.forEach((c, i) => {
-    const holdsCwd = cwd === c.path || cwd.startsWith(`${c.path}${path.sep}`);
-    if (c.path === path.parse(c.path).root || c.path === home || holdsCwd) {
-      throw new ConfigError(
-        `${source}: caches[${i}].path: ${c.path} is ${holdsCwd ? "the working folder or a folder above it" : c.path === home ? "the home folder" : "the filesystem root"}; a cache needs a folder of its own (a restore moves aside what the key lacks)`,
-      );
-    }
-  });
-  caches.forEach((c, i) => {
-    caches.slice(0, i).forEach((other, j) => {
-      const inside = (a: string, b: string) => a === b || a.startsWith(`${b}${path.sep}`);
-      if (inside(c.path, other.path) || inside(other.path, c.path)) {
-        throw new ConfigError(
-          `${source}: caches[${i}].path: ${c.path} ${c.path === other.path ? "is the same folder as" : "overlaps"} caches[${j}].path (${other.path}); give each cache its own folder`,
-        );
-      }
-    });
-  });
+  checkCachePaths(caches, (i) => `${source}: caches[${i}].path`, env, cwd);
   let store: StoreConfig;
   try {
-    store = resolveStore(cfg.store, env, cwd, expand);
+    store =
+      overrides.store !== undefined
+        ? storeFromText(overrides.store, "store", env, cwd)
+        : resolveStore(cfg.store, env, cwd, expand);
   } catch (e) {
     if (e instanceof ConfigError && !e.message.startsWith(source))
       throw new ConfigError(`${source}: ${e.message}`);
@@ -167,6 +163,61 @@ export function resolveConfig(raw: unknown, source: string, env: NodeJS.ProcessE
     // one profile's run sets must not break `kcache stack` or another profile.
     profiles: cfg.profiles,
     github: cfg.github,
+  };
+}
+
+/**
+ * A restore makes a cache folder hold only the restored key (the rest is moved aside), so a cache
+ * must never be a folder that holds anything else: the root, the home folder, or the checkout; and
+ * no two caches may overlap. `field(i)` names the i-th path in errors.
+ */
+export function checkCachePaths(
+  caches: { path: string }[],
+  field: (i: number) => string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): void {
+  const home = env.HOME ? path.resolve(env.HOME) : null;
+  caches.forEach((c, i) => {
+    const holdsCwd = cwd === c.path || cwd.startsWith(`${c.path}${path.sep}`);
+    if (c.path === path.parse(c.path).root || c.path === home || holdsCwd) {
+      throw new ConfigError(
+        `${field(i)}: ${c.path} is ${holdsCwd ? "the working folder or a folder above it" : c.path === home ? "the home folder" : "the filesystem root"}; a cache needs a folder of its own (a restore moves aside what the key lacks)`,
+      );
+    }
+  });
+  caches.forEach((c, i) => {
+    caches.slice(0, i).forEach((other, j) => {
+      const inside = (a: string, b: string) => a === b || a.startsWith(`${b}${path.sep}`);
+      if (inside(c.path, other.path) || inside(other.path, c.path)) {
+        throw new ConfigError(
+          `${field(i)}: ${c.path} ${c.path === other.path ? "is the same folder as" : "overlaps"} ${field(j).replace(/^.*: /, "")} (${other.path}); give each cache its own folder`,
+        );
+      }
+    });
+  });
+}
+
+/** The profile with its caches and prefix applied to the configuration. */
+export function profileConfig(
+  config: Config,
+  name: string,
+  env: NodeJS.ProcessEnv,
+): { profile: ProfileSpec; config: Config } {
+  const raw = config.profiles[name];
+  if (!raw) {
+    const known = Object.keys(config.profiles);
+    throw new ConfigError(
+      `${config.source}: no profile "${name}"${known.length ? `; profiles are ${known.map((k) => `"${k}"`).join(", ")}` : "; add one under profiles:"}`,
+    );
+  }
+  const profile = expandProfile(config.source, name, raw, env);
+  const caches = profile.caches
+    ? config.caches.filter((c) => profile.caches?.includes(c.name))
+    : config.caches;
+  return {
+    profile,
+    config: { ...config, caches, key: { ...config.key, prefix: profile.prefix ?? config.key.prefix } },
   };
 }
 

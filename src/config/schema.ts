@@ -6,8 +6,8 @@ import { profileSchema } from "./profile-schema.js";
 /** A key prefix's limit: with "-<12-hex stack id>-" and a 100-character revision it fits 255 bytes. */
 export const MAX_PREFIX_BYTES = 128;
 
-/** A cache prefix or restore prefix: GitHub's key rules (no commas) plus a sane length. */
-const keyPart = z
+/** A cache prefix or restore prefix (and the action's key input): GitHub's key rules (no commas) plus a sane length. */
+export const keyPart = z
   .string()
   .min(1)
   .refine((s) => !s.includes(","), { message: "must not contain a comma (GitHub cache keys cannot)" })

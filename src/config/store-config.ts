@@ -24,8 +24,9 @@ export type StoreConfig =
   | { type: "gha"; timeoutMs?: number };
 
 /**
- * The store: kcache.yml's `store:` when it has one, else $KCACHE_STORE (a folder, `s3://bucket/prefix`
- * or `gha`), else ~/.cache/kcache. S3 settings the URL cannot carry come from $KCACHE_S3_ENDPOINT,
+ * The store: kcache.yml's `store:` when it has one (an explicit --store or `store` input replaces it
+ * before this is called), else $KCACHE_STORE (a folder, `s3://bucket/prefix` or `gha`), else GitHub's
+ * cache service inside an action (the runner gives it ACTIONS_RUNTIME_TOKEN), else ~/.cache/kcache. S3 settings the URL cannot carry come from $KCACHE_S3_ENDPOINT,
  * $KCACHE_S3_PATH_STYLE, $KCACHE_S3_REGION (or $AWS_REGION); credentials from the standard AWS chain.
  */
 export function resolveStore(
@@ -34,6 +35,7 @@ export function resolveStore(
   cwd: string,
   expand: (value: string, field: string) => string,
 ): StoreConfig {
+  if (spec?.type === undefined) return storeFromText(env.KCACHE_STORE, "KCACHE_STORE", env, cwd);
   const ms = (v: string | undefined) => (v === undefined ? undefined : (parseDuration(v) as number));
   if (spec?.type === "local") {
     return {
@@ -61,13 +63,24 @@ export function resolveStore(
       retries: spec.retries,
     };
   }
-  if (spec?.type === "gha") return { type: "gha", timeoutMs: ms(spec.timeout) };
+  return { type: "gha", timeoutMs: ms(spec.timeout) };
+}
 
-  const fromEnv = env.KCACHE_STORE;
-  if (fromEnv === "gha") return { type: "gha" };
-  if (fromEnv?.startsWith("s3://")) {
-    const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(fromEnv);
-    if (!m?.[1]) throw new ConfigError(`KCACHE_STORE=${fromEnv}: write s3://bucket or s3://bucket/prefix`);
+/**
+ * A store written as one word: `gha`, `s3://bucket/prefix` or a folder (the default folder when
+ * empty), as $KCACHE_STORE, the CLI's --store and the action's `store` input give it. `label` names
+ * where it came from in errors.
+ */
+export function storeFromText(
+  text: string | undefined,
+  label: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): StoreConfig {
+  if (text === "gha") return { type: "gha" };
+  if (text?.startsWith("s3://")) {
+    const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(text);
+    if (!m?.[1]) throw new ConfigError(`${label}=${text}: write s3://bucket or s3://bucket/prefix`);
     return {
       type: "s3",
       bucket: m[1],
@@ -78,7 +91,11 @@ export function resolveStore(
       checksums: env.KCACHE_S3_CHECKSUMS === "when-required" ? "when-required" : undefined,
     };
   }
-  return { type: "local", path: path.resolve(cwd, fromEnv || defaultLocal(env)) };
+  // In a GitHub Action the runner hands its cache service to the step (as it does to actions/cache):
+  // with no store named anywhere, that is where caches go, so switching `uses:` is all a user does.
+  if (!text && env.ACTIONS_RUNTIME_TOKEN && (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL))
+    return { type: "gha" };
+  return { type: "local", path: path.resolve(cwd, text || defaultLocal(env)) };
 }
 
 function defaultLocal(env: NodeJS.ProcessEnv): string {

@@ -1,35 +1,20 @@
-import path from "node:path";
 import * as core from "@actions/core";
-import { type JobContext, jobContext } from "../cache/job-context.js";
 import { restore } from "../cache/restore.js";
 import { save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
-import { type Config, loadConfig } from "../config/load.js";
-import { KcacheError } from "../errors.js";
-import { tritonKind } from "../kinds/triton.js";
+import { CacheMissError, KcacheError, UsageError } from "../errors.js";
+import { buildJob, type Job, type JobOverrides, parseKind } from "../job/build-job.js";
 import type { Log } from "../log.js";
 import { prewarm } from "../pipeline/prewarm.js";
-import { defaultOutDir, profileConfig, type RunReport, runProfile } from "../pipeline/run-profile.js";
+import { defaultOutDir, type RunReport, runProfile } from "../pipeline/run-profile.js";
 import { stderrProgress } from "../progress.js";
-import { runMarkdown } from "../report/run-markdown.js";
-import { checkAnnotations, Outputs, runOutputs } from "./outputs.js";
+import { Inputs, Outputs, SAVE_ALWAYS_ENV, State } from "./io-names.js";
+import { publishRun, setOutputs } from "./outputs.js";
 
-/** The action's inputs; names and meanings follow actions/cache where they overlap. */
-export const Inputs = {
-  mode: "mode",
-  profile: "profile",
-  config: "config",
-  store: "store",
-  key: "key",
-  restoreKeys: "restore-keys",
-  path: "path",
-  lookupOnly: "lookup-only",
-  failOnCacheMiss: "fail-on-cache-miss",
-  strict: "strict",
-  ifChanged: "if-changed",
-} as const;
+export { Inputs };
 
-type Mode = "run" | "restore" | "save" | "prewarm";
+const MODES = ["run", "restore", "save", "prewarm"] as const;
+type Mode = (typeof MODES)[number];
 
 /** Messages through @actions/core, so they are annotations and folded groups in the job log. */
 function actionLog(): Log {
@@ -45,122 +30,164 @@ function actionLog(): Log {
   };
 }
 
-/** The configuration, adjusted by the action's inputs (path, key, restore-keys, store). */
-function actionConfig(mode: Mode): { config: Config; profile: string | undefined } {
-  const store = core.getInput(Inputs.store);
-  if (store) process.env.KCACHE_STORE = store;
-  let config = loadConfig({ file: core.getInput(Inputs.config) || undefined });
-  const profile = core.getInput(Inputs.profile) || undefined;
-  if ((mode === "run" || mode === "prewarm") && !profile)
-    throw new KcacheError(`mode ${mode} needs the profile input`, "EKCACHE_USAGE", 2);
-  if (profile) config = profileConfig(config, profile).config;
-  const paths = core.getMultilineInput(Inputs.path);
-  if (paths.length) {
-    config = {
-      ...config,
-      caches: paths.map((p, i) => ({
-        name: i === 0 ? tritonKind.kind : `${tritonKind.kind}-${i + 1}`,
-        kind: tritonKind.kind,
-        path: path.resolve(p.replace(/^~(?=\/|$)/, process.env.HOME ?? "~")),
-        env: i === 0 ? "TRITON_CACHE_DIR" : undefined,
-      })),
-    };
-  }
-  const restoreKeys = core.getMultilineInput(Inputs.restoreKeys);
-  if (restoreKeys.length) config = { ...config, key: { ...config.key, restorePrefixes: restoreKeys } };
-  return { config, profile };
+/**
+ * A true/false input. An input the action.yml at hand does not declare (restore/ has no save-always)
+ * reads as false, where core.getBooleanInput would throw.
+ */
+function flag(name: string): boolean {
+  const v = core.getInput(name);
+  if (v === "" || /^(false|False|FALSE)$/.test(v)) return false;
+  if (/^(true|True|TRUE)$/.test(v)) return true;
+  throw new UsageError(`input ${name}: "${v}" is not true or false`);
 }
 
-async function context(config: Config, log: Log): Promise<JobContext> {
-  const ctx = await jobContext({
-    config,
+/** The inputs as overrides of kcache.yml: the same shape the CLI's flags take. */
+function inputOverrides(key?: string): JobOverrides {
+  const text = (name: string) => core.getInput(name) || undefined;
+  const lines = (name: string) => {
+    const l = core.getMultilineInput(name);
+    return l.length ? l : undefined;
+  };
+  return {
+    store: text(Inputs.store),
+    paths: lines(Inputs.path),
+    kind: parseKind(core.getInput(Inputs.kind), `input ${Inputs.kind}:`),
+    key: key ?? text(Inputs.key),
+    restoreKeys: lines(Inputs.restoreKeys),
+    profile: text(Inputs.profile),
+    strict: flag(Inputs.strict),
+  };
+}
+
+function job(log: Log, key?: string): Promise<Job> {
+  return buildJob({
+    configFile: core.getInput(Inputs.config) || undefined,
+    overrides: inputOverrides(key),
     log,
-    strict: core.getBooleanInput(Inputs.strict),
     progress: stderrProgress,
   });
-  const key = core.getInput(Inputs.key);
-  // An explicit key replaces kcache's own, as in actions/cache: exact key, then restore-keys.
-  return key ? { ...ctx, key, stackKeyPrefix: key } : ctx;
 }
 
-function publishRun(report: RunReport): void {
-  for (const [k, v] of Object.entries(runOutputs(report))) core.setOutput(k, v);
-  for (const a of checkAnnotations(report, process.cwd())) process.stdout.write(`${a}\n`);
-  if (process.env.GITHUB_STEP_SUMMARY) void core.summary.addRaw(runMarkdown(report)).write();
+/** Inputs that mean something only in other modes are named in a warning, never silently dropped. */
+function warnUnused(mode: Mode, postSave: boolean): void {
+  const only: [string, (m: Mode) => boolean][] = [
+    [Inputs.lookupOnly, (m) => m === "restore"],
+    [Inputs.failOnCacheMiss, (m) => m === "restore"],
+    [Inputs.ifChanged, (m) => m === "prewarm"],
+  ];
+  for (const [name, applies] of only) {
+    if (core.getInput(name) && core.getInput(name) !== "false" && !applies(mode))
+      core.warning(`input ${name} applies to mode ${MODES.find(applies)}; it is ignored in mode ${mode}`, {
+        title: "kcache",
+      });
+  }
+  if (flag(Inputs.saveAlways) && !postSave)
+    core.warning(
+      `input ${Inputs.saveAlways} applies when the action restores and saves in its post step (no mode, no profile); it is ignored in mode ${mode}`,
+      { title: "kcache" },
+    );
+  for (const name of [Inputs.uploadChunkSize, Inputs.enableCrossOsArchive])
+    if (core.getInput(name)) core.debug(`input ${name} is accepted for actions/cache workflows and not used`);
+}
+
+async function restoreStep(log: Log, postSave: boolean): Promise<void> {
+  const j = await job(log);
+  const { ctx } = j;
+  setOutputs({ [Outputs.primaryKey]: ctx.key });
+  const lookupOnly = flag(Inputs.lookupOnly);
+  const r = await tolerateCacheFailure("restore", ctx.strict, log, () => restore(ctx, { lookupOnly }));
+  // Later steps find each cache where it was restored.
+  for (const c of ctx.caches) if (c.env) core.exportVariable(c.env, c.path);
+  setOutputs({
+    [Outputs.cacheHit]: String(Boolean(r?.cacheHit)),
+    [Outputs.matchedKey]: r?.matchedKey ?? "",
+  });
+  if (!r?.matchedKey) log.info(`cache miss: no saved key matched ${ctx.key}`);
+  else if (r.lookupOnly)
+    log.info(`found ${r.matchedKey}${r.cacheHit ? " (exact)" : ""} (lookup only, nothing downloaded)`);
+  else
+    log.info(
+      `restored ${r.entriesRestored} entries from ${r.matchedKey}${r.cacheHit ? " (exact)" : ` (${r.matchedScope})`}`,
+    );
+  if (postSave) {
+    core.saveState(State.saveInPost, "true");
+    core.saveState(State.primaryKey, ctx.key);
+    if (flag(Inputs.saveAlways)) core.exportVariable(SAVE_ALWAYS_ENV, "true");
+  }
+  if (!r?.matchedKey && flag(Inputs.failOnCacheMiss)) {
+    throw new CacheMissError(`no cache matched ${ctx.key} (fail-on-cache-miss)`);
+  }
+}
+
+async function saveStep(log: Log, key?: string): Promise<void> {
+  const { ctx } = await job(log, key);
+  setOutputs({ [Outputs.primaryKey]: ctx.key });
+  const r = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx));
+  if (r) log.info(r.message);
+  setOutputs({ [Outputs.saved]: String(r?.outcome === "saved") });
+}
+
+function publish(report: RunReport): void {
+  publishRun(report, process.env, { markdownTo: process.stdout, annotations: "stdout" });
   if (report.exitCode !== 0)
     core.setFailed(
       `kcache run ${report.profile}: failed at ${report.firstFailure} (exit ${report.exitCode})`,
     );
 }
 
-/** The action: `run` a profile, `restore`, `save`, or `prewarm`. Store failures warn; the job goes on. */
+async function runStep(log: Log): Promise<void> {
+  const j = await job(log);
+  const name = j.profile?.name as string;
+  publish(await runProfile({ job: j, outDir: defaultOutDir(name) }));
+}
+
+async function prewarmStep(log: Log): Promise<void> {
+  const j = await job(log);
+  const r = await prewarm({
+    job: j,
+    outDir: defaultOutDir(j.profile?.name as string),
+    ifChanged: core.getMultilineInput(Inputs.ifChanged),
+  });
+  setOutputs({
+    [Outputs.primaryKey]: r.key,
+    [Outputs.matchedKey]: r.matchedKey ?? "",
+    [Outputs.prewarm]: r.outcome,
+  });
+  if (r.run) publish(r.run);
+}
+
+/**
+ * The action. With no mode: a profile runs (`kcache run`); without a profile the main step restores
+ * and the post step saves, as actions/cache does. Explicit modes: run, restore, save, prewarm. Store
+ * failures warn and the job goes on (unless strict).
+ */
 export async function runAction(): Promise<void> {
-  const mode = (core.getInput(Inputs.mode) || "run") as Mode;
-  if (!["run", "restore", "save", "prewarm"].includes(mode)) {
-    core.setFailed(`mode "${mode}": use run, restore, save or prewarm`);
-    return;
-  }
   const log = actionLog();
+  const post = core.getState(State.isPost) === "true";
   try {
-    const { config, profile } = actionConfig(mode);
-    const strict = core.getBooleanInput(Inputs.strict);
-    const outDir = defaultOutDir(profile ?? "cache");
+    if (post) {
+      if (core.getState(State.saveInPost) === "true") await saveStep(log, core.getState(State.primaryKey));
+      return;
+    }
+    core.saveState(State.isPost, "true");
+    const given = core.getInput(Inputs.mode);
+    const profile = core.getInput(Inputs.profile);
+    if (given && !(MODES as readonly string[]).includes(given))
+      throw new UsageError(`input mode "${given}": use ${MODES.join(", ")}, or leave it out`);
+    const mode: Mode = (given as Mode) || (profile ? "run" : "restore");
+    const postSave = !given && !profile;
+    if ((mode === "run" || mode === "prewarm") && !profile)
+      throw new UsageError(`mode ${mode} needs the profile input (a profile in kcache.yml)`);
+    warnUnused(mode, postSave);
     switch (mode) {
-      case "restore": {
-        const ctx = await context(config, log);
-        core.setOutput(Outputs.primaryKey, ctx.key);
-        const r = await tolerateCacheFailure("restore", strict, log, () =>
-          restore(ctx, { lookupOnly: core.getBooleanInput(Inputs.lookupOnly) }),
-        );
-        // Later steps find each cache where it was restored.
-        for (const c of config.caches) if (c.env) core.exportVariable(c.env, c.path);
-        core.setOutput(Outputs.cacheHit, String(Boolean(r?.cacheHit)));
-        core.setOutput(Outputs.matchedKey, r?.matchedKey ?? "");
-        if (r?.matchedKey)
-          log.info(
-            `restored ${r.entriesRestored} entries from ${r.matchedKey}${r.cacheHit ? " (exact)" : ""}`,
-          );
-        else log.info("cache miss");
-        if (!r?.matchedKey && core.getBooleanInput(Inputs.failOnCacheMiss)) {
-          core.setFailed(`no cache matched ${ctx.key} (fail-on-cache-miss)`);
-        }
-        return;
-      }
-      case "save": {
-        const ctx = await context(config, log);
-        core.setOutput(Outputs.primaryKey, ctx.key);
-        const r = await tolerateCacheFailure("save", strict, log, () => save(ctx));
-        if (r) log.info(r.message);
-        core.setOutput(Outputs.saved, String(r?.outcome === "saved"));
-        return;
-      }
-      case "run": {
-        const report = await runProfile({
-          config: loadConfig({ file: core.getInput(Inputs.config) || undefined }),
-          profileName: profile as string,
-          log,
-          outDir,
-          strict,
-          progress: stderrProgress,
-        });
-        publishRun(report);
-        return;
-      }
-      case "prewarm": {
-        const r = await prewarm({
-          config: loadConfig({ file: core.getInput(Inputs.config) || undefined }),
-          profileName: profile as string,
-          log,
-          outDir,
-          strict,
-          ifChanged: core.getMultilineInput(Inputs.ifChanged),
-        });
-        core.setOutput(Outputs.primaryKey, r.key);
-        core.setOutput(Outputs.matchedKey, r.matchedKey ?? "");
-        core.setOutput("prewarm", r.outcome);
-        if (r.run) publishRun(r.run);
-        return;
-      }
+      case "restore":
+        return await restoreStep(log, postSave);
+      case "save":
+        return await saveStep(log);
+      case "run":
+        return await runStep(log);
+      case "prewarm":
+        return await prewarmStep(log);
     }
   } catch (e) {
     if (e instanceof KcacheError) core.setFailed(e.message);

@@ -1,23 +1,16 @@
 import fs from "node:fs";
+import path from "node:path";
+import * as core from "@actions/core";
 import type { RunReport } from "../pipeline/run-profile.js";
+import { runMarkdown } from "../report/run-markdown.js";
+import { Outputs } from "./io-names.js";
 
-/** Names of the step outputs kcache writes; the action's outputs use the same names. */
-export const Outputs = {
-  cacheHit: "cache-hit",
-  matchedKey: "cache-matched-key",
-  primaryKey: "cache-primary-key",
-  kernelsCompiled: "kernels-compiled",
-  kernelsLoaded: "kernels-loaded",
-  saved: "saved",
-} as const;
-
-/** Appends `name=value` lines to $GITHUB_OUTPUT (multi-line values use a heredoc delimiter). */
-export function writeOutputs(env: NodeJS.ProcessEnv, values: Record<string, string>): void {
+/** Sets step outputs through @actions/core ($GITHUB_OUTPUT, with a random delimiter); nothing outside a runner. */
+export function setOutputs(values: Record<string, string>, env: NodeJS.ProcessEnv = process.env): void {
   if (!env.GITHUB_OUTPUT) return;
-  const lines = Object.entries(values).map(([k, v]) =>
-    v.includes("\n") ? `${k}<<KCACHE_EOF\n${v}\nKCACHE_EOF` : `${k}=${v}`,
-  );
-  fs.appendFileSync(env.GITHUB_OUTPUT, `${lines.join("\n")}\n`);
+  // @actions/core refuses a file that does not exist yet; a runner creates it, a script may not.
+  fs.appendFileSync(env.GITHUB_OUTPUT, "");
+  for (const [k, v] of Object.entries(values)) core.setOutput(k, v);
 }
 
 /** Appends Markdown to the job's summary page when $GITHUB_STEP_SUMMARY is set. */
@@ -25,19 +18,27 @@ export function writeStepSummary(env: NodeJS.ProcessEnv, markdown: string): void
   if (env.GITHUB_STEP_SUMMARY) fs.appendFileSync(env.GITHUB_STEP_SUMMARY, `${markdown}\n`);
 }
 
-/** `::error` / `::warning` workflow commands for failed checks, naming the result file. */
-export function checkAnnotations(r: RunReport, cwd: string): string[] {
-  return r.checks
-    .filter((c) => !c.passed)
-    .map((c) => {
-      const level = c.severity === "error" ? "error" : "warning";
-      const file = c.file ? ` file=${relative(c.file, cwd)},` : " ";
-      return `::${level}${file}title=kcache check ${escapeProperty(c.name)}::${escapeData(c.message)}`;
-    });
+/** A failed check as an annotation on its result file. */
+export interface Annotation {
+  level: "error" | "warning";
+  title: string;
+  message: string;
+  file?: string;
 }
 
-/** The outputs of a run, for $GITHUB_OUTPUT. */
-export function runOutputs(r: RunReport): Record<string, string> {
+export function checkAnnotations(r: RunReport, cwd: string): Annotation[] {
+  return r.checks
+    .filter((c) => !c.passed)
+    .map((c) => ({
+      level: c.severity === "error" ? "error" : "warning",
+      title: `kcache check ${c.name}`,
+      message: c.message,
+      ...(c.file ? { file: path.relative(cwd, c.file) || c.file } : {}),
+    }));
+}
+
+/** The outputs of a run. */
+export function runOutputs(r: RunReport, reportFile: string): Record<string, string> {
   return {
     [Outputs.cacheHit]: String(Boolean(r.restore?.cacheHit)),
     [Outputs.primaryKey]: r.key,
@@ -45,17 +46,43 @@ export function runOutputs(r: RunReport): Record<string, string> {
     [Outputs.kernelsCompiled]: String(r.kernels.compiled),
     [Outputs.kernelsLoaded]: String(r.kernels.loaded),
     [Outputs.saved]: String(r.save?.outcome === "saved"),
+    [Outputs.report]: reportFile,
   };
 }
 
-function relative(file: string, cwd: string): string {
-  return file.startsWith(`${cwd}/`) ? file.slice(cwd.length + 1) : file;
+/**
+ * What the CLI's `kcache run` and the action's run mode both do with a finished run: kcache-report.json
+ * in its folder, the Markdown (to `markdownTo`, and to the step summary), step outputs, and on a
+ * runner an annotation per failed check. Annotations go through @actions/core, which writes to
+ * stdout; with `annotations: "stderr"` (the CLI's --json, whose stdout is the report) they are
+ * written to stderr, which the runner reads too. Returns the report file's path.
+ */
+export function publishRun(
+  report: RunReport,
+  env: NodeJS.ProcessEnv,
+  opts: { markdownTo: NodeJS.WritableStream | null; annotations: "stdout" | "stderr"; cwd?: string },
+): string {
+  const file = path.join(report.outDir, "kcache-report.json");
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  const markdown = runMarkdown(report);
+  opts.markdownTo?.write(`\n${markdown}`);
+  writeStepSummary(env, markdown);
+  setOutputs(runOutputs(report, file), env);
+  if (env.GITHUB_ACTIONS === "true") {
+    for (const a of checkAnnotations(report, opts.cwd ?? process.cwd())) {
+      const props = { title: a.title, file: a.file };
+      if (opts.annotations === "stderr") process.stderr.write(`${workflowCommand(a)}\n`);
+      else if (a.level === "error") core.error(a.message, props);
+      else core.warning(a.message, props);
+    }
+  }
+  return file;
 }
 
-function escapeData(s: string): string {
-  return s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-}
-
-function escapeProperty(s: string): string {
-  return escapeData(s).replace(/:/g, "%3A").replace(/,/g, "%2C");
+/** `::error file=…,title=…::message`, escaped as the runner expects (for stderr, where core cannot write). */
+function workflowCommand(a: Annotation): string {
+  const data = (s: string) => s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+  const prop = (s: string) => data(s).replace(/:/g, "%3A").replace(/,/g, "%2C");
+  const props = [a.file ? `file=${prop(a.file)}` : null, `title=${prop(a.title)}`].filter(Boolean);
+  return `::${a.level} ${props.join(",")}::${data(a.message)}`;
 }

@@ -1,10 +1,27 @@
+import fs from "node:fs";
 import { dirKind } from "./dir.js";
-import type { CacheKind, CacheKindName } from "./kind.js";
-import { tritonKind } from "./triton.js";
+import { type CacheKind, type CacheKindName, KCACHE_PRIVATE_PREFIX } from "./kind.js";
+import { looksLikeTritonCache, tritonKind } from "./triton.js";
 
 const KINDS: Record<CacheKindName, CacheKind> = { triton: tritonKind, dir: dirKind };
 
 /** The cache kind for a configured `kind:` value. */
 export function cacheKind(kind: CacheKindName): CacheKind {
   return KINDS[kind];
+}
+
+/**
+ * The kind a folder's layout shows: `triton` when it looks like Triton's cache, `dir` for anything
+ * else with files in it, null when it is missing or empty (nothing to tell by).
+ */
+export function detectKind(root: string): CacheKindName | null {
+  let items: fs.Dirent[];
+  try {
+    items = fs.readdirSync(root, { withFileTypes: true });
+  } catch {
+    return null;
+  }
+  const visible = items.filter((d) => !d.name.startsWith(KCACHE_PRIVATE_PREFIX));
+  if (visible.length === 0) return null;
+  return looksLikeTritonCache(root, visible) ? "triton" : "dir";
 }

@@ -22,6 +22,28 @@ const LOCK = /(^lock$|\.lock$)/;
 /** Entry folder names: Triton's base32 keys, but any single path segment is accepted. */
 const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.=+-]*$/;
 
+/** Triton names its entry folders by a base32 sha256: 52 characters of A-Z and 2-7. */
+const TRITON_KEY = /^[A-Z2-7]{52}$/;
+
+/**
+ * Whether a folder's top level looks like Triton's cache: only folders (and locks), each named as
+ * Triton names keys, or at least one holding a file Triton writes (a group file or a launcher).
+ */
+export function looksLikeTritonCache(root: string, top: fs.Dirent[]): boolean {
+  const dirs = top.filter((d) => d.isDirectory() && !TEMP_DIR.test(d.name));
+  if (dirs.length === 0 || top.some((d) => !d.isDirectory() && !LOCK.test(d.name))) return false;
+  if (dirs.every((d) => TRITON_KEY.test(d.name))) return true;
+  return dirs.some((d) => {
+    try {
+      return fs
+        .readdirSync(path.join(root, d.name))
+        .some((f) => GROUP.test(f) || SINGLE_FILE.some((re) => re.test(f)));
+    } catch {
+      return false;
+    }
+  });
+}
+
 export const tritonKind: CacheKind = {
   kind: "triton",
   entryShape: "folder",

@@ -3,15 +3,9 @@ import path from "node:path";
 import { diffRecords, medianOf, type RecordDiff } from "../checks/record-diff.js";
 import { type ResultRecord, readRecords } from "../checks/records.js";
 import type { CompareSpec } from "../config/profile-schema.js";
+import { withCaches } from "../job/build-job.js";
 import { manifestObject } from "../store/layout.js";
-import {
-  profileConfig,
-  profileJobContext,
-  type RunOptions,
-  type RunReport,
-  runProfile,
-  type Stage,
-} from "./run-profile.js";
+import { jobProfile, type RunOptions, type RunReport, runProfile, type Stage } from "./run-profile.js";
 
 export const COMPARE_SCHEMA = "kcache-compare/1";
 
@@ -76,11 +70,11 @@ export function stats(values: number[]): Stats {
 export async function compare(
   opts: RunOptions & { rounds: number; records?: CompareSpec },
 ): Promise<CompareReport> {
-  const cwd = opts.cwd ?? process.cwd();
-  const { profile, config } = profileConfig(opts.config, opts.profileName, opts.env ?? process.env);
+  const { job } = opts;
+  const { ctx, cwd } = job;
+  const { name: profileName, spec: profile } = jobProfile(job);
   const spec = opts.records ?? profile.compare;
   const outDir = path.resolve(cwd, opts.outDir);
-  const ctx = await profileJobContext(opts, config);
   let seeded = await ctx.store.exists(manifestObject(ctx.scopes.write, ctx.key));
   const runs: CompareRun[] = [];
   const results: Record<"cold" | "warm", ResultRecord[][]> = { cold: [], warm: [] };
@@ -92,17 +86,15 @@ export async function compare(
       const runDir = path.join(outDir, "runs", label);
       fs.rmSync(runDir, { recursive: true, force: true });
       // Fresh, empty cache folders for every run, cold or warm.
-      const caches = config.caches.map((c) => ({ ...c, path: path.join(runDir, `cache-${c.name}`) }));
+      const caches = ctx.caches.map((c) => ({ ...c, path: path.join(runDir, `cache-${c.name}`) }));
       const save = kind === "cold" && !seeded;
-      opts.log.info(
+      ctx.log.info(
         `${label}: ${kind === "cold" ? "empty caches, nothing restored" : "restored from the store"}${save ? ", saving to seed the warm runs" : ""}`,
       );
+      // The same stack and revision for every run: the job's, probed once.
       const report = await runProfile({
         ...opts,
-        config: {
-          ...opts.config,
-          caches: opts.config.caches.map((c) => caches.find((x) => x.name === c.name) ?? c),
-        },
+        job: withCaches(job, caches),
         outDir: runDir,
         restore: kind === "warm",
         save,
@@ -116,9 +108,9 @@ export async function compare(
           try {
             results[kind].push(readRecords(file, spec.records));
           } catch (e) {
-            opts.log.warn(`${label}: ${(e as Error).message}`);
+            ctx.log.warn(`${label}: ${(e as Error).message}`);
           }
-        } else opts.log.warn(`${label}: ${file} was not written`);
+        } else ctx.log.warn(`${label}: ${file} was not written`);
       }
       for (const c of caches) fs.rmSync(c.path, { recursive: true, force: true });
     }
@@ -145,7 +137,7 @@ export async function compare(
   });
   return {
     schema: COMPARE_SCHEMA,
-    profile: opts.profileName,
+    profile: profileName,
     key: ctx.key,
     revision: ctx.revision,
     stackId: ctx.stack.stackId,

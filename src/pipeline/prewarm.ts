@@ -2,13 +2,7 @@ import { execFileSync } from "node:child_process";
 import picomatch from "picomatch";
 import { findManifest } from "../cache/lookup.js";
 import { manifestObject } from "../store/layout.js";
-import {
-  profileConfig,
-  profileJobContext,
-  type RunOptions,
-  type RunReport,
-  runProfile,
-} from "./run-profile.js";
+import { type RunOptions, type RunReport, runProfile } from "./run-profile.js";
 
 export interface PrewarmReport {
   /** present: the exact key exists; current: no watched file changed since the newest cache; ran: the profile ran. */
@@ -26,16 +20,14 @@ export interface PrewarmReport {
  * also counts as current when no file matching them changed between its revision and HEAD.
  */
 export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Promise<PrewarmReport> {
-  const cwd = opts.cwd ?? process.cwd();
-  const { config } = profileConfig(opts.config, opts.profileName, opts.env ?? process.env);
-  const ctx = await profileJobContext(opts, config);
+  const { ctx, cwd } = opts.job;
   const done = (
     outcome: PrewarmReport["outcome"],
     matchedKey: string | null,
     message: string,
     run: RunReport | null = null,
   ) => {
-    opts.log.info(message);
+    ctx.log.info(message);
     return { outcome, key: ctx.key, matchedKey, message, run };
   };
 
@@ -47,7 +39,7 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
     if (newest) {
       const changed = changedFiles(newest.manifest.revision, ctx.revision, cwd);
       if (changed === null) {
-        opts.log.info(
+        ctx.log.info(
           `cannot diff ${newest.manifest.revision.slice(0, 12)}..${ctx.revision.slice(0, 12)} (shallow clone?); prewarming`,
         );
       } else {
@@ -60,7 +52,7 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
             `no file matching ${opts.ifChanged.join(", ")} changed since ${newest.key} (${changed.length} other files did); it is current`,
           );
         }
-        opts.log.info(
+        ctx.log.info(
           `${hits.length} watched files changed since ${newest.key}, e.g. ${hits.slice(0, 3).join(", ")}; prewarming`,
         );
       }

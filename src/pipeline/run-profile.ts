@@ -1,19 +1,16 @@
 import fs from "node:fs";
 import path from "node:path";
-import { type JobContext, type JobContextOptions, jobContext } from "../cache/job-context.js";
 import { type RestoreReport, restore } from "../cache/restore.js";
 import { type SaveReport, save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import type { CheckResult } from "../checks/check.js";
 import { runCheck } from "../checks/run-checks.js";
 import { parseDuration } from "../config/durations.js";
-import { type Config, expandProfile } from "../config/load.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
-import { ConfigError, ExitCode } from "../errors.js";
-import type { Log } from "../log.js";
+import { ExitCode, UsageError } from "../errors.js";
+import type { Job } from "../job/build-job.js";
 import { deviceEnv } from "../process/devices.js";
 import { runCommand } from "../process/run-command.js";
-import type { StackFingerprint } from "../stack/fingerprint.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
 
@@ -67,23 +64,16 @@ export interface RunReport {
 }
 
 export interface RunOptions {
-  config: Config;
-  profileName: string;
-  log: Log;
+  /** Built by src/job/ with a profile; its context is what this run restores and saves. */
+  job: Job;
   /** Where logs, telemetry and kcache-report.json go. */
   outDir: string;
-  env?: NodeJS.ProcessEnv;
-  cwd?: string;
-  revision?: string;
-  strict?: boolean;
-  stack?: StackFingerprint;
   /** Restore from the store before the commands (false for a cold run). */
   restore?: boolean;
   /** Save after the gate passed (false to never save). */
   save?: boolean;
   /** Echo command output (default: stdout). */
   echo?: NodeJS.WritableStream | null;
-  progress?: JobContextOptions["progress"];
 }
 
 /** Where a profile's logs, telemetry and report go by default: $RUNNER_TEMP/kcache/<profile>, else .kcache/<profile>. */
@@ -91,41 +81,11 @@ export function defaultOutDir(profile: string, env: NodeJS.ProcessEnv = process.
   return env.RUNNER_TEMP ? path.join(env.RUNNER_TEMP, "kcache", profile) : path.join(".kcache", profile);
 }
 
-/** The job context of a profile's run: its caches and prefix, the stack, revision and scopes. */
-export function profileJobContext(opts: RunOptions, config: Config): Promise<JobContext> {
-  return jobContext({
-    config,
-    log: opts.log,
-    env: opts.env ?? process.env,
-    cwd: opts.cwd ?? process.cwd(),
-    revision: opts.revision,
-    strict: opts.strict,
-    stack: opts.stack,
-    progress: opts.progress,
-  });
-}
-
-/** The profile with its caches and prefix applied to the configuration. */
-export function profileConfig(
-  config: Config,
-  name: string,
-  env: NodeJS.ProcessEnv = process.env,
-): { profile: ProfileSpec; config: Config } {
-  const raw = config.profiles[name];
-  if (!raw) {
-    const known = Object.keys(config.profiles);
-    throw new ConfigError(
-      `${config.source}: no profile "${name}"${known.length ? `; profiles are ${known.map((k) => `"${k}"`).join(", ")}` : "; add one under profiles:"}`,
-    );
-  }
-  const profile = expandProfile(config.source, name, raw, env);
-  const caches = profile.caches
-    ? config.caches.filter((c) => profile.caches?.includes(c.name))
-    : config.caches;
-  return {
-    profile,
-    config: { ...config, caches, key: { ...config.key, prefix: profile.prefix ?? config.key.prefix } },
-  };
+/** The job's profile; a job built without one cannot run. */
+export function jobProfile(job: Job): { name: string; spec: ProfileSpec } {
+  if (!job.profile)
+    throw new UsageError("this needs a profile: pass --profile, or the action's profile input");
+  return job.profile;
 }
 
 /**
@@ -134,11 +94,10 @@ export function profileConfig(
  */
 export async function runProfile(opts: RunOptions): Promise<RunReport> {
   const t0 = performance.now();
-  const env = opts.env ?? process.env;
-  const cwd = opts.cwd ?? process.cwd();
-  const { log } = opts;
-  const { profile, config } = profileConfig(opts.config, opts.profileName, env);
-  const ctx = await profileJobContext(opts, config);
+  const { job } = opts;
+  const { env, cwd, ctx } = job;
+  const { log, strict } = ctx;
+  const { name: profileName, spec: profile } = jobProfile(job);
   const outDir = path.resolve(cwd, opts.outDir);
   fs.mkdirSync(path.join(outDir, "logs"), { recursive: true });
   fs.mkdirSync(path.join(outDir, "telemetry"), { recursive: true });
@@ -150,7 +109,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   let restored: RestoreReport | null = null;
   if (opts.restore !== false) {
     const s0 = performance.now();
-    restored = await tolerateCacheFailure("restore", opts.strict, log, () => restore(ctx));
+    restored = await tolerateCacheFailure("restore", strict, log, () => restore(ctx));
     stages.push({
       name: "restore",
       kind: "restore",
@@ -174,7 +133,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
 
   // Commands.
   const baseEnv: NodeJS.ProcessEnv = { ...env, ...profile.env };
-  for (const c of config.caches) {
+  for (const c of ctx.caches) {
     fs.mkdirSync(c.path, { recursive: true });
     if (c.env) baseEnv[c.env] = c.path;
   }
@@ -292,7 +251,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   else if (profile.save === "never") saveSkipped = "saving is off for this profile (save: never)";
   else if (firstFailure) saveSkipped = `not saved: ${firstFailure} failed`;
   else {
-    saved = await tolerateCacheFailure("save", opts.strict, log, () => save(ctx));
+    saved = await tolerateCacheFailure("save", strict, log, () => save(ctx));
     if (!saved) saveSkipped = "the store failed (warned)";
     else log.info(saved.message);
   }
@@ -317,7 +276,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
       : ExitCode.ok;
   return {
     schema: RUN_REPORT_SCHEMA,
-    profile: opts.profileName,
+    profile: profileName,
     key: ctx.key,
     scope: ctx.scopes.write,
     revision: ctx.revision,

@@ -21,11 +21,13 @@ const MAY_IMPORT: Record<string, string[]> = {
   store: ["config"],
   pack: ["kinds", "manifest", "store"],
   checks: ["config", "process"],
-  cache: ["config", "keys", "kinds", "manifest", "pack", "stack", "store"],
+  cache: ["keys", "kinds", "manifest", "pack", "store"],
+  job: ["cache", "config", "keys", "kinds", "stack", "store"],
   pipeline: [
     "cache",
     "checks",
     "config",
+    "job",
     "keys",
     "kinds",
     "manifest",
@@ -35,12 +37,13 @@ const MAY_IMPORT: Record<string, string[]> = {
     "telemetry",
   ],
   report: ["cache", "checks", "pipeline"],
-  github: ["cache", "config", "keys", "kinds", "pipeline", "report", "stack", "store"],
+  github: ["cache", "config", "job", "keys", "kinds", "pipeline", "report", "stack", "store"],
   cli: [
     "cache",
     "checks",
     "config",
     "github",
+    "job",
     "keys",
     "kinds",
     "manifest",
@@ -82,6 +85,17 @@ describe("src/ import directions (docs/ARCHITECTURE.md)", () => {
       const allowed = new Set([from, ".", ...(MAY_IMPORT[from] ?? [])]);
       for (const d of deps) if (!allowed.has(folderOf(d))) wrong.push(`${file} imports ${d}`);
     }
+    expect(wrong).toEqual([]);
+  });
+
+  it("cache/ works on a job it is given: it never opens a store or reads kcache.yml itself", () => {
+    const wrong = [...importGraph()]
+      .filter(([file]) => folderOf(file) === "cache")
+      .flatMap(([file, deps]) =>
+        deps
+          .filter((d) => d === "store/open.ts" || ["config", "stack", "report"].includes(folderOf(d)))
+          .map((d) => `${file} imports ${d}`),
+      );
     expect(wrong).toEqual([]);
   });
 

@@ -42,7 +42,9 @@ describe("README promises of the CLI", () => {
       lookupOnly: true,
       entriesRestored: 0,
     });
-    expect(r.stderr).toMatch(new RegExp(`found ${key} in branch/main \\(exact\\); not downloaded`));
+    expect(r.stderr).toMatch(
+      new RegExp(`found ${key} in branch/main \\(exact\\) \\(lookup only, nothing downloaded\\)`),
+    );
     expect(fs.existsSync(elsewhere)).toBe(false);
   });
 

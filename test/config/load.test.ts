@@ -1,8 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig, resolveConfig } from "../../src/config/load.js";
-import { profileConfig } from "../../src/pipeline/run-profile.js";
+import { loadConfig, profileConfig, resolveConfig } from "../../src/config/load.js";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/sandbox.js";
 

@@ -1,96 +1,39 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { parse } from "yaml";
-import { Inputs } from "../../src/github/action.js";
-import { Outputs } from "../../src/github/outputs.js";
+import { Inputs, Outputs, SAVE_ALWAYS_ENV } from "../../src/github/io-names.js";
+import { actionYml, ROOT, RunnerJob } from "../helpers/action-runner.js";
+import { type GhaCacheServer, startGhaCacheServer } from "../helpers/gha-cache-server.js";
 import { tempDir } from "../helpers/sandbox.js";
 
-const ROOT = path.resolve(import.meta.dirname, "../..");
 const DIST_ACTION = path.join(ROOT, "dist", "action.mjs");
 /**
- * The behaviour tests run the action bundled from src/ now, not the committed dist/: a change in src/
- * is caught by a behaviour test, and the staleness test below says when dist/ must be rebuilt.
+ * The behaviour tests run the action bundled from src/, not the committed dist/: a change in src/ is
+ * caught by a behaviour test, and the staleness test below says when dist/ must be rebuilt. Beside
+ * dist/action.mjs, so it finds python/ and package.json as the shipped action does (ignored by git).
  */
-// Beside dist/action.mjs, so it finds python/ and package.json as the shipped action does (ignored by git).
 const ACTION = path.join(ROOT, "dist", `.test-action-${process.pid}.mjs`);
-beforeAll(() => {
+let gha: GhaCacheServer;
+beforeAll(async () => {
   execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), ACTION], { cwd: ROOT });
+  gha = await startGhaCacheServer();
 });
-afterAll(() => {
+afterAll(async () => {
   fs.rmSync(ACTION, { force: true });
+  await gha?.stop();
 });
 const SIM = path.join(ROOT, "demo", "sim");
-const actionYml = parse(fs.readFileSync(path.join(ROOT, "action.yml"), "utf8")) as {
-  inputs: Record<string, { default?: string }>;
-  outputs: Record<string, unknown>;
-  runs: { using: string; main: string };
-};
+const PUSH = { GITHUB_EVENT_NAME: "push", GITHUB_REF: "refs/heads/main", GITHUB_SHA: "a".repeat(40) };
 
-/** A job on a runner: its folders and the variables a GitHub runner sets for every step. */
-function runner(root: string, name: string, event: Record<string, string>) {
-  const dir = path.join(root, name);
-  for (const d of ["temp", "work"]) fs.mkdirSync(path.join(dir, d), { recursive: true });
-  const files = {
-    output: path.join(dir, "output"),
-    env: path.join(dir, "env"),
-    summary: path.join(dir, "summary.md"),
-  };
-  for (const f of Object.values(files)) fs.writeFileSync(f, "");
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: dir,
-    GITHUB_ACTIONS: "true",
-    GITHUB_WORKSPACE: root,
-    RUNNER_TEMP: path.join(dir, "temp"),
-    GITHUB_OUTPUT: files.output,
-    GITHUB_ENV: files.env,
-    GITHUB_STEP_SUMMARY: files.summary,
-    GITHUB_REPOSITORY: "org/kernels",
-    ...event,
-  };
-  /** Runs the action as the runner does: `node dist/action.mjs`, with INPUT_* set (defaults from action.yml). */
-  const step = (
-    inputs: Record<string, string>,
-  ): Promise<{ code: number | null; stdout: string; outputs: Record<string, string> }> => {
-    fs.writeFileSync(files.output, "");
-    const stepEnv: NodeJS.ProcessEnv = { ...env, ...exported() };
-    for (const [name, spec] of Object.entries(actionYml.inputs))
-      stepEnv[`INPUT_${name.toUpperCase()}`] = inputs[name] ?? spec.default ?? "";
-    return new Promise((resolve) => {
-      const child = spawn(process.execPath, [ACTION], { env: stepEnv, cwd: root });
-      let stdout = "";
-      child.stdout.on("data", (d) => {
-        stdout += d;
-      });
-      child.stderr.on("data", (d) => {
-        stdout += d;
-      });
-      child.on("close", (code) => resolve({ code, stdout, outputs: commandFile(files.output) }));
-    });
-  };
-  /** Variables earlier steps exported through $GITHUB_ENV. */
-  const exported = () => commandFile(files.env);
-  return { dir, env, files, step, exported };
-}
-
-/** Reads a $GITHUB_OUTPUT / $GITHUB_ENV file as @actions/core writes it (name<<delimiter ... delimiter). */
-function commandFile(file: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const lines = fs.readFileSync(file, "utf8").split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const m = /^([^=<]+)<<(.+)$/.exec(lines[i] as string);
-    if (m) {
-      const value: string[] = [];
-      while (++i < lines.length && lines[i] !== m[2]) value.push(lines[i] as string);
-      out[m[1] as string] = value.join("\n");
-    } else if (lines[i]?.includes("=")) {
-      const [k, ...v] = (lines[i] as string).split("=");
-      out[k as string] = v.join("=");
-    }
-  }
-  return out;
+/** The simulated Triton workload as a job's `run:` step; returns kernels compiled and loaded. */
+function workload(job: RunnerJob, extra: NodeJS.ProcessEnv = {}, args = ["3", "1"]) {
+  const out = job.run("python3", [path.join(SIM, "workload.py"), ...args], {
+    PYTHONPATH: SIM,
+    TRITON_SIM_COMPILE_MS: "1",
+    ...extra,
+  });
+  return JSON.parse(out.trim().split("\n").at(-1) as string) as { compiled: number; loaded: number };
 }
 
 function project() {
@@ -120,17 +63,53 @@ function project() {
   return root;
 }
 
-const PUSH = { GITHUB_EVENT_NAME: "push", GITHUB_REF: "refs/heads/main", GITHUB_SHA: "a".repeat(40) };
+const job = (
+  root: string,
+  name: string,
+  event: Record<string, string> = PUSH,
+  env: Record<string, string> = {},
+) => {
+  const j = new RunnerJob(root, name, { ...event, ...env }, ACTION);
+  return j;
+};
 
 describe("the kcache action", () => {
-  it("declares actions/cache's inputs and outputs under the same names, and runs on node24 from dist/", () => {
-    for (const name of ["key", "restore-keys", "path", "lookup-only", "fail-on-cache-miss"])
-      expect(actionYml.inputs).toHaveProperty(name);
-    for (const name of ["cache-hit", "cache-primary-key", "cache-matched-key"])
-      expect(actionYml.outputs).toHaveProperty(name);
-    expect(Object.keys(actionYml.inputs).sort()).toEqual(Object.values(Inputs).sort());
-    for (const o of Object.values(Outputs)) expect(actionYml.outputs).toHaveProperty(o);
-    expect(actionYml.runs).toEqual({ using: "node24", main: "dist/action.mjs" });
+  it("declares actions/cache's inputs and outputs, with restore/ and save/ sub-actions declaring theirs", () => {
+    const main = actionYml("");
+    expect(Object.keys(main.inputs).sort()).toEqual(Object.values(Inputs).sort());
+    expect(Object.keys(main.outputs).sort()).toEqual(Object.values(Outputs).sort());
+    for (const name of ["key", "restore-keys", "path", "lookup-only", "fail-on-cache-miss", "save-always"])
+      expect(main.inputs).toHaveProperty(name);
+    expect(main.runs).toMatchObject({ using: "node24", main: "dist/action.mjs", post: "dist/action.mjs" });
+    expect(main.runs["post-if"]).toBe(`success() || env.${SAVE_ALWAYS_ENV} == 'true'`);
+
+    const restore = actionYml("restore");
+    for (const name of [
+      "key",
+      "path",
+      "restore-keys",
+      "lookup-only",
+      "fail-on-cache-miss",
+      "enableCrossOsArchive",
+    ])
+      expect(restore.inputs).toHaveProperty(name);
+    expect(Object.keys(restore.outputs).sort()).toEqual([
+      "cache-hit",
+      "cache-matched-key",
+      "cache-primary-key",
+    ]);
+    const save = actionYml("save");
+    for (const name of ["key", "path", "upload-chunk-size", "enableCrossOsArchive"])
+      expect(save.inputs).toHaveProperty(name);
+    for (const [sub, yml] of [
+      ["restore", restore],
+      ["save", save],
+    ] as const) {
+      expect(yml.inputs.mode?.default).toBe(sub);
+      expect(yml.runs).toEqual({ using: "node24", main: "../dist/action.mjs" });
+      for (const name of Object.keys(yml.inputs)) expect(Object.values(Inputs)).toContain(name);
+      for (const name of Object.keys(yml.outputs)) expect(Object.values(Outputs)).toContain(name);
+    }
   });
 
   it("dist/action.mjs is built from the current source", () => {
@@ -139,80 +118,234 @@ describe("the kcache action", () => {
     expect(fs.readFileSync(DIST_ACTION, "utf8") === fs.readFileSync(fresh, "utf8")).toBe(true);
   });
 
-  it("restores in one step, exports TRITON_CACHE_DIR for the next steps, and saves after them", async () => {
-    const root = project();
-    const a = runner(root, "runner-a", PUSH);
-    const miss = await a.step({ mode: "restore", config: "kcache.yml" });
+  it("an actions/cache workflow with only `uses:` changed: restore, post-step save to GitHub's cache service, a hit at another path with 0 recompiles", async () => {
+    const root = tempDir("dropin"); // no kcache.yml: the workflow's inputs are all there is
+    const inputs = {
+      path: "~/.triton/cache",
+      key: "triton-Linux-3f2a",
+      "restore-keys": "triton-Linux-",
+      "upload-chunk-size": "33554432",
+      enableCrossOsArchive: "false",
+    };
+    const a = job(root, "runner-a", PUSH, gha.env);
+    const miss = await a.uses("", inputs);
     expect(miss.code).toBe(0);
     expect(miss.outputs).toMatchObject({ "cache-hit": "false", "cache-matched-key": "" });
-    expect(miss.outputs["cache-primary-key"]).toMatch(/^kernels-[0-9a-f]{12}-a{40}$/);
-    const cacheDir = a.exported().TRITON_CACHE_DIR as string;
-    expect(cacheDir).toBe(path.join(a.dir, "temp", "triton-cache"));
-    // The job's own step, using the exported variable.
-    execFileSync("python3", [path.join(SIM, "workload.py"), "3", "1"], {
-      env: { ...a.env, ...a.exported(), PYTHONPATH: SIM, TRITON_SIM_COMPILE_MS: "1" },
-    });
-    const saved = await a.step({ mode: "save", config: "kcache.yml" });
-    expect(saved.outputs).toMatchObject({ saved: "true" });
+    expect(miss.outputs["cache-primary-key"]).toMatch(/^triton-Linux-3f2a-[0-9a-f]{12}-a{40}$/);
+    expect(miss.log).not.toMatch(/::warning/);
+    expect(workload(a)).toMatchObject({ compiled: 7 });
+    const [post] = await a.end();
+    expect(post?.ran).toBe(true);
+    expect(post?.result?.code).toBe(0);
+    expect(post?.result?.log).toMatch(/saved .*triton-Linux-3f2a-/);
+    expect(post?.result?.log).not.toMatch(/::warning/);
 
-    // Another runner, another RUNNER_TEMP: an exact hit at its own path.
-    const b = runner(root, "runner-b", PUSH);
-    const hit = await b.step({ mode: "restore", config: "kcache.yml" });
+    // Another runner: another home folder, so Triton's cache is at another path.
+    const b = job(root, "runner-b", PUSH, gha.env);
+    const hit = await b.uses("", inputs);
     expect(hit.outputs).toMatchObject({
       "cache-hit": "true",
       "cache-matched-key": miss.outputs["cache-primary-key"],
     });
+    const warm = workload(b);
+    expect(warm.compiled).toBe(0);
+    expect(warm.loaded).toBeGreaterThan(0);
+    const [again] = await b.end();
+    expect(again?.result?.log).toMatch(/restored exactly; keys are immutable, nothing saved/);
+    expect(gha.calls.filter((c) => c === "CreateCacheEntry").length).toBe(2); // one pack, one manifest
+  });
+
+  it("restore/ and save/ as actions/cache/restore and save: the save takes the restore's cache-primary-key", async () => {
+    const root = tempDir("subactions");
+    const store = path.join(root, "store");
+    const a = job(root, "a");
+    const restored = await a.uses("restore", { path: "~/.triton/cache", key: "k", store });
+    expect(restored.outputs["cache-hit"]).toBe("false");
+    expect(workload(a)).toMatchObject({ compiled: 7 });
+    const saved = await a.uses("save", {
+      path: "~/.triton/cache",
+      key: restored.outputs["cache-primary-key"] as string,
+      store,
+      "upload-chunk-size": "1048576",
+    });
+    expect(saved.outputs).toMatchObject({
+      saved: "true",
+      "cache-primary-key": restored.outputs["cache-primary-key"],
+    });
+    expect(saved.log).not.toMatch(/::warning/);
+    expect(await a.end()).toEqual([]); // no post step in the sub-actions
+
+    const b = job(root, "b", { ...PUSH, GITHUB_SHA: "b".repeat(40) });
+    const later = await b.uses("restore", { path: "~/.triton/cache", key: "k", store });
+    expect(later.outputs).toMatchObject({
+      "cache-hit": "false",
+      "cache-matched-key": restored.outputs["cache-primary-key"],
+    });
+    expect(workload(b)).toMatchObject({ compiled: 0 });
+    const looked = await job(root, "c").uses("restore", {
+      path: "~/.triton/cache",
+      key: "k",
+      store,
+      "lookup-only": "true",
+    });
+    expect(looked.log).toContain(
+      `found ${restored.outputs["cache-primary-key"]} (exact) (lookup only, nothing downloaded)`,
+    );
+  });
+
+  it("a dir path with a glob and an exclusion saves what they select, and a path with nothing says so in a warning", async () => {
+    const root = tempDir("dirpath");
+    const store = path.join(root, "store");
+    const a = job(root, "a");
+    const home = a.env.HOME as string;
+    const inputs = {
+      path: "~/.cache/tool/*\n!~/.cache/tool/**/*.lock\n~/.cache/nothing-here",
+      key: "tools",
+      store,
+    };
+    await a.uses("", inputs);
+    // The job's own steps fill the folder (a package manager, say).
+    const tool = path.join(home, ".cache", "tool");
+    fs.mkdirSync(path.join(tool, "wheels"), { recursive: true });
+    fs.writeFileSync(path.join(tool, "wheels", "pkg-1.whl"), Buffer.alloc(70_000, 7));
+    fs.writeFileSync(path.join(tool, "wheels", "index.lock"), "lock");
+    fs.writeFileSync(path.join(tool, "http-v2.json"), '{"ok":1}');
+    const [post] = await a.end();
+    expect(post?.result?.log).toMatch(/saved/);
+    expect(post?.result?.log).toMatch(
+      new RegExp(
+        `::warning title=kcache::path ${path.join(home, ".cache", "nothing-here")} \\(cache path-2\\): nothing to save: the folder does not exist`,
+      ),
+    );
+
+    const b = job(root, "b");
+    const hit = await b.uses("", inputs);
+    expect(hit.outputs["cache-hit"]).toBe("true");
+    const restored = path.join(b.env.HOME as string, ".cache", "tool");
+    expect(fs.readFileSync(path.join(restored, "wheels", "pkg-1.whl")).equals(Buffer.alloc(70_000, 7))).toBe(
+      true,
+    );
+    expect(fs.readFileSync(path.join(restored, "http-v2.json"), "utf8")).toBe('{"ok":1}');
+    expect(fs.existsSync(path.join(restored, "wheels", "index.lock"))).toBe(false);
+  });
+
+  it("a failed job skips the post-step save; with save-always it saves", async () => {
+    const root = tempDir("failed");
+    const store = path.join(root, "store");
+    const inputs = { path: "~/.triton/cache", key: "k", store };
+    const a = job(root, "a");
+    await a.uses("", inputs);
+    workload(a);
+    a.run("false", []);
+    expect(await a.end()).toEqual([{ sub: "", ran: false, result: null }]);
+    expect(fs.existsSync(path.join(store, "manifests"))).toBe(false);
+
+    const b = job(root, "b");
+    await b.uses("", { ...inputs, "save-always": "true" });
+    workload(b);
+    b.run("false", []);
+    const [post] = await b.end();
+    expect(post?.ran).toBe(true);
+    expect(post?.result?.log).toMatch(/saved/);
+    expect(fs.readdirSync(path.join(store, "manifests"))).toEqual(["branch%2Fmain"]);
+  });
+
+  it("mode run honours key and path, and writes kcache-report.json as the CLI does", async () => {
+    const root = project();
+    const a = job(root, "a");
+    const cache = path.join(a.env.RUNNER_TEMP as string, "other-cache");
+    const r = await a.uses("", {
+      profile: "bench",
+      config: "kcache.yml",
+      key: "mine",
+      path: cache,
+      kind: "triton",
+    });
+    expect(r.code).toBe(0);
+    expect(r.outputs["cache-primary-key"]).toMatch(/^mine-[0-9a-f]{12}-a{40}$/);
+    expect(r.outputs).toMatchObject({ "kernels-compiled": "7", saved: "true" });
+    const report = JSON.parse(fs.readFileSync(r.outputs.report as string, "utf8"));
+    expect(report).toMatchObject({ profile: "bench", key: r.outputs["cache-primary-key"], passed: true });
+    expect(report.restore.caches).toEqual([expect.objectContaining({ path: cache })]);
+    expect(fs.readdirSync(cache).length).toBeGreaterThan(5);
+    expect(fs.existsSync(path.join(a.env.RUNNER_TEMP as string, "triton-cache"))).toBe(false);
+    const [post] = await a.end(); // a run saved already: the post step has nothing to do
+    expect(post?.result?.log).not.toMatch(/saved|nothing to save/);
+  });
+
+  it("restores in one step, exports TRITON_CACHE_DIR for the next steps, and saves after them", async () => {
+    const root = project();
+    const a = job(root, "runner-a");
+    const miss = await a.uses("", { mode: "restore", config: "kcache.yml" });
+    expect(miss.code).toBe(0);
+    expect(miss.outputs["cache-primary-key"]).toMatch(/^kernels-[0-9a-f]{12}-a{40}$/);
+    const cacheDir = a.stepEnv().TRITON_CACHE_DIR as string;
+    expect(cacheDir).toBe(path.join(a.dir, "temp", "triton-cache"));
+    workload(a);
+    expect((await a.uses("", { mode: "save", config: "kcache.yml" })).outputs).toMatchObject({
+      saved: "true",
+    });
+    const b = job(root, "runner-b");
+    expect((await b.uses("", { mode: "restore", config: "kcache.yml" })).outputs["cache-hit"]).toBe("true");
     expect(fs.readdirSync(path.join(b.dir, "temp", "triton-cache")).length).toBeGreaterThan(5);
   });
 
-  it("takes an explicit key and restore-keys as actions/cache does, and fails on a miss when asked", async () => {
+  it("falls back through restore-keys, and fails on a miss when asked", async () => {
     const root = project();
-    const a = runner(root, "a", PUSH);
-    await a.step({ mode: "restore", config: "kcache.yml", key: "my-key-1" });
-    execFileSync("python3", [path.join(SIM, "workload.py"), "2", "0"], {
-      env: { ...a.env, ...a.exported(), PYTHONPATH: SIM, TRITON_SIM_COMPILE_MS: "1" },
-    });
-    expect((await a.step({ mode: "save", config: "kcache.yml", key: "my-key-1" })).outputs).toMatchObject({
-      saved: "true",
-      "cache-primary-key": "my-key-1",
-    });
-    const b = runner(root, "b", PUSH);
-    const prefix = await b.step({
-      mode: "restore",
+    const a = job(root, "a");
+    await a.uses("restore", { config: "kcache.yml", key: "my-key-1" });
+    workload(a, {}, ["2", "0"]);
+    const saved = await a.uses("save", { config: "kcache.yml", key: "my-key-1" });
+    expect(saved.outputs["cache-primary-key"]).toMatch(/^my-key-1-[0-9a-f]{12}-a{40}$/);
+    const b = job(root, "b");
+    const prefix = await b.uses("restore", {
       config: "kcache.yml",
       key: "my-key-2",
       "restore-keys": "other-\nmy-key-",
     });
-    expect(prefix.outputs).toMatchObject({ "cache-hit": "false", "cache-matched-key": "my-key-1" });
-    const c = runner(root, "c", PUSH);
-    const failed = await c.step({
-      mode: "restore",
+    expect(prefix.outputs).toMatchObject({
+      "cache-hit": "false",
+      "cache-matched-key": saved.outputs["cache-primary-key"],
+    });
+    const failed = await job(root, "c").uses("restore", {
       config: "kcache.yml",
       key: "absent",
       "fail-on-cache-miss": "true",
     });
     expect(failed.code).toBe(1);
-    expect(failed.stdout).toMatch(/::error::no cache matched absent \(fail-on-cache-miss\)/);
+    expect(failed.log).toMatch(/::error::no cache matched absent-[0-9a-f]{12}-a{40} \(fail-on-cache-miss\)/);
+  });
+
+  it("names inputs that do not apply to the mode in a warning, and refuses a mode it does not know", async () => {
+    const root = project();
+    const r = await job(root, "a").uses("", {
+      profile: "bench",
+      config: "kcache.yml",
+      "lookup-only": "true",
+    });
+    expect(r.log).toMatch(
+      /::warning title=kcache::input lookup-only applies to mode restore; it is ignored in mode run/,
+    );
+    const bad = await job(root, "b").uses("", { mode: "sync" });
+    expect(bad.code).toBe(1);
+    expect(bad.log).toMatch(/::error::input mode "sync": use run, restore, save, prewarm, or leave it out/);
   });
 
   it("runs a profile, reporting kernels, the step summary, and a pull request saving only into its own scope", async () => {
     const root = project();
-    const pr = runner(root, "pr", {
+    const pr = job(root, "pr", {
       GITHUB_EVENT_NAME: "pull_request",
       GITHUB_REF: "refs/pull/7/merge",
       GITHUB_BASE_REF: "main",
       GITHUB_HEAD_REF: "feature",
       GITHUB_SHA: "b".repeat(40),
     });
-    const r = await pr.step({ mode: "run", profile: "bench", config: "kcache.yml" });
+    const r = await pr.uses("", { profile: "bench", config: "kcache.yml" });
     expect(r.code).toBe(0);
     expect(r.outputs).toMatchObject({ "kernels-compiled": "7", saved: "true", "cache-hit": "false" });
-    expect(fs.readFileSync(pr.files.summary, "utf8")).toContain("### kcache run `bench`: passed");
+    expect(fs.readFileSync(pr.summary, "utf8")).toContain("### kcache run `bench`: passed");
     expect(fs.readdirSync(path.join(root, "shared-store", "manifests"))).toEqual(["pr%2F7"]);
-
-    // main does not restore what the PR saved.
-    const main = runner(root, "main", PUSH);
-    const m = await main.step({ mode: "restore", config: "kcache.yml" });
+    const m = await job(root, "main").uses("", { mode: "restore", config: "kcache.yml" });
     expect(m.outputs["cache-matched-key"]).toBe("");
   });
 
@@ -223,13 +356,13 @@ describe("the kcache action", () => {
       GITHUB_REF: "refs/heads/main",
       GITHUB_SHA: "c".repeat(40),
     };
-    const first = await runner(root, "p1", sched).step({
+    const first = await job(root, "p1", sched).uses("", {
       mode: "prewarm",
       profile: "bench",
       config: "kcache.yml",
     });
     expect(first.outputs).toMatchObject({ prewarm: "ran", saved: "true" });
-    const second = await runner(root, "p2", sched).step({
+    const second = await job(root, "p2", sched).uses("", {
       mode: "prewarm",
       profile: "bench",
       config: "kcache.yml",

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { resolveConfig } from "../../src/config/load.js";
+import { buildJob } from "../../src/job/build-job.js";
 import { silentLog } from "../../src/log.js";
 import { runProfile } from "../../src/pipeline/run-profile.js";
 import { type Sandbox, TEST_STACK } from "./sandbox.js";
@@ -30,14 +31,17 @@ export async function runSandboxProfile(
     sb.dir,
   );
   const log = silentLog();
-  const report = await runProfile({
+  const job = await buildJob({
     config,
-    profileName: "p",
+    overrides: { profile: "p" },
     log,
-    outDir: path.join(sb.dir, "out"),
     env,
     cwd: sb.dir,
     stack: TEST_STACK,
+  });
+  const report = await runProfile({
+    job,
+    outDir: path.join(sb.dir, "out"),
     restore: opts.restore,
     save: opts.save,
     echo: null,

@@ -2,8 +2,9 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterEach } from "vitest";
-import { type JobContext, jobContext } from "../../src/cache/job-context.js";
+import type { JobContext } from "../../src/cache/job-context.js";
 import { type Config, resolveConfig } from "../../src/config/load.js";
+import { jobContext } from "../../src/job/job-context.js";
 import { silentLog } from "../../src/log.js";
 import { TEST_STACK } from "./test-stack.js";
 

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveConfig } from "../../src/config/load.js";
+import { buildJob } from "../../src/job/build-job.js";
 import { silentLog } from "../../src/log.js";
 import { compare } from "../../src/pipeline/compare.js";
 import { compareHtml } from "../../src/report/compare-html.js";
@@ -37,18 +38,15 @@ async function compareSim(env: Record<string, string> = {}, rounds = 2) {
     KCACHE_STATE_DIR: path.join(dir, "state"),
     GITHUB_REF: "refs/heads/main",
   };
-  const report = await compare({
+  const job = await buildJob({
     config,
-    profileName: "bench",
+    overrides: { profile: "bench", revision: "c".repeat(40) },
     log: silentLog(),
-    outDir: path.join(dir, "out"),
     env: env2,
     cwd: dir,
-    revision: "c".repeat(40),
     stack: TEST_STACK,
-    rounds,
-    echo: null,
   });
+  const report = await compare({ job, outDir: path.join(dir, "out"), rounds, echo: null });
   return { dir, report };
 }
 

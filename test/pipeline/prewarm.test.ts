@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { resolveConfig } from "../../src/config/load.js";
+import { buildJob } from "../../src/job/build-job.js";
 import { silentLog } from "../../src/log.js";
 import { prewarm } from "../../src/pipeline/prewarm.js";
 import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
@@ -55,17 +56,15 @@ async function run(dir: string, ifChanged?: string[]) {
     env,
     dir,
   );
-  return prewarm({
+  const job = await buildJob({
     config,
-    profileName: "bench",
+    overrides: { profile: "bench" },
     log: silentLog(),
-    outDir: path.join(dir, ".out"),
     env,
     cwd: dir,
     stack: TEST_STACK,
-    echo: null,
-    ifChanged,
   });
+  return prewarm({ job, outDir: path.join(dir, ".out"), echo: null, ifChanged });
 }
 
 describe("kcache prewarm", () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { RUN_REPORT_SCHEMA, type RunReport } from "../../src/pipeline/run-profile.js";
 import { runCli } from "../helpers/cli.js";
 import { runSandboxProfile } from "../helpers/profile.js";
+import { readCommandFile } from "../helpers/runner-files.js";
 import { sandbox, tempDir } from "../helpers/sandbox.js";
 
 const SIM = path.resolve(import.meta.dirname, "../../demo/sim");
@@ -58,16 +59,22 @@ describe("kcache run from the command line", () => {
 
     expect(cold.stdout).toMatch(/::group::workload: python3/);
     expect(cold.stdout).toMatch(
-      /^::warning file=r\.json,title=kcache check coverage r\.json::.*missing 1: mode=bwd/m,
+      /^::warning (?=[^:]*file=r\.json)(?=[^:]*title=kcache check coverage r\.json)[^:]*::.*missing 1: mode=bwd/m,
     );
     expect(cold.stdout).toMatch(
       /\| ✅ workload \| [\d.]+ \| exit 0; 1 kernels loaded, 7 compiled \| 1 \| 7 \|/,
     );
     const summary = fs.readFileSync(p.env.GITHUB_STEP_SUMMARY as string, "utf8");
     expect(summary).toContain("### kcache run `bench`: passed");
-    expect(fs.readFileSync(p.env.GITHUB_OUTPUT as string, "utf8")).toBe(
-      `cache-hit=false\ncache-primary-key=${report.key}\ncache-matched-key=\nkernels-compiled=7\nkernels-loaded=1\nsaved=true\n`,
-    );
+    expect(readCommandFile(p.env.GITHUB_OUTPUT as string)).toEqual({
+      "cache-hit": "false",
+      "cache-primary-key": report.key,
+      "cache-matched-key": "",
+      "kernels-compiled": "7",
+      "kernels-loaded": "1",
+      saved: "true",
+      report: reportFile,
+    });
 
     // The same revision on another runner path: an exact hit, nothing compiled.
     fs.rmSync(p.env.GITHUB_OUTPUT as string);
@@ -86,16 +93,18 @@ describe("kcache run from the command line", () => {
       restore: { cacheHit: true },
       kernels: { compiled: 0, loaded: 4 },
     });
-    expect(fs.readFileSync(p.env.GITHUB_OUTPUT as string, "utf8")).toContain("cache-hit=true\n");
+    expect(readCommandFile(p.env.GITHUB_OUTPUT as string)["cache-hit"]).toBe("true");
   });
 
   it("fails with exit 6 on an error check, annotating the result file, and saves nothing", async () => {
     const p = project(BENCH.replace("severity: warn", "severity: error"));
     const r = await runCli(["run", "--profile", "bench"], { env: p.env, cwd: p.dir });
     expect(r.code).toBe(6);
-    expect(r.stdout).toMatch(/^::error file=r\.json,title=kcache check coverage r\.json::/m);
+    expect(r.stdout).toMatch(
+      /^::error (?=[^:]*file=r\.json)(?=[^:]*title=kcache check coverage r\.json)[^:]*::/m,
+    );
     expect(r.stdout).toContain("failed at check coverage r.json");
-    expect(fs.readFileSync(p.env.GITHUB_OUTPUT as string, "utf8")).toContain("saved=false\n");
+    expect(readCommandFile(p.env.GITHUB_OUTPUT as string).saved).toBe("false");
     expect(fs.existsSync(path.join(p.dir, "store", "manifests"))).toBe(false);
   });
 

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { jobContext } from "../../src/cache/job-context.js";
 import { resolveConfig } from "../../src/config/load.js";
+import { reportStack } from "../../src/job/job-context.js";
 import { silentLog } from "../../src/log.js";
 import { probeAccelerator } from "../../src/stack/accelerator-probe.js";
 import { canonicalForm, fingerprintFrom, probeStack } from "../../src/stack/fingerprint.js";
@@ -128,14 +128,13 @@ describe("stack probe", () => {
       "/repo",
     );
     const log = silentLog();
-    await jobContext({ config, log, env, cwd: "/", stack: fp });
+    reportStack(config, fp, log, false);
     expect(log.warnings.join("\n")).toMatch(
       /\/repo\/kcache\.yml: stack\.pins disagree .*triton: pinned 3\.5\.0, found 3\.6\.0/,
     );
-    await expect(jobContext({ config, log, env, cwd: "/", stack: fp, strict: true })).rejects.toMatchObject({
-      code: "EKCACHE_STACK",
-      exitCode: 4,
-    });
+    expect(() => reportStack(config, fp, log, true)).toThrow(
+      expect.objectContaining({ code: "EKCACHE_STACK", exitCode: 4 }),
+    );
   });
 
   it("still forms a key, with a warning, when the interpreter is missing", async () => {

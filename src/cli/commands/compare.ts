@@ -6,7 +6,7 @@ import { compare } from "../../pipeline/compare.js";
 import { compareHtml } from "../../report/compare-html.js";
 import { compareMarkdown } from "../../report/compare-markdown.js";
 import type { GlobalOptions } from "../options.js";
-import { commandBasics, printJson } from "../setup.js";
+import { commandJob, printJson } from "../setup.js";
 
 export async function compareCommand(
   o: GlobalOptions & {
@@ -14,13 +14,13 @@ export async function compareCommand(
     rounds: string;
     out?: string;
     file?: string;
+    /** compare's --key names the fields of a record, not a cache key. */
     key?: string;
     metric?: string[];
     threshold?: string;
     records?: string;
   },
 ) {
-  const { config, log } = commandBasics(o);
   const rounds = Number(o.rounds);
   if (!Number.isInteger(rounds) || rounds < 1)
     throw new UsageError(`--rounds ${o.rounds}: give a whole number of at least 1`);
@@ -28,13 +28,12 @@ export async function compareCommand(
   const threshold = o.threshold === undefined ? 0.05 : Number(o.threshold);
   if (!(threshold > 0)) throw new UsageError(`--threshold ${o.threshold}: give a share such as 0.05 for 5%`);
   const out = o.out ?? path.join(".kcache", `compare-${o.profile}`);
+  const job = await commandJob({ ...o, key: undefined }, o.profile);
+  const { log } = job.ctx;
   const report = await compare({
-    config,
-    profileName: o.profile,
-    log,
+    job,
     outDir: out,
     rounds,
-    revision: o.revision,
     echo: process.stderr,
     records: o.file
       ? {

@@ -1,10 +1,10 @@
 import { restoreOrder } from "../../keys/key.js";
 import type { GlobalOptions } from "../options.js";
-import { commandContext, printJson } from "../setup.js";
+import { commandJob, printJson } from "../setup.js";
 
 export async function keyCommand(o: GlobalOptions) {
-  const ctx = await commandContext(o);
-  const order = restoreOrder(ctx.key, ctx.stackKeyPrefix, ctx.config.key.restorePrefixes, ctx.scopes.read);
+  const { ctx } = await commandJob(o);
+  const order = restoreOrder(ctx.key, ctx.stackKeyPrefix, ctx.restorePrefixes, ctx.scopes.read);
   if (o.json) {
     printJson({
       key: ctx.key,

@@ -3,10 +3,10 @@ import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { CacheMissError } from "../../errors.js";
 import { formatBytes, formatSeconds } from "../../format.js";
 import type { GlobalOptions } from "../options.js";
-import { commandContext, printJson } from "../setup.js";
+import { commandJob, printJson } from "../setup.js";
 
 export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; failOnCacheMiss?: boolean }) {
-  const ctx = await commandContext(o);
+  const { ctx } = await commandJob(o);
   const { log } = ctx;
   log.info(`key ${ctx.key} (scope ${ctx.scopes.write})`);
   const report = await tolerateCacheFailure("restore", o.strict, log, () =>
@@ -16,7 +16,7 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
     if (!report.matchedKey) log.info("cache miss: no saved key matched");
     else if (report.lookupOnly) {
       log.info(
-        `found ${report.matchedKey} in ${report.matchedScope}${report.cacheHit ? " (exact)" : ""}; not downloaded`,
+        `found ${report.matchedKey} in ${report.matchedScope}${report.cacheHit ? " (exact)" : ""} (lookup only, nothing downloaded)`,
       );
     } else {
       log.info(

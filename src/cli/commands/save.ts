@@ -2,10 +2,10 @@ import { save } from "../../cache/save.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { formatBytes, formatSeconds } from "../../format.js";
 import type { GlobalOptions } from "../options.js";
-import { commandContext, printJson } from "../setup.js";
+import { commandJob, printJson } from "../setup.js";
 
 export async function saveCommand(o: GlobalOptions) {
-  const ctx = await commandContext(o);
+  const { ctx } = await commandJob(o);
   const { log } = ctx;
   const report = await tolerateCacheFailure("save", o.strict, log, () => save(ctx));
   if (report) {

@@ -1,0 +1,127 @@
+import type { CacheFolder } from "../cache/cache-folder.js";
+import type { JobContext } from "../cache/job-context.js";
+import { stateDir, stateFile } from "../cache/local-state.js";
+import { type Config, loadConfig, profileConfig } from "../config/load.js";
+import type { ProfileSpec } from "../config/profile-schema.js";
+import { storeFromText } from "../config/store-config.js";
+import { UsageError } from "../errors.js";
+import { CACHE_KIND_NAMES, type CacheKindName } from "../kinds/kind.js";
+import type { Log } from "../log.js";
+import type { StackFingerprint } from "../stack/fingerprint.js";
+import type { Store } from "../store/store.js";
+import { jobContext, probeJobStack } from "./job-context.js";
+import { pathLineCaches } from "./path-lines.js";
+
+/**
+ * What a command line or the action's inputs change in kcache.yml for one invocation. The CLI's
+ * flags and the action's inputs both become this; nothing travels through the environment.
+ */
+export interface JobOverrides {
+  /** A folder, `s3://bucket/prefix` or `gha`; replaces kcache.yml's store. */
+  store?: string;
+  /** actions/cache-style path lines (globs, `!` exclusions); replace the configured caches. */
+  paths?: string[];
+  /** The kind of those paths; "auto" (the default) detects each folder's layout. */
+  kind?: CacheKindName | "auto";
+  /** An explicit key: the workload prefix, as the action's `key` input. */
+  key?: string;
+  /** Fallback key prefixes, as actions/cache's restore-keys; replace key.restore-prefixes. */
+  restoreKeys?: string[];
+  profile?: string;
+  revision?: string;
+  strict?: boolean;
+}
+
+export interface JobRequest {
+  /** kcache.yml's path (default $KCACHE_CONFIG, then ./kcache.yml), or a configuration already loaded. */
+  configFile?: string;
+  config?: Config;
+  overrides?: JobOverrides;
+  log: Log;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  progress?: JobContext["progress"];
+  /** A fingerprint already probed (tests, benchmarks): the stack is not probed again. */
+  stack?: StackFingerprint;
+  store?: Store;
+}
+
+/** One invocation's job: its settled configuration, its profile if any, and the context to restore and save. */
+export interface Job {
+  config: Config;
+  profile: { name: string; spec: ProfileSpec } | null;
+  ctx: JobContext;
+  /** Probed once per invocation; every run of a compare or prewarm reuses it. */
+  stack: StackFingerprint;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+/** kcache.yml with the overrides and the profile applied, in that order of precedence: overrides win. */
+export function jobConfig(req: JobRequest): { config: Config; profile: Job["profile"] } {
+  const env = req.env ?? process.env;
+  const cwd = req.cwd ?? process.cwd();
+  const o = req.overrides ?? {};
+  let config = req.config ?? loadConfig({ file: req.configFile, env, cwd, store: o.store });
+  if (req.config && o.store !== undefined)
+    config = { ...config, store: storeFromText(o.store, "store", env, cwd) };
+  let profile: Job["profile"] = null;
+  if (o.profile) {
+    const p = profileConfig(config, o.profile, env);
+    config = p.config;
+    profile = { name: o.profile, spec: p.profile };
+  }
+  if (o.paths?.length) {
+    config = { ...config, caches: pathLineCaches(o.paths, o.kind ?? "auto", "path", env, cwd) };
+  }
+  if (o.restoreKeys?.length) config = { ...config, key: { ...config.key, restorePrefixes: o.restoreKeys } };
+  return { config, profile };
+}
+
+/**
+ * The one way in: the CLI and the action both turn (kcache.yml, overrides) into a job here. The
+ * stack is probed once.
+ */
+export async function buildJob(req: JobRequest): Promise<Job> {
+  const env = req.env ?? process.env;
+  const cwd = req.cwd ?? process.cwd();
+  const o = req.overrides ?? {};
+  const { config, profile } = jobConfig(req);
+  const stack = req.stack ?? (await probeJobStack(config, req.log, env, o.strict));
+  const ctx = await jobContext({
+    config,
+    log: req.log,
+    env,
+    cwd,
+    revision: o.revision,
+    strict: o.strict,
+    stack,
+    store: req.store,
+    progress: req.progress,
+    key: o.key,
+  });
+  return { config, profile, ctx, stack, env, cwd };
+}
+
+/** The same job over other cache folders (a compare's fresh folders per run): its own local state. */
+export function withCaches(job: Job, caches: CacheFolder[]): Job {
+  const ctx: JobContext = {
+    ...job.ctx,
+    caches,
+    stateFile: stateFile(
+      stateDir(job.env),
+      job.ctx.prefix,
+      caches.map((c) => c.path),
+    ),
+  };
+  return { ...job, config: { ...job.config, caches }, ctx };
+}
+
+/** A kind as the --kind flag or the action's kind input gives it. */
+export function parseKind(text: string, label: string): CacheKindName | "auto" {
+  const kinds = [...CACHE_KIND_NAMES, "auto"] as const;
+  const k = text.trim() || "auto";
+  if (!(kinds as readonly string[]).includes(k))
+    throw new UsageError(`${label} ${text}: use one of ${kinds.join(", ")}`);
+  return k as CacheKindName | "auto";
+}

@@ -1,0 +1,106 @@
+import type { JobContext } from "../cache/job-context.js";
+import { stateDir, stateFile } from "../cache/local-state.js";
+import type { Config } from "../config/load.js";
+import { keyPart } from "../config/schema.js";
+import { ConfigError, StackMismatchError } from "../errors.js";
+import { primaryKey, stackPrefix } from "../keys/key.js";
+import { checkRevision, currentRevision } from "../keys/revision.js";
+import { scopePlan } from "../keys/scope.js";
+import type { Log } from "../log.js";
+import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
+import { openStore } from "../store/open.js";
+import type { Store } from "../store/store.js";
+
+export interface JobContextOptions {
+  config: Config;
+  log: Log;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+  revision?: string;
+  strict?: boolean;
+  /** A fingerprint already probed (by buildJob, or a test): it is not probed again. */
+  stack?: StackFingerprint;
+  store?: Store;
+  progress?: JobContext["progress"];
+  /**
+   * An explicit key (the action's `key`, the CLI's --key): the workload prefix the stack id and the
+   * revision are appended to. A key that already ends with them (a cache-primary-key output passed
+   * back) is taken as it is.
+   */
+  key?: string;
+}
+
+/** Probes the stack once; its warnings and pin mismatches are said here, once. */
+export async function probeJobStack(
+  config: Config,
+  log: Log,
+  env: NodeJS.ProcessEnv,
+  strict: boolean | undefined,
+): Promise<StackFingerprint> {
+  const stack = await probeStack({ python: config.stack.python, pins: config.stack.pins, env });
+  reportStack(config, stack, log, strict);
+  return stack;
+}
+
+/** Says what the probe could not find, and pin mismatches: a warning, or exit 4 under --strict. */
+export function reportStack(
+  config: Config,
+  stack: StackFingerprint,
+  log: Log,
+  strict: boolean | undefined,
+): void {
+  for (const w of stack.warnings) log.warn(w);
+  if (stack.mismatches.length) {
+    const msg = `${config.source}: stack.pins disagree with this machine: ${stack.mismatches.join("; ")}; update the pins or the machine`;
+    if (strict) throw new StackMismatchError(msg);
+    log.warn(msg);
+  }
+}
+
+/** The revision, the scopes and the key of a job whose configuration is settled. */
+export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
+  const env = opts.env ?? process.env;
+  const cwd = opts.cwd ?? process.cwd();
+  const { config, log } = opts;
+  const stack = opts.stack ?? (await probeJobStack(config, log, env, opts.strict));
+  let revision =
+    opts.revision !== undefined ? checkRevision(opts.revision, "--revision") : currentRevision(env, cwd);
+  if (revision !== null && revision !== "" && opts.revision === undefined) {
+    revision = checkRevision(revision, env.GITHUB_SHA ? "$GITHUB_SHA" : "git HEAD");
+  }
+  if (!revision) {
+    log.warn("no revision: GITHUB_SHA is unset and this is not a git checkout; using revision 'none'");
+    revision = "none";
+  }
+  const prefix = opts.key !== undefined ? keyAsPrefix(opts.key, stack.stackId, revision) : config.key.prefix;
+  return {
+    caches: config.caches,
+    prefix,
+    restorePrefixes: config.key.restorePrefixes,
+    save: config.save,
+    store: opts.store ?? openStore(config),
+    stack: { stackId: stack.stackId, components: stack.components },
+    revision,
+    scopes: scopePlan(env, cwd, config.key.defaultBranch),
+    key: primaryKey(prefix, stack.stackId, revision),
+    stackKeyPrefix: stackPrefix(prefix, stack.stackId),
+    stateFile: stateFile(
+      stateDir(env),
+      prefix,
+      config.caches.map((c) => c.path),
+    ),
+    log,
+    strict: Boolean(opts.strict),
+    progress: opts.progress,
+  };
+}
+
+/** The prefix an explicit key stands for; ConfigError naming the key when GitHub's rules refuse it. */
+function keyAsPrefix(key: string, stackId: string, revision: string): string {
+  const suffix = `-${stackId}-${revision}`;
+  const prefix = key.endsWith(suffix) && key.length > suffix.length ? key.slice(0, -suffix.length) : key;
+  const checked = keyPart.safeParse(prefix);
+  if (!checked.success)
+    throw new ConfigError(`key "${prefix}": ${checked.error.issues[0]?.message ?? "is not a valid key"}`);
+  return prefix;
+}

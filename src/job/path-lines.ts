@@ -1,0 +1,50 @@
+import os from "node:os";
+import path from "node:path";
+import { type CacheConfig, checkCachePaths } from "../config/load.js";
+import { ConfigError } from "../errors.js";
+import type { CacheKindName } from "../kinds/kind.js";
+import { tritonKind } from "../kinds/triton.js";
+
+/** Characters that make a path segment a pattern in @actions/glob (and so in actions/cache). */
+const GLOB_CHARS = /[*?[]/;
+
+/**
+ * Caches from actions/cache-style `path` lines: one cache per line, `~` for the home folder, relative
+ * paths from the working folder, globs (`~/.cache/*`: the folder before the first pattern is the
+ * cache, the rest selects its entries) and `!` lines that leave matching files out of every cache.
+ * `kind` "auto" lets each folder's layout decide (Triton's cache, or any folder as files).
+ */
+export function pathLineCaches(
+  lines: string[],
+  kind: CacheKindName | "auto",
+  label: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): CacheConfig[] {
+  const home = env.HOME || os.homedir();
+  const absolute = (p: string) => path.resolve(cwd, p.replace(/^~(?=\/|$)/, home));
+  const wanted = lines.map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
+  const exclude = wanted.filter((l) => l.startsWith("!")).map((l) => absolute(l.slice(1).trim()));
+  const caches = wanted
+    .filter((l) => !l.startsWith("!"))
+    .map((line, i): CacheConfig => {
+      const segments = absolute(line).split(path.sep);
+      const first = segments.findIndex((s) => GLOB_CHARS.test(s));
+      const root = first < 0 ? segments.join(path.sep) : segments.slice(0, first).join(path.sep) || path.sep;
+      const include = first < 0 ? undefined : [segments.slice(first).join("/")];
+      const name = kind === "auto" ? `path-${i + 1}` : i === 0 ? kind : `${kind}-${i + 1}`;
+      return {
+        name,
+        kind,
+        path: root,
+        // Triton finds its cache through TRITON_CACHE_DIR; a folder of unknown kind gets no variable.
+        env: kind === tritonKind.kind && i === 0 ? "TRITON_CACHE_DIR" : undefined,
+        ...(include ? { include } : {}),
+        ...(exclude.length ? { exclude } : {}),
+      };
+    });
+  if (wanted.length && caches.length === 0)
+    throw new ConfigError(`${label}: only "!" lines (${wanted.join(", ")}); add the folders to cache`);
+  checkCachePaths(caches, (i) => `${label} ${caches[i]?.path}`, env, cwd);
+  return caches;
+}

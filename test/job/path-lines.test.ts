@@ -1,0 +1,66 @@
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { pathLineCaches } from "../../src/job/path-lines.js";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+const env = { HOME: "/home/runner" };
+
+describe("actions/cache-style path lines", () => {
+  it("make one cache per line: ~ and relative paths resolved, a glob's folder the cache and its rest the pattern, ! lines excluded everywhere", () => {
+    const caches = pathLineCaches(
+      ["~/.triton/cache", "build/inductor", "~/.cache/*/wheels", "!~/.cache/**/*.lock", "", "# a comment"],
+      "auto",
+      "path",
+      env,
+      "/work/repo",
+    );
+    expect(caches).toEqual([
+      expect.objectContaining({
+        name: "path-1",
+        kind: "auto",
+        path: "/home/runner/.triton/cache",
+        env: undefined,
+      }),
+      expect.objectContaining({ name: "path-2", path: "/work/repo/build/inductor" }),
+      expect.objectContaining({ name: "path-3", path: "/home/runner/.cache", include: ["*/wheels"] }),
+    ]);
+    for (const c of caches) expect(c.exclude).toEqual(["/home/runner/.cache/**/*.lock"]);
+    expect(caches[0]?.include).toBeUndefined();
+  });
+
+  it("with kind triton, names the caches by kind and points TRITON_CACHE_DIR at the first", () => {
+    const [first, second] = pathLineCaches(["/a/tc", "/b/tc"], "triton", "path", env, "/work");
+    expect(first).toMatchObject({ name: "triton", kind: "triton", env: "TRITON_CACHE_DIR" });
+    expect(second).toMatchObject({ name: "triton-2", env: undefined });
+  });
+
+  it("refuses only exclusions, a glob at the home folder, and overlapping paths, naming the input", () => {
+    expect(() => pathLineCaches(["!x.lock"], "auto", "input path", env, "/w")).toThrow(
+      /input path: only "!" lines/,
+    );
+    expect(() => pathLineCaches(["~/*"], "auto", "input path", env, "/w")).toThrow(
+      /input path \/home\/runner: \/home\/runner is the home folder/,
+    );
+    expect(() => pathLineCaches(["/c", "/c/sub"], "auto", "--path", env, "/w")).toThrow(
+      /--path \/c\/sub: \/c\/sub overlaps --path \/c/,
+    );
+  });
+
+  it("the CLI takes the same overrides: --key, --path and --restore-key shape the key and restore order", async () => {
+    const dir = tempDir("cli-overrides");
+    const r = await runCli(
+      ["key", "--json", "--key", "mine", "--path", "~/tc", "--restore-key", "old-", "--revision", "r1"],
+      { env: { PATH: process.env.PATH, HOME: dir, GITHUB_REF: "refs/heads/main" }, cwd: dir },
+    );
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.key).toMatch(/^mine-[0-9a-f]{12}-r1$/);
+    expect(out.restoreOrder.map((s: { value: string }) => s.value)).toEqual([
+      out.key,
+      out.key.replace(/r1$/, ""),
+      "old-",
+    ]);
+    expect(path.isAbsolute(dir)).toBe(true);
+  });
+});
