@@ -93,6 +93,30 @@ describe("BENCHMARKS.md figures match their raw files", () => {
   });
 });
 
+describe("BENCHMARKS.md's drop-in action table matches bench/results/gpu-action-dropin-2026-11-30.json", () => {
+  it("restore, job and post-step times, entries, and the warm/cold ratio", () => {
+    interface Runner {
+      restore_s: number;
+      job_s: number;
+      post_save_s: number;
+      entries_after_job: number;
+    }
+    const raw = JSON.parse(
+      fs.readFileSync(path.join(ROOT, "bench/results/gpu-action-dropin-2026-11-30.json"), "utf8"),
+    ) as { a: Runner; b: Runner; compiled_on_b: number; job_ratio_warm_over_cold: number };
+    const a = row(doc(), "A (miss)");
+    const b = row(doc(), "B (exact hit, another path)");
+    expect(a.slice(1, 3)).toEqual([`${s(raw.a.restore_s)} s`, `${s(raw.a.job_s)} s`]);
+    expect(a[3]).toMatch(
+      new RegExp(`^${s(raw.a.post_save_s)} s \\(saved ${raw.a.entries_after_job} new entries\\)`),
+    );
+    expect(b[1]).toBe(`${s(raw.b.restore_s)} s`);
+    expect(b[2]).toBe(`${s(raw.b.job_s)} s (${s(raw.job_ratio_warm_over_cold)}x of A)`);
+    expect(b[3]).toMatch(new RegExp(`^${s(raw.b.post_save_s)} s `));
+    expect(b[4]).toBe(`${raw.b.entries_after_job} (${raw.compiled_on_b} compiled)`);
+  });
+});
+
 describe("BENCHMARKS.md's store tables match the raw rows npm run bench keeps", () => {
   const raw = (name: string) => path.join(ROOT, "bench/results", `bench-${name}.json`);
   const ready = (name: string) => fs.existsSync(raw(name));
