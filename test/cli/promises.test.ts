@@ -28,6 +28,18 @@ describe("README promises of the CLI", () => {
     expect(strict.code).toBe(4);
   });
 
+  it("exit 1: an internal error (a fault injected into the process) prints its stack and asks for a report", async () => {
+    const p = project();
+    // Injected at start-up: the first JSON result the command prints throws, as a bug would.
+    const inject = `data:text/javascript,${encodeURIComponent("JSON.stringify=()=>{throw new TypeError('injected fault')}")}`;
+    const r = await runCli(["key", "--json"], {
+      env: { ...p.env, NODE_OPTIONS: `--import=${inject}` },
+      cwd: p.dir,
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/kcache: internal error \(please report\): TypeError: injected fault\n\s+at /);
+  });
+
   it("--lookup-only finds the key and downloads nothing", async () => {
     const { p, key } = await saved();
     const elsewhere = path.join(p.dir, "other-runner");
