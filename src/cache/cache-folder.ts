@@ -1,25 +1,7 @@
 import path from "node:path";
 import picomatch from "picomatch";
-import type { CacheKind, CacheKindName, FoundEntry, ScanResult } from "../kinds/kind.js";
+import type { CacheFolder, CacheKind, CacheKindName, FoundEntry, ScanResult } from "../kinds/kind.js";
 import { cacheKind, detectKind } from "../kinds/registry.js";
-
-/**
- * One cache folder of a job: where it lies, its kind, and which of its entries count. kcache.yml's
- * `caches:` and actions/cache-style `path:` lines (globs and `!` exclusions) both end up as these.
- */
-export interface CacheFolder {
-  name: string;
-  /** "auto": detected from the folder's layout when saving, taken from the manifest when restoring. */
-  kind: CacheKindName | "auto";
-  /** Absolute. */
-  path: string;
-  /** Variable that points the job at this cache. */
-  env: string | undefined;
-  /** Globs relative to `path`: an entry counts when it, or a folder above it, matches one. None: all. */
-  include?: string[];
-  /** Absolute globs (`!` lines): an entry is left out when it, or a folder above it, matches one. */
-  exclude?: string[];
-}
 
 /** What a folder's scan found once its include and exclude patterns were applied. */
 export interface FolderScan extends ScanResult {

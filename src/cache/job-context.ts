@@ -1,8 +1,8 @@
 import type { ScopePlan } from "../keys/scope.js";
+import type { CacheFolder } from "../kinds/kind.js";
 import type { Log } from "../log.js";
 import type { Progress } from "../progress.js";
 import type { Store } from "../store/store.js";
-import type { CacheFolder } from "./cache-folder.js";
 
 /** How saves pack and when they consolidate (kcache.yml's `save:`). */
 export interface SaveSettings {

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { performance } from "node:perf_hooks";
 import { IntegrityError, StoreError } from "../errors.js";
-import type { CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
+import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
 import {
   decodeManifest,
@@ -16,7 +16,7 @@ import { chunks, closeEntry, openEntry } from "../pack/entry-source.js";
 import { type PackInput, type WrittenPack, writePack } from "../pack/pack-writer.js";
 import { manifestObject, packObject } from "../store/layout.js";
 import { VERSION } from "../version.js";
-import { type CacheFolder, folderKind, scanFolder } from "./cache-folder.js";
+import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";

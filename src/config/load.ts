@@ -3,25 +3,14 @@ import path from "node:path";
 import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
-import type { CacheKindName } from "../kinds/kind.js";
+import type { CacheFolder } from "../kinds/kind.js";
 import { interpolate } from "./interpolate.js";
 import type { ProfileSpec } from "./profile-schema.js";
 import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
 import { resolveStore, type StoreConfig, storeFromText } from "./store-config.js";
 
-export interface CacheConfig {
-  name: string;
-  /** "auto" only from actions/cache-style path lines: the folder's layout decides. */
-  kind: CacheKindName | "auto";
-  /** Absolute path after interpolation. */
-  path: string;
-  /** Variable that points the job at this cache. */
-  env: string | undefined;
-  /** From path lines with globs: patterns relative to `path` (see cache/cache-folder.ts). */
-  include?: string[];
-  /** From `!` path lines: absolute patterns of what is left out. */
-  exclude?: string[];
-}
+/** A configured cache: kcache.yml's `caches:` entry, or one actions/cache-style path line. */
+export type CacheConfig = CacheFolder;
 
 export interface Config {
   /** The file it came from, or "(defaults)". */

@@ -1,10 +1,10 @@
-import type { CacheFolder } from "../cache/cache-folder.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
 import { type Config, loadConfig, profileConfig } from "../config/load.js";
 import type { ProfileSpec } from "../config/profile-schema.js";
 import { storeFromText } from "../config/store-config.js";
 import { UsageError } from "../errors.js";
+import type { CacheFolder } from "../kinds/kind.js";
 import { CACHE_KIND_NAMES, type CacheKindName } from "../kinds/kind.js";
 import type { Log } from "../log.js";
 import type { StackFingerprint } from "../stack/fingerprint.js";

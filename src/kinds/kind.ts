@@ -29,6 +29,24 @@ export const CACHE_KIND_NAMES = ["triton", "dir"] as const;
 export type CacheKindName = (typeof CACHE_KIND_NAMES)[number];
 
 /**
+ * One cache folder of a job: where it lies, its kind, and which of its entries count. kcache.yml's
+ * `caches:` and actions/cache-style `path:` lines (globs and `!` exclusions) both end up as these.
+ */
+export interface CacheFolder {
+  name: string;
+  /** "auto": detected from the folder's layout when saving, taken from the manifest when restoring. */
+  kind: CacheKindName | "auto";
+  /** Absolute. */
+  path: string;
+  /** Variable that points the job at this cache. */
+  env: string | undefined;
+  /** Globs relative to `path`: an entry counts when it, or a folder above it, matches one. None: all. */
+  include?: string[];
+  /** Absolute globs (`!` lines): an entry is left out when it, or a folder above it, matches one. */
+  exclude?: string[];
+}
+
+/**
  * A cache kind says what an entry is in one kind of cache directory: how to find entries, when one is
  * complete, and how its bytes differ between where it was saved and where it is restored.
  */
