@@ -40,7 +40,15 @@ export interface SaveReport {
   /** Compressed bytes uploaded (packs and manifest). */
   bytesUploaded: number;
   consolidated: boolean;
-  skipped: { incomplete: number; tempDirs: number; lockFiles: number; otherFiles: number; vanished: number };
+  skipped: {
+    incomplete: number;
+    tempDirs: number;
+    lockFiles: number;
+    /** Precompiled headers and other files valid only on the machine that built them. */
+    localFiles: number;
+    otherFiles: number;
+    vanished: number;
+  };
   seconds: number;
   caches: { name: string; entries: number; bytes: number }[];
 }
@@ -84,7 +92,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     packsWritten: 0,
     bytesUploaded: 0,
     consolidated: false,
-    skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, otherFiles: 0, vanished: 0 },
+    skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0, vanished: 0 },
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),
   };
@@ -125,6 +133,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     let incomplete = 0;
     report.skipped.tempDirs += scan.tempDirs;
     report.skipped.lockFiles += scan.lockFiles;
+    report.skipped.localFiles += scan.localFiles;
     report.skipped.otherFiles += scan.otherFiles;
     const known = state?.index[c.name] ?? {};
     for (const entry of scan.entries) {

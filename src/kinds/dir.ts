@@ -8,7 +8,7 @@ export const dirKind: CacheKind = {
   entryShape: "file",
 
   async scan(root: string): Promise<ScanResult> {
-    const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, otherFiles: 0 };
+    const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     const walk = (rel: string) => {
       let items: fs.Dirent[];
       try {

@@ -16,10 +16,12 @@ export interface FoundEntry {
 
 export interface ScanResult {
   entries: FoundEntry[];
-  /** Compiler temp folders (Triton's tmp.pid_*), never saved. */
+  /** Compiler temp folders and files (Triton's tmp.pid_*), never saved. */
   tempDirs: number;
   /** Lock files, never saved. */
   lockFiles: number;
+  /** Build products tied to this machine (precompiled headers), never saved. */
+  localFiles: number;
   /** Symlinks, sockets and other non-regular files, never saved. */
   otherFiles: number;
 }

@@ -12,18 +12,34 @@ import {
  * Triton's FileCacheManager layout (3.x): one folder per cache key. A kernel folder is complete when
  * every `__grp__<name>.json` in it parses and lists only children present in that folder; a folder
  * without a group file is complete when it holds a file Triton looks up by name alone (a launcher
- * `.so`, an `.autotune.json`, `precompiled.h`/`.gch`). Group files hold absolute child paths, so
- * they are stored relative and rewritten to the restore location.
+ * `.so`, an `.autotune.json`, Triton-Ascend's `precompiled.h`). Group files hold absolute child
+ * paths, so they are stored relative and rewritten to the restore location.
+ *
+ * Precompiled headers (`precompiled.h.gch`, Triton-Ascend's launcher header) are never saved: clang
+ * checks the mtime and size of every header a .gch was built from and refuses a stale one, and
+ * Triton-Ascend only checks that the .gch exists, so a restored one breaks every launcher build once
+ * the headers are reinstalled. Without it Triton-Ascend rebuilds it once, from the restored
+ * precompiled.h (see the README's "On Ascend").
  */
 const GROUP = /^__grp__.+\.json$/;
-const SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h(\.gch)?$/, /\.pyd$/, /\.dll$/];
+const SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
+/** Build products valid only against this machine's headers, by their mtimes: never saved. */
+const MACHINE_LOCAL = /\.(gch|pch)$/;
 const TEMP_DIR = /^tmp\./;
+/** Triton <= 3.2 wrote `<file>.tmp.pid_<pid>_<uuid>` beside the file before renaming it in. */
+const TEMP_FILE = /\.tmp\.pid_\d+_/;
 const LOCK = /(^lock$|\.lock$)/;
-/** Entry folder names: Triton's base32 keys, but any single path segment is accepted. */
-const SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.=+-]*$/;
+/**
+ * Entry folder names: Triton's keys (base32 since 3.3, urlsafe base64 before, which may start with
+ * '-'), but any single path segment that is not a dot name is accepted.
+ */
+const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.=+-]*$/;
 
-/** Triton names its entry folders by a base32 sha256: 52 characters of A-Z and 2-7. */
-const TRITON_KEY = /^[A-Z2-7]{52}$/;
+/**
+ * How Triton names entry folders: base32 of a sha256 (52 characters) or an md5 (26: npu_utils), or
+ * before 3.3 urlsafe base64 of the same (43 or 22).
+ */
+const TRITON_KEY = /^([A-Z2-7]{52}|[A-Z2-7]{26}|[A-Za-z0-9_-]{43}|[A-Za-z0-9_-]{22})$/;
 
 /**
  * Whether a folder's top level looks like Triton's cache: only folders (and locks), each named as
@@ -49,7 +65,7 @@ export const tritonKind: CacheKind = {
   entryShape: "folder",
 
   async scan(root: string): Promise<ScanResult> {
-    const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, otherFiles: 0 };
+    const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     let top: fs.Dirent[];
     try {
       top = await fs.promises.readdir(root, { withFileTypes: true });
@@ -82,6 +98,14 @@ export const tritonKind: CacheKind = {
         }
         if (LOCK.test(f.name)) {
           result.lockFiles++;
+          continue;
+        }
+        if (TEMP_FILE.test(f.name)) {
+          result.tempDirs++;
+          continue;
+        }
+        if (MACHINE_LOCAL.test(f.name)) {
+          result.localFiles++;
           continue;
         }
         const st = fs.statSync(path.join(dir, f.name));

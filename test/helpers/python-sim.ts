@@ -1,13 +1,18 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 
-const SIM = path.resolve(import.meta.dirname, "../../demo/sim");
+export const SIM = path.resolve(import.meta.dirname, "../../demo/sim");
+
+export interface SimOptions {
+  plain?: number;
+  autotuned?: number;
+  compileMs?: number;
+  /** Simulate Triton-Ascend instead of Triton 3.6 (needs `ascendHome`, as set_env.sh sets it). */
+  ascend?: { line: "3.2" | "3.5"; ascendHome: string };
+}
 
 /** Runs the simulated Triton workload (a real Python process) against a cache directory. */
-export function runSimWorkload(
-  cacheDir: string,
-  opts: { plain?: number; autotuned?: number; compileMs?: number } = {},
-) {
+export function runSimWorkload(cacheDir: string, opts: SimOptions = {}) {
   const out = execFileSync(
     "python3",
     [path.join(SIM, "workload.py"), String(opts.plain ?? 4), String(opts.autotuned ?? 2)],
@@ -18,7 +23,15 @@ export function runSimWorkload(
         PYTHONPATH: SIM,
         TRITON_CACHE_DIR: cacheDir,
         TRITON_SIM_COMPILE_MS: String(opts.compileMs ?? 5),
+        ...(opts.ascend
+          ? {
+              TRITON_SIM_BACKEND: "ascend",
+              TRITON_SIM_LINE: opts.ascend.line,
+              ASCEND_HOME_PATH: opts.ascend.ascendHome,
+            }
+          : {}),
       },
+      stdio: ["ignore", "pipe", "pipe"],
     },
   ).toString();
   return JSON.parse(out.trim().split("\n").pop() as string) as {

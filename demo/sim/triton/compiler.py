@@ -1,18 +1,31 @@
 """compile() as Triton 3.6 does it on disk: look the kernel up through its group file; on a miss,
 "compile" (sleep for the configured time), write every stage file through put() and the group
-file last; report each load to knobs.compilation.listener."""
+file last; report each load to knobs.compilation.listener (where the line has knobs). COUNTS is the
+simulator's own ground truth, which a workload prints to check kcache's telemetry against."""
 import hashlib
 import json
 import os
 import random
 import time
 
-from . import __version__, knobs
+from . import BACKEND, HAS_KNOBS, __version__
 from .runtime.cache import get_cache_manager
 
+if HAS_KNOBS:
+    from . import knobs
+
 COMPILE_SECONDS = float(os.environ.get("TRITON_SIM_COMPILE_MS", "150")) / 1000.0
-STAGES = ("source", "ttir", "ttgir", "llir", "ptx", "cubin")
-_STAGE_BYTES = {"source": 1500, "ttir": 6000, "ttgir": 12000, "llir": 40000, "ptx": 60000, "cubin": 30000}
+if BACKEND == "ascend":
+    # Triton-Ascend: MLIR through triton-adapter and bishengir to an NPU binary.
+    _STAGE_BYTES = {"source": 1500, "ttir": 6000, "ttadapter": 14000, "mlirbc": 20000, "bcmlir": 22000,
+                    "npubin": 40000}
+    TARGET = {"backend": "npu", "arch": "Ascend910B3", "warp_size": 0}
+else:
+    _STAGE_BYTES = {"source": 1500, "ttir": 6000, "ttgir": 12000, "llir": 40000, "ptx": 60000, "cubin": 30000}
+    TARGET = {"backend": "cuda", "arch": 90, "warp_size": 32}
+STAGES = tuple(_STAGE_BYTES)
+BINARY_STAGES = ("cubin", "npubin", "mlirbc")
+COUNTS = {"compiled": 0, "loaded": 0}
 
 
 class CompiledKernel:
@@ -39,21 +52,24 @@ def compile(name, src, options):
     metadata_filename = f"{file_name}.json"
     metadata_group = fn_cache_manager.get_group(metadata_filename) or {}
     metadata_path = metadata_group.get(metadata_filename)
-    listener = knobs.compilation.listener
-    if not knobs.compilation.always_compile and metadata_path is not None:
+    listener = knobs.compilation.listener if HAS_KNOBS else None
+    always = knobs.compilation.always_compile if HAS_KNOBS else os.environ.get("TRITON_ALWAYS_COMPILE") == "1"
+    if not always and metadata_path is not None:
         with open(metadata_path) as f:
             metadata = json.load(f)
+        COUNTS["loaded"] += 1
         if listener:
             listener(src=src, metadata=metadata, metadata_group=metadata_group,
                      times={"total": time.time() - start}, cache_hit=True)
         return CompiledKernel(name, metadata_group)
     time.sleep(COMPILE_SECONDS)
+    COUNTS["compiled"] += 1
     rnd = random.Random(key)
-    metadata = {"name": name, "hash": key, "target": {"backend": "cuda", "arch": 90}, **options}
+    metadata = {"name": name, "hash": key, "target": TARGET, **options}
     for stage in STAGES:
         data = _stage_text(name, stage, rnd)
         fname = f"{file_name}.{stage}"
-        metadata_group[fname] = fn_cache_manager.put(data.encode() if stage == "cubin" else data, fname)
+        metadata_group[fname] = fn_cache_manager.put(data.encode() if stage in BINARY_STAGES else data, fname)
     metadata_group[metadata_filename] = fn_cache_manager.put(json.dumps(metadata), metadata_filename, binary=False)
     fn_cache_manager.put_group(metadata_filename, metadata_group)
     if listener:

@@ -1,6 +1,12 @@
 """The part of triton.knobs that kcache's telemetry hook uses (Triton >= 3.4)."""
 import os
 
+from . import HAS_KNOBS, LINE
+
+if not HAS_KNOBS:
+    # Triton 3.2 (and Triton-Ascend's 3.2 line) has no triton.knobs module.
+    raise ImportError(f"No module named 'triton.knobs' (simulated Triton line {LINE})")
+
 
 class _Compilation:
     def __init__(self):
@@ -12,9 +18,9 @@ class _Compilation:
 class _Cache:
     @property
     def dir(self):
-        return os.environ.get("TRITON_CACHE_DIR") or os.path.join(
-            os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
-        )
+        from .runtime.cache import default_cache_dir
+
+        return default_cache_dir()
 
 
 compilation = _Compilation()

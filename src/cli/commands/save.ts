@@ -20,6 +20,7 @@ export async function saveCommand(o: GlobalOptions) {
       s.incomplete && `${s.incomplete} incomplete entries`,
       s.tempDirs && `${s.tempDirs} temp folders`,
       s.lockFiles && `${s.lockFiles} lock files`,
+      s.localFiles && `${s.localFiles} precompiled headers (rebuilt on the machine that uses them)`,
       s.otherFiles && `${s.otherFiles} other files`,
       s.vanished && `${s.vanished} entries that vanished while saving`,
     ].filter(Boolean);

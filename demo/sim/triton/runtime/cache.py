@@ -1,11 +1,19 @@
-"""FileCacheManager as in Triton 3.6 (python/triton/runtime/cache.py), same names and same writes."""
+"""FileCacheManager as in Triton 3.6 (python/triton/runtime/cache.py), same names and same writes.
+On the 3.2 line, entry folders are named in urlsafe base64 (43 characters, '-' and '_' included) as
+Triton 3.2 named them; from 3.3 on in base32."""
 import base64
 import json
 import os
 import uuid
 from typing import Dict, Optional
 
-from .. import knobs
+from .. import HAS_KNOBS
+
+
+def default_cache_dir():
+    return os.environ.get("TRITON_CACHE_DIR") or os.path.join(
+        os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
+    )
 
 
 def _base32(key):
@@ -13,10 +21,14 @@ def _base32(key):
     return base64.b32encode(bytes.fromhex(key)).decode("utf-8").rstrip("=")
 
 
+def _base64(key):
+    return base64.urlsafe_b64encode(bytes.fromhex(key)).decode("utf-8").rstrip("=")
+
+
 class FileCacheManager:
     def __init__(self, key):
         self.key = key
-        self.cache_dir = os.path.join(knobs.cache.dir, self.key)
+        self.cache_dir = os.path.join(default_cache_dir(), self.key)
         self.lock_path = os.path.join(self.cache_dir, "lock")
         os.makedirs(self.cache_dir, exist_ok=True)
 
@@ -78,4 +90,4 @@ class FileCacheManager:
 
 
 def get_cache_manager(key) -> FileCacheManager:
-    return FileCacheManager(_base32(key))
+    return FileCacheManager(_base32(key) if HAS_KNOBS else _base64(key))
