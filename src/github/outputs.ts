@@ -44,7 +44,7 @@ export function runOutputs(r: RunReport, reportFile: string): Record<string, str
     [Outputs.primaryKey]: r.key,
     [Outputs.matchedKey]: r.restore?.matchedKey ?? "",
     [Outputs.kernelsCompiled]: String(r.kernels.compiled),
-    [Outputs.kernelsLoaded]: String(r.kernels.loaded),
+    [Outputs.kernelsLoaded]: r.kernels.loaded === null ? "" : String(r.kernels.loaded),
     [Outputs.saved]: String(r.save?.outcome === "saved"),
     [Outputs.report]: reportFile,
   };

@@ -50,6 +50,11 @@ export function reportStack(
   strict: boolean | undefined,
 ): void {
   for (const w of stack.warnings) log.warn(w);
+  for (const e of stack.errors) {
+    const msg = `stack: ${e}`;
+    if (strict) throw new StackMismatchError(msg);
+    log.warn(msg);
+  }
   if (stack.mismatches.length) {
     const msg = `${config.source}: stack.pins disagree with this machine: ${stack.mismatches.join("; ")}; update the pins or the machine`;
     if (strict) throw new StackMismatchError(msg);

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { dirKind } from "./dir.js";
-import { type CacheKind, type CacheKindName, KCACHE_PRIVATE_PREFIX } from "./kind.js";
+import { type CacheFolder, type CacheKind, type CacheKindName, KCACHE_PRIVATE_PREFIX } from "./kind.js";
 import { looksLikeTritonCache, tritonKind } from "./triton.js";
 
 const KINDS: Record<CacheKindName, CacheKind> = { triton: tritonKind, dir: dirKind };
@@ -24,4 +24,9 @@ export function detectKind(root: string): CacheKindName | null {
   const visible = items.filter((d) => !d.name.startsWith(KCACHE_PRIVATE_PREFIX));
   if (visible.length === 0) return null;
   return looksLikeTritonCache(root, visible) ? "triton" : "dir";
+}
+
+/** Whether a cache folder can hold Triton kernels whose compiles telemetry counts: a Triton cache, or one detected later. */
+export function mayHoldKernels(folder: CacheFolder): boolean {
+  return folder.kind === "triton" || folder.kind === "auto";
 }

@@ -25,8 +25,9 @@ export interface CompareRun {
   restoreSeconds: number;
   saveSeconds: number;
   kernelsCompiled: number;
-  kernelsLoaded: number;
-  commands: { name: string; seconds: number; compiled: number; loaded: number }[];
+  /** Null where only the cache folder counted kernels (no listener: loads are unknown). */
+  kernelsLoaded: number | null;
+  commands: { name: string; seconds: number; compiled: number; loaded: number | null }[];
   stages: Stage[];
 }
 

@@ -9,8 +9,15 @@ import { parseDuration } from "../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
 import { ExitCode, UsageError } from "../errors.js";
 import type { Job } from "../job/build-job.js";
+import { mayHoldKernels } from "../kinds/registry.js";
 import { deviceEnv } from "../process/devices.js";
 import { runCommand } from "../process/run-command.js";
+import {
+  compiledBetween,
+  type FolderCount,
+  type KernelSnapshot,
+  snapshotKernels,
+} from "../telemetry/folder-count.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
 
@@ -24,6 +31,22 @@ export interface Stage {
   /** One line: "hit (exact)", "exit 2", "3 passed, 1 failed"... */
   summary: string;
   children?: Stage[];
+  /** A parallel group whose commands had no listener: compiles counted from the cache folder for the whole group. */
+  folderKernels?: FolderCount;
+}
+
+/**
+ * A command's kernels. With Triton's compilation listener (>= 3.4) every load is counted; without
+ * it (Triton-Ascend's 3.2 line) compiles are counted from the cache folder and loads are unknown.
+ */
+export interface CommandKernels extends Omit<KernelStats, "loaded" | "compileSeconds"> {
+  /** Where `compiled` comes from: the listener, new group files in the cache folder, or neither. */
+  source: "listener" | "cache-folder" | "none";
+  /** Null when only the cache folder was counted. */
+  loaded: number | null;
+  compileSeconds: number | null;
+  /** Compiles counted from the cache folder during this command (also when the listener ran); null in a parallel group or with no Triton cache. */
+  folderCompiled: number | null;
 }
 
 export interface CommandReport {
@@ -35,7 +58,7 @@ export interface CommandReport {
   seconds: number;
   log: string;
   devices: string | null;
-  kernels: KernelStats;
+  kernels: CommandKernels;
 }
 
 export interface RunReport {
@@ -53,7 +76,13 @@ export interface RunReport {
   save: SaveReport | null;
   /** Why nothing was saved, when the gate or the policy held the save back. */
   saveSkipped: string | null;
-  kernels: { status: KernelStats["status"]; loaded: number; compiled: number; compileSeconds: number };
+  kernels: {
+    status: KernelStats["status"];
+    source: CommandKernels["source"];
+    loaded: number | null;
+    compiled: number;
+    compileSeconds: number | null;
+  };
   /** Set when `expect: warm` saw kernels compiled after an exact-key restore. */
   unexpectedCompile: string | null;
   stages: Stage[];
@@ -138,6 +167,8 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     if (c.env) baseEnv[c.env] = c.path;
   }
   const workdir = profile.workdir ? path.resolve(cwd, profile.workdir) : cwd;
+  // Triton caches (or ones whose kind is detected later) are where compiles can be counted without a listener.
+  const kernelRoots = ctx.caches.filter(mayHoldKernels).map((c) => c.path);
   const commands: CommandReport[] = [];
   let failedCommand: CommandReport | null = null;
   const runOne = async (
@@ -151,6 +182,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     const devs = cmd.devices ?? devices;
     const cmdEnv = telemetryEnv({ ...baseEnv, ...cmd.env, ...(devs ? deviceEnv(devs) : {}) }, telemetryFile);
     const logFile = path.join(outDir, "logs", `${cmd.name}.log`);
+    const before = group === null ? snapshotKernels(kernelRoots) : null;
     if (echo && gha && !prefix) echo.write(`::group::${cmd.name}: ${cmd.run}\n`);
     else log.info(`${cmd.name}: ${cmd.run}${devs ? ` (devices ${devs.join(",")})` : ""}`);
     const r = await runCommand({
@@ -172,7 +204,10 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
       seconds: r.seconds,
       log: logFile,
       devices: devs ? devs.join(",") : null,
-      kernels: readTelemetry(telemetryFile),
+      kernels: commandKernels(
+        readTelemetry(telemetryFile),
+        before && kernelRoots.length ? compiledBetween(before, snapshotKernels(kernelRoots)) : null,
+      ),
     };
     commands.push(report);
     if (r.exitCode !== 0) {
@@ -195,7 +230,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
       });
       continue;
     }
-    if ("parallel" in item) stages.push(await runGroup(item, runOne));
+    if ("parallel" in item) stages.push(await runGroup(item, runOne, kernelRoots, commands));
     else stages.push((await runOne(item, null, undefined)).stage);
   }
 
@@ -227,10 +262,15 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   });
 
   // Kernel telemetry across commands, and the warm expectation.
-  const kernels = totalKernels(commands);
+  const kernels = totalKernels(commands, stages);
   let unexpectedCompile: string | null = null;
   if (profile.expect === "warm" && restored?.cacheHit && kernels.compiled > 0) {
-    const names = [...new Set(commands.flatMap((c) => c.kernels.compiledKernels))].slice(0, 5);
+    const names = [
+      ...new Set([
+        ...commands.flatMap((c) => c.kernels.compiledKernels),
+        ...stages.flatMap((s) => s.folderKernels?.kernels ?? []),
+      ]),
+    ].slice(0, 5);
     unexpectedCompile = `${kernels.compiled} kernels compiled after an exact-key restore (expect: warm): ${names.join(", ")}`;
     log.warn(unexpectedCompile);
   }
@@ -305,9 +345,12 @@ async function runGroup(
     group: string | null,
     devices: string[] | undefined,
     prefix?: string,
-  ) => Promise<{ stage: Stage }>,
+  ) => Promise<{ report: CommandReport; stage: Stage }>,
+  kernelRoots: string[],
+  commands: CommandReport[],
 ): Promise<Stage> {
   const g0 = performance.now();
+  const before: KernelSnapshot | null = kernelRoots.length ? snapshotKernels(kernelRoots) : null;
   const slots = group.devices ? group.devices.length : group.parallel.length;
   const children: Stage[] = new Array(group.parallel.length);
   let next = 0;
@@ -322,24 +365,53 @@ async function runGroup(
   };
   await Promise.all(Array.from({ length: Math.min(slots, group.parallel.length) }, (_, s) => worker(s)));
   const failed = children.filter((c) => c.status === "failed").length;
+  // Commands running at once share the cache folder: without their listeners, count the group as one.
+  const members = commands.filter((c) => c.group === group.name);
+  const folder =
+    before && members.some((c) => c.kernels.status === "unavailable")
+      ? compiledBetween(before, snapshotKernels(kernelRoots))
+      : null;
   return {
     name: group.name,
     kind: "group",
     seconds: (performance.now() - g0) / 1000,
     status: failed ? "failed" : "ok",
-    summary: `${children.length - failed} of ${children.length} exited 0`,
+    summary: `${children.length - failed} of ${children.length} exited 0${folder ? `; ${folder.compiled} kernels compiled (cache folder)` : ""}`,
     children,
+    ...(folder ? { folderKernels: folder } : {}),
   };
+}
+
+/** One command's kernels: the listener's counts where it ran, else the cache folder's. */
+function commandKernels(listener: KernelStats, folder: FolderCount | null): CommandKernels {
+  const folderCompiled = folder ? folder.compiled : null;
+  if (listener.status === "available" || listener.status === "no-triton")
+    return { ...listener, source: listener.status === "available" ? "listener" : "none", folderCompiled };
+  if (folder)
+    return {
+      ...listener,
+      source: "cache-folder",
+      loaded: null,
+      compiled: folder.compiled,
+      compileSeconds: null,
+      compiledKernels: folder.kernels,
+      folderCompiled,
+    };
+  return { ...listener, source: "none", loaded: null, compileSeconds: null, folderCompiled };
 }
 
 function commandStage(r: CommandReport): Stage {
   const k = r.kernels;
   const kernels =
-    k.status === "available"
+    k.source === "listener"
       ? `; ${k.loaded} kernels loaded, ${k.compiled} compiled`
-      : k.status === "unavailable"
-        ? "; telemetry unavailable"
-        : "";
+      : k.source === "cache-folder"
+        ? `; ${k.compiled} kernels compiled (cache folder)`
+        : k.status === "unavailable"
+          ? r.group
+            ? ""
+            : "; telemetry unavailable"
+          : "";
   return {
     name: r.name,
     kind: "command",
@@ -349,16 +421,27 @@ function commandStage(r: CommandReport): Stage {
   };
 }
 
-function totalKernels(commands: CommandReport[]): RunReport["kernels"] {
+/**
+ * Kernels across the run. A parallel group counted from the cache folder counts as one unit (its
+ * commands' own figures are left out); everything else adds up command by command.
+ */
+function totalKernels(commands: CommandReport[], stages: Stage[]): RunReport["kernels"] {
   const statuses = commands.map((c) => c.kernels.status);
+  const folderGroups = new Set(stages.filter((s) => s.folderKernels).map((s) => s.name));
+  const own = commands.filter((c) => !(c.group && folderGroups.has(c.group)));
+  const groupCompiled = stages.reduce((n, s) => n + (s.folderKernels?.compiled ?? 0), 0);
+  const byFolder = folderGroups.size > 0 || own.some((c) => c.kernels.source === "cache-folder");
+  const unknown = own.some((c) => c.kernels.loaded === null) || folderGroups.size > 0;
+  const sum = (f: (c: CommandReport) => number | null) => own.reduce((n, c) => n + (f(c) ?? 0), 0);
   return {
     status: statuses.includes("available")
       ? "available"
       : statuses.includes("unavailable")
         ? "unavailable"
         : "no-triton",
-    loaded: commands.reduce((s, c) => s + c.kernels.loaded, 0),
-    compiled: commands.reduce((s, c) => s + c.kernels.compiled, 0),
-    compileSeconds: commands.reduce((s, c) => s + c.kernels.compileSeconds, 0),
+    source: byFolder ? "cache-folder" : statuses.includes("available") ? "listener" : "none",
+    loaded: unknown ? null : sum((c) => c.kernels.loaded),
+    compiled: sum((c) => c.kernels.compiled) + groupCompiled,
+    compileSeconds: unknown ? null : sum((c) => c.kernels.compileSeconds),
   };
 }

@@ -13,12 +13,15 @@ export function runMarkdown(r: RunReport): string {
       ? `restored ${r.restore.cacheHit ? "the exact key" : `\`${r.restore.matchedKey}\``} (${r.restore.entriesRestored} entries, ${formatBytes(r.restore.bytesRestored)})`
       : "cache miss"
     : "nothing restored";
+  const k = r.kernels;
   const kernels =
-    r.kernels.status === "available"
-      ? `${r.kernels.loaded} kernels loaded from cache, ${r.kernels.compiled} compiled (${r.kernels.compileSeconds.toFixed(1)} s)`
-      : r.kernels.status === "unavailable"
-        ? "kernel telemetry unavailable (Triton < 3.4 has no compilation listener)"
-        : "no Triton kernels seen";
+    k.source === "listener"
+      ? `${k.loaded} kernels loaded from cache, ${k.compiled} compiled (${(k.compileSeconds ?? 0).toFixed(1)} s)`
+      : k.source === "cache-folder"
+        ? `${k.compiled} kernels compiled (counted from the cache folder: this Triton has no compilation listener)`
+        : k.status === "unavailable"
+          ? "kernel telemetry unavailable (no compilation listener, and no Triton cache folder to count)"
+          : "no Triton kernels seen";
   lines.push(
     `key \`${r.key}\` · ${restore} · ${kernels} · ${r.save ? `save: ${r.save.outcome}` : (r.saveSkipped ?? "")}`,
   );
@@ -27,15 +30,16 @@ export function runMarkdown(r: RunReport): string {
   lines.push("|---|---:|---|---:|---:|---:|");
   const row = (s: Stage, indent: string) => {
     const c = s.kind === "command" ? r.commands.find((x) => x.name === s.name) : undefined;
-    const k = c?.kernels.status === "available" ? c.kernels : null;
+    const k = c && c.kernels.source !== "none" ? c.kernels : null;
+    const compiled = k ? k.compiled : s.folderKernels ? s.folderKernels.compiled : null;
     lines.push(
-      `| ${indent}${STATUS[s.status]} ${s.name} | ${s.seconds.toFixed(2)} | ${s.summary} | ${k ? k.loaded : ""} | ${k ? k.compiled : ""} | ${k ? k.compileSeconds.toFixed(1) : ""} |`,
+      `| ${indent}${STATUS[s.status]} ${s.name} | ${s.seconds.toFixed(2)} | ${s.summary} | ${k?.loaded ?? ""} | ${compiled ?? ""} | ${k?.compileSeconds?.toFixed(1) ?? ""} |`,
     );
     for (const child of s.children ?? []) row(child, `${indent}↳ `);
   };
   for (const s of r.stages) row(s, "");
   lines.push(
-    `| **total** | **${r.seconds.toFixed(2)}** | | **${r.kernels.loaded}** | **${r.kernels.compiled}** | |`,
+    `| **total** | **${r.seconds.toFixed(2)}** | | **${r.kernels.loaded ?? "?"}** | **${r.kernels.compiled}** | |`,
   );
   if (r.checks.length) {
     lines.push("");

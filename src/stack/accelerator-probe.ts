@@ -3,12 +3,15 @@ import fs from "node:fs";
 import path from "node:path";
 
 export interface AcceleratorFacts {
-  /** Distinct accelerator models, sorted ("NVIDIA H200", "Ascend910B3"). */
+  /** Distinct accelerator models, sorted ("NVIDIA H200", "Ascend910B3"). Informational. */
   models: string[];
+  /** Driver version. Informational: no compile input. */
   driver: string | null;
   vendor: "nvidia" | "ascend" | null;
-  /** CANN toolkit version on Ascend machines. */
+  /** CANN toolkit version on Ascend machines; null where none was found. */
   cann: string | null;
+  /** Where the CANN toolkit was found (its real path), for the bishengir lookup. */
+  cannHome?: string | null;
 }
 
 export interface AcceleratorProbeRoots {
@@ -19,27 +22,39 @@ export interface AcceleratorProbeRoots {
   env: NodeJS.ProcessEnv;
 }
 
-export const DEFAULT_ROOTS: AcceleratorProbeRoots = {
-  nvidiaProc: "/proc/driver/nvidia",
-  ascend: "/usr/local/Ascend",
-  env: process.env,
-};
+/** Where the probe looks; $KCACHE_NVIDIA_PROC and $KCACHE_ASCEND_ROOT move them (containers that mount them elsewhere). */
+export function probeRoots(env: NodeJS.ProcessEnv): AcceleratorProbeRoots {
+  return {
+    nvidiaProc: env.KCACHE_NVIDIA_PROC || "/proc/driver/nvidia",
+    ascend: env.KCACHE_ASCEND_ROOT || "/usr/local/Ascend",
+    env,
+  };
+}
+
+export const DEFAULT_ROOTS: AcceleratorProbeRoots = probeRoots(process.env);
 
 /**
- * Finds the accelerator model and driver. Reads the driver's /proc files first (instant), and only
- * falls back to nvidia-smi / npu-smi, which can take a second, when those files are absent.
+ * Finds the accelerator vendor, model and driver, and CANN on Ascend. Reads the drivers' files first
+ * (instant), and only falls back to nvidia-smi / npu-smi, which can take a second, for the model.
+ * Nothing keyed depends on npu-smi, which fails while another process holds the card.
  */
 export async function probeAccelerator(
   roots: AcceleratorProbeRoots = DEFAULT_ROOTS,
 ): Promise<AcceleratorFacts> {
   const nvidia = (await nvidiaFromProc(roots.nvidiaProc)) ?? (await nvidiaFromSmi(roots.env));
-  if (nvidia) return { ...nvidia, vendor: "nvidia", cann: null };
-  const cann = cannVersion(roots);
+  if (nvidia) return { ...nvidia, vendor: "nvidia", cann: null, cannHome: null };
+  const cann = findCann(roots);
   const ascend = await ascendFacts(roots);
   if (ascend || cann) {
-    return { models: ascend?.models ?? [], driver: ascend?.driver ?? null, vendor: "ascend", cann };
+    return {
+      models: ascend?.models ?? [],
+      driver: ascend?.driver ?? null,
+      vendor: "ascend",
+      cann: cann?.version ?? null,
+      cannHome: cann?.home ?? null,
+    };
   }
-  return { models: [], driver: null, vendor: null, cann: null };
+  return { models: [], driver: null, vendor: null, cann: null, cannHome: null };
 }
 
 async function nvidiaFromProc(dir: string): Promise<{ models: string[]; driver: string | null } | null> {
@@ -60,7 +75,8 @@ async function nvidiaFromProc(dir: string): Promise<{ models: string[]; driver: 
   return { models: [...models].sort(), driver };
 }
 
-function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string | null> {
+/** Runs a tool with a timeout; null when it is missing or fails. */
+export function runTool(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<string | null> {
   return new Promise((resolve) => {
     execFile(cmd, args, { env, timeout: 5000 }, (err, stdout) => resolve(err ? null : stdout));
   });
@@ -69,7 +85,7 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<strin
 async function nvidiaFromSmi(
   env: NodeJS.ProcessEnv,
 ): Promise<{ models: string[]; driver: string | null } | null> {
-  const out = await run("nvidia-smi", ["--query-gpu=name,driver_version", "--format=csv,noheader"], env);
+  const out = await runTool("nvidia-smi", ["--query-gpu=name,driver_version", "--format=csv,noheader"], env);
   if (!out?.trim()) return null;
   const rows = out
     .trim()
@@ -81,48 +97,88 @@ async function nvidiaFromSmi(
   };
 }
 
+/**
+ * The Ascend driver's version from driver/version.info. Newer drivers write `Version=7.35.23` (the
+ * driver component) next to `package_version=26.0.rc1` (the release people name): the latter wins.
+ */
+export function ascendDriverVersion(text: string): string | null {
+  return /^package_version\s*=\s*(\S+)/im.exec(text)?.[1] ?? /^Version\s*=\s*(\S+)/im.exec(text)?.[1] ?? null;
+}
+
+/** `npu-smi info -m` lists "NPU ID  Chip ID  Chip Logic ID  Chip Name" rows. */
+export function npuSmiModels(out: string): string[] {
+  const models = new Set<string>();
+  for (const line of out.split("\n").slice(1)) {
+    const cols = line.trim().split(/\s{2,}|\t+/);
+    const name = cols[cols.length - 1];
+    if (cols.length >= 4 && name && !/^mcu$/i.test(name)) models.add(name.replace(/\s+/g, ""));
+  }
+  return [...models].sort();
+}
+
 async function ascendFacts(
   roots: AcceleratorProbeRoots,
 ): Promise<{ models: string[]; driver: string | null } | null> {
   const info = await fs.promises
     .readFile(path.join(roots.ascend, "driver", "version.info"), "utf8")
     .catch(() => null);
-  const driver = info ? (/^Version\s*=\s*(\S+)/im.exec(info)?.[1] ?? null) : null;
-  // `npu-smi info -m` lists "NPU ID  Chip ID  Chip Logic ID  Chip Name" rows.
-  const out = await run("npu-smi", ["info", "-m"], roots.env);
-  const models = new Set<string>();
-  for (const line of out?.split("\n").slice(1) ?? []) {
-    const cols = line.trim().split(/\s{2,}|\t+/);
-    const name = cols[cols.length - 1];
-    if (cols.length >= 4 && name && !/^mcu$/i.test(name)) models.add(name.replace(/\s+/g, ""));
-  }
-  if (!driver && models.size === 0) return null;
-  return { models: [...models].sort(), driver };
+  const driver = info === null ? null : (ascendDriverVersion(info) ?? "unknown");
+  const out = await runTool("npu-smi", ["info", "-m"], roots.env);
+  const models = out ? npuSmiModels(out) : [];
+  if (!driver && models.length === 0) return null;
+  return { models, driver };
 }
 
-/** The CANN toolkit version from its install info file, where the toolkit's set_env.sh points. */
-function cannVersion(roots: AcceleratorProbeRoots): string | null {
+/**
+ * The CANN toolkit: where set_env.sh points (ASCEND_TOOLKIT_HOME, ASCEND_HOME_PATH), else the
+ * usual places (`ascend-toolkit/latest`, `cann`, the newest `cann-X.Y.Z`). Its version comes from
+ * ascend_toolkit_install.info (beside the toolkit or in its `<arch>-linux` folder), else from the
+ * folder's own name (`cann-9.0.0`).
+ */
+export function findCann(roots: AcceleratorProbeRoots): { version: string; home: string } | null {
+  let versioned: string[] = [];
+  try {
+    versioned = fs
+      .readdirSync(roots.ascend)
+      .filter((n) => /^cann-\d+(\.\d+)*/.test(n))
+      .sort((a, b) => b.localeCompare(a, undefined, { numeric: true }));
+  } catch {
+    // no Ascend root
+  }
   const homes = [
     roots.env.ASCEND_TOOLKIT_HOME,
     roots.env.ASCEND_HOME_PATH,
     path.join(roots.ascend, "ascend-toolkit", "latest"),
     path.join(roots.ascend, "cann"),
+    ...versioned.map((n) => path.join(roots.ascend, n)),
   ].filter((h): h is string => Boolean(h));
   for (const home of homes) {
-    let subdirs: string[];
+    let real: string;
     try {
-      subdirs = fs.readdirSync(home);
+      real = fs.realpathSync(home);
     } catch {
       continue;
     }
-    for (const sub of subdirs) {
-      const file = path.join(home, sub, "ascend_toolkit_install.info");
-      try {
-        const m = /^version\s*=\s*(\S+)/im.exec(fs.readFileSync(file, "utf8"));
-        if (m?.[1]) return m[1];
-      } catch {
-        // not this architecture's folder
-      }
+    const version = installInfoVersion(real) ?? /^cann-(\d+(?:\.\d+)+\S*)$/.exec(path.basename(real))?.[1];
+    if (version) return { version, home: real };
+  }
+  return null;
+}
+
+function installInfoVersion(home: string): string | null {
+  let subdirs: string[] = [];
+  try {
+    subdirs = fs.readdirSync(home);
+  } catch {
+    return null;
+  }
+  for (const rel of ["", ...subdirs.filter((s) => s.endsWith("-linux"))]) {
+    try {
+      const text = fs.readFileSync(path.join(home, rel, "ascend_toolkit_install.info"), "utf8");
+      const m = /^version\s*=\s*(\S+)/im.exec(text);
+      if (m?.[1]) return m[1];
+    } catch {
+      // not here
     }
   }
   return null;

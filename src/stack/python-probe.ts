@@ -14,6 +14,8 @@ export interface PythonFacts {
   packages: Record<string, string>;
   torchCuda: string | null;
   torchHip: string | null;
+  /** The folder of the `triton` package that imports first: Triton-Ascend keys kernels on paths inside it. */
+  tritonDir?: string | null;
 }
 
 /** Distributions that decide which kernels get compiled; normalised as PEP 503 with '_' for '-'. */
@@ -63,7 +65,7 @@ for d in site_dirs:
                             dirs.append(p)
         except OSError:
             pass
-pkgs, torch_dirs = {}, []
+pkgs, torch_dirs, triton_dir = {}, [], None
 for d in dirs:
     if not d or not os.path.isdir(d):
         continue
@@ -73,6 +75,8 @@ for d in dirs:
         continue
     if "torch" in names:
         torch_dirs.append(os.path.join(d, "torch"))
+    if triton_dir is None and "triton" in names and os.path.isdir(os.path.join(d, "triton")):
+        triton_dir = os.path.abspath(os.path.join(d, "triton"))
     for n in names:
         for suffix, meta in ((".dist-info", "METADATA"), (".egg-info", "PKG-INFO")):
             if not n.endswith(suffix):
@@ -113,6 +117,7 @@ print(json.dumps({
     "packages": pkgs,
     "torchCuda": cuda,
     "torchHip": hip,
+    "tritonDir": triton_dir,
 }))
 `;
 

@@ -65,7 +65,13 @@ describe("stack probe", () => {
       );
     }
     const acc = await probeAccelerator({ nvidiaProc: proc, ascend: tempDir("none"), env: { PATH: "" } });
-    expect(acc).toEqual({ models: ["NVIDIA H200"], driver: "570.124.06", vendor: "nvidia", cann: null });
+    expect(acc).toEqual({
+      models: ["NVIDIA H200"],
+      driver: "570.124.06",
+      vendor: "nvidia",
+      cann: null,
+      cannHome: null,
+    });
   });
 
   it("reads the CANN version and Ascend driver from their install files", async () => {
@@ -99,16 +105,22 @@ describe("stack probe", () => {
     };
     const a = fingerprintFrom(py, acc, { image: "ghcr.io/org/ci:2026.11" });
     expect(canonicalForm(a.components)).toBe(
-      "accelerator=NVIDIA H200\narch=x86_64\ndriver=570.124.06\nos=linux\npin.image=ghcr.io/org/ci:2026.11\npython=3.12.3\npython-abi=cpython-312-x86_64-linux-gnu\ntorch=2.11.0\ntorch-cuda=12.8\ntriton=3.6.0\n",
+      "arch=x86_64\nos=linux\npin.image=ghcr.io/org/ci:2026.11\npython=3.12.3\npython-abi=cpython-312-x86_64-linux-gnu\ntorch=2.11.0\ntorch-cuda=12.8\ntriton=3.6.0\n",
     );
+    expect(a.info).toEqual({ accelerator: "NVIDIA H200", driver: "570.124.06" });
     expect(a.stackId).toMatch(/^[0-9a-f]{12}$/);
     expect(fingerprintFrom(py, acc, { image: "ghcr.io/org/ci:2026.11" }).stackId).toBe(a.stackId);
     expect(
       fingerprintFrom({ ...py, packages: { torch: "2.11.0", triton: "3.6.1" } }, acc, {}).stackId,
     ).not.toBe(fingerprintFrom(py, acc, {}).stackId);
-    expect(fingerprintFrom(py, { ...acc, driver: "580.1" }, {}).stackId).not.toBe(
+    // The driver and the device model are no compile input: a runner pool on mixed drivers shares one key.
+    expect(fingerprintFrom(py, { ...acc, driver: "580.1", models: ["NVIDIA H100"] }, {}).stackId).toBe(
       fingerprintFrom(py, acc, {}).stackId,
     );
+    // Unless the user pins one: then it is keyed, and a disagreeing machine is a mismatch.
+    const pinned = fingerprintFrom(py, { ...acc, driver: "580.1" }, { driver: "570.124.06" });
+    expect(pinned.components.driver).toBe("570.124.06");
+    expect(pinned.mismatches).toEqual(["driver: pinned 570.124.06, found 580.1"]);
   });
 
   it("warns when a pin disagrees with the probe, and fails with --strict", async () => {
