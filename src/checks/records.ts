@@ -20,6 +20,11 @@ export function readRecords(file: string, recordsPath: string | undefined): Resu
   } catch (e) {
     throw new ResultFileError(`${file}: not valid JSON (${(e as Error).message})`);
   }
+  if (recordsPath === ".") {
+    if (doc === null || typeof doc !== "object" || Array.isArray(doc))
+      throw new ResultFileError(`${file}: records: "." needs a JSON object at the top level`);
+    return [doc as ResultRecord];
+  }
   const at = recordsPath ? getPath(doc, recordsPath) : Array.isArray(doc) ? doc : getPath(doc, "results");
   if (!Array.isArray(at)) {
     throw new ResultFileError(

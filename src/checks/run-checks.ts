@@ -7,6 +7,7 @@ import { coverageCheck } from "./coverage.js";
 import { finitePositiveCheck } from "./finite-positive.js";
 import { resolveIn } from "./records.js";
 import { thresholdCheck } from "./threshold.js";
+import { valuesCheck } from "./values.js";
 
 /** A default name people recognise: the type and the file it reads. */
 export function checkName(spec: CheckSpec, index: number): string {
@@ -34,6 +35,8 @@ export async function runCheck(
         return coverageCheck(spec, at(spec.file), name);
       case "finite-positive":
         return finitePositiveCheck(spec, at(spec.file), name);
+      case "values":
+        return valuesCheck(spec, at(spec.file), name);
       case "threshold":
         return thresholdCheck(spec, at(spec.file), spec.baseline ? at(spec.baseline) : null, name);
       case "allclose":

@@ -11,6 +11,10 @@ const duration = z
 const stepName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { message: "use letters, digits, '.', '_' and '-' only" });
+/** Shell scripts sourced (in order, in bash) before commands run: their exported environment is the commands'. */
+const sourceList = z
+  .union([z.string().min(1), z.array(z.string().min(1))])
+  .transform((v) => (Array.isArray(v) ? v : [v]));
 const devices = z
   .array(z.union([z.number().int().nonnegative(), z.string().min(1)]).transform(String))
   .min(1);
@@ -24,6 +28,8 @@ export const commandSchema = z
     timeout: duration.optional(),
     /** Visible devices for this command (CUDA_VISIBLE_DEVICES and its NPU/HIP twins). */
     devices: devices.optional(),
+    /** Scripts sourced in this command's shell before it runs, after the profile's. */
+    source: sourceList.optional(),
   })
   .strict();
 
@@ -37,7 +43,10 @@ export const groupSchema = z
   })
   .strict();
 
-/** Where the records are in a JSON result file: a dotted path to an array; default the file itself or its "results". */
+/**
+ * Where the records are in a JSON result file: a dotted path to an array ("current.results"), or "."
+ * for the file's top-level object as the one record; default the file itself or its "results".
+ */
 const records = z.string().optional();
 const severity = z.enum(["error", "warn"]).default("error");
 const fieldList = z.array(z.string().min(1)).min(1);
@@ -80,6 +89,20 @@ export const checkSchema = z.discriminatedUnion("type", [
     .strict(),
   z
     .object({ ...base, type: z.literal("finite-positive"), file: z.string(), records, fields: fieldList })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: z.literal("values"),
+      file: z.string(),
+      records,
+      /** Field (dotted path) to the value it must have, or a list of the values it may have. */
+      expect: z
+        .record(z.string().min(1), z.union([recordValue, z.array(recordValue).min(1)]))
+        .refine((e) => Object.keys(e).length > 0, { message: "name at least one field" }),
+      /** Fewest records the file must hold (default 1: an empty list is a failure). */
+      "min-records": z.number().int().nonnegative().default(1),
+    })
     .strict(),
   z
     .object({
@@ -172,6 +195,19 @@ export const githubSchema = z
     /** run: one `kcache run` step; steps: restore, each command as its own step, save after all passed. */
     style: z.enum(["run", "steps"]).default("run"),
     "timeout-minutes": z.number().int().positive().optional(),
+    /** The job's container (an image name, or GitHub's image/options/env form), as Ascend CI runs in one. */
+    container: z
+      .union([
+        z.string().min(1),
+        z
+          .object({
+            image: z.string().min(1),
+            options: z.string().optional(),
+            env: z.record(z.string(), z.string()).optional(),
+          })
+          .strict(),
+      ])
+      .optional(),
     prewarm: z
       .object({
         cron: z.string().regex(/^\S+ \S+ \S+ \S+ \S+$/, { message: "use a 5-field cron expression" }),
@@ -197,6 +233,11 @@ export const profileSchema = z
     /** Names of the caches this profile restores and saves (default: all). */
     caches: z.array(z.string()).min(1).optional(),
     env: envMap.default({}),
+    /**
+     * Scripts sourced before anything else (CANN's set_env.sh): their exported environment is the
+     * environment of the stack probe, the commands and the checks.
+     */
+    source: sourceList.default([]),
     workdir: z.string().optional(),
     commands: z.array(z.union([groupSchema, commandSchema])).min(1),
     checks: z.array(checkSchema).default([]),

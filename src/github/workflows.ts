@@ -62,6 +62,7 @@ export function generateWorkflows(
   }));
   const job = (steps: unknown[], env: Record<string, string> = {}) => ({
     "runs-on": gh["runs-on"],
+    ...(gh.container ? { container: gh.container } : {}),
     ...(gh["timeout-minutes"] ? { "timeout-minutes": gh["timeout-minutes"] } : {}),
     ...(Object.keys(env).length ? { env } : {}),
     steps,
@@ -82,7 +83,7 @@ export function generateWorkflows(
           checkout(),
           ...setup,
           { name: "Restore the kernel cache", id: "kcache", uses: action, with: kcacheWith("restore") },
-          ...commandSteps(profile.commands),
+          ...commandSteps(profile.commands, profile.source),
           // Steps run only while every one before them passed: the save happens after all of them.
           { name: "Save the kernel cache", uses: action, with: kcacheWith("save") },
         ];
@@ -155,9 +156,13 @@ export function generateWorkflows(
   return workflows;
 }
 
-/** A profile's commands as workflow steps; a parallel group's commands run one after another here. */
+/**
+ * A profile's commands as workflow steps; a parallel group's commands run one after another here.
+ * The profile's and the command's source: scripts are sourced in each step's bash first.
+ */
 function commandSteps(
   commands: (CommandSpec | { name: string; parallel: CommandSpec[]; devices?: string[] })[],
+  profileSource: string[],
 ) {
   const flat = commands.flatMap((c) =>
     "parallel" in c
@@ -172,9 +177,11 @@ function commandSteps(
     if (c.devices)
       for (const v of ["CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"])
         env[v] = c.devices.join(",");
+    const sources = [...profileSource, ...(c.source ?? [])];
     return {
       name: c.name,
-      run: c.run,
+      ...(sources.length ? { shell: "bash" } : {}),
+      run: sources.length ? `${sources.map((f) => `source ${f}`).join("\n")}\n${c.run}` : c.run,
       ...(Object.keys(env).length ? { env } : {}),
       ...(c.workdir ? { "working-directory": c.workdir } : {}),
       ...(c.timeout ? { "timeout-minutes": Math.ceil(minutes(c.timeout)) } : {}),

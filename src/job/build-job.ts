@@ -1,3 +1,4 @@
+import path from "node:path";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
 import { type Config, loadConfig, profileConfig } from "../config/load.js";
@@ -7,6 +8,7 @@ import { UsageError } from "../errors.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import { CACHE_KIND_NAMES, type CacheKindName } from "../kinds/kind.js";
 import type { Log } from "../log.js";
+import { sourcedEnv } from "../process/source-env.js";
 import type { StackFingerprint } from "../stack/fingerprint.js";
 import type { Store } from "../store/store.js";
 import { jobContext, probeJobStack } from "./job-context.js";
@@ -83,11 +85,18 @@ export function jobConfig(req: JobRequest): { config: Config; profile: Job["prof
  * stack is probed once.
  */
 export async function buildJob(req: JobRequest): Promise<Job> {
-  const env = req.env ?? process.env;
+  let env = req.env ?? process.env;
   const cwd = req.cwd ?? process.cwd();
   const o = req.overrides ?? {};
   const { config, profile } = jobConfig(req);
-  const stack = req.stack ?? (await probeJobStack(config, req.log, env, o.strict));
+  // A profile's source: scripts (set_env.sh) make the environment everything after runs in, the
+  // stack probe included (CANN's location and the codegen variables are key parts).
+  if (profile?.spec.source.length) {
+    const at = profile.spec.workdir ? path.resolve(cwd, profile.spec.workdir) : cwd;
+    env = await sourcedEnv(profile.spec.source, env, at, `${config.source}: profiles.${profile.name}.source`);
+  }
+  const probeEnv = profile ? { ...env, ...profile.spec.env } : env;
+  const stack = req.stack ?? (await probeJobStack(config, req.log, probeEnv, o.strict));
   const ctx = await jobContext({
     config,
     log: req.log,

@@ -12,6 +12,7 @@ import type { Job } from "../job/build-job.js";
 import { mayHoldKernels } from "../kinds/registry.js";
 import { deviceEnv } from "../process/devices.js";
 import { runCommand } from "../process/run-command.js";
+import { withSources } from "../process/source-env.js";
 import {
   compiledBetween,
   type FolderCount,
@@ -185,9 +186,10 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     const before = group === null ? snapshotKernels(kernelRoots) : null;
     if (echo && gha && !prefix) echo.write(`::group::${cmd.name}: ${cmd.run}\n`);
     else log.info(`${cmd.name}: ${cmd.run}${devs ? ` (devices ${devs.join(",")})` : ""}`);
+    const cmdCwd = cmd.workdir ? path.resolve(workdir, cmd.workdir) : workdir;
     const r = await runCommand({
-      run: cmd.run,
-      cwd: cmd.workdir ? path.resolve(workdir, cmd.workdir) : workdir,
+      run: withSources(cmd.run, cmd.source ?? [], workdir),
+      cwd: cmdCwd,
       env: cmdEnv,
       logFile,
       timeoutMs: cmd.timeout ? (parseDuration(cmd.timeout) as number) : undefined,

@@ -22,7 +22,7 @@ const MAY_IMPORT: Record<string, string[]> = {
   pack: ["kinds", "manifest", "store"],
   checks: ["config", "process"],
   cache: ["keys", "kinds", "manifest", "pack", "store"],
-  job: ["cache", "config", "keys", "kinds", "stack", "store"],
+  job: ["cache", "config", "keys", "kinds", "process", "stack", "store"],
   pipeline: [
     "cache",
     "checks",

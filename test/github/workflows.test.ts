@@ -50,11 +50,11 @@ describe("generated workflows", () => {
     expect(prewarm.on.schedule).toEqual([{ cron: "0 0 * * 1,3,5", timezone: "Asia/Shanghai" }]);
     expect(isTimeZone(prewarm.on.schedule[0]?.timezone ?? "")).toBe(true);
     expect(prewarm.on.push.branches).toEqual(["main"]);
-    expect(prewarm.on.push.paths).toContain("fla/ops/kda/**");
+    expect(prewarm.on.push.paths).toContain("fla/**");
     expect(prewarm.on).toHaveProperty("workflow_dispatch");
     const step = prewarm.jobs.prewarm.steps.at(-1);
     expect(step).toMatchObject({ uses: "kcache/kcache@v0", with: { mode: "prewarm", profile: "kda-bench" } });
-    expect(String(step?.with?.["if-changed"]).split("\n")).toContain("benchmarks/ops/**");
+    expect(String(step?.with?.["if-changed"]).split("\n")).toContain("benchmarks/**");
     // --if-changed needs the history: the checkout fetches it.
     expect(prewarm.jobs.prewarm.steps[0]).toEqual({
       uses: "actions/checkout@v4",
@@ -62,27 +62,42 @@ describe("generated workflows", () => {
     });
   });
 
-  it("save the test matrix's cache under its own prefix only after both pytest steps", () => {
+  it("save the test matrix's cache under its own prefix only after both pytest steps, in the CANN container, set_env.sh sourced", () => {
     const tests = parse(all.find((w) => w.file === "kcache-kda-tests.yml")?.text ?? "") as {
       jobs: {
         "kda-tests": {
+          "runs-on": string;
+          container: { image: string };
           env: Record<string, string>;
-          steps: { name?: string; uses?: string; with?: { mode?: string } }[];
+          steps: { name?: string; uses?: string; run?: string; shell?: string; with?: { mode?: string } }[];
         };
       };
     };
-    const steps = tests.jobs["kda-tests"].steps;
+    const job = tests.jobs["kda-tests"];
+    const steps = job.steps;
     expect(steps.map((s) => s.with?.mode ?? s.name ?? s.uses)).toEqual([
       "actions/checkout@v4",
-      "Set up",
+      "Set up (1)",
+      "Set up (2)",
       "restore",
-      "kda-ops-tests",
-      "kda-layer-tests",
+      "pytest-modules",
+      "pytest-ops",
       "save",
     ]);
     expect(steps.at(-1)).not.toHaveProperty("if");
-    expect(tests.jobs["kda-tests"].env).toEqual({ MPLBACKEND: "Agg" });
-    expect(config.profiles["kda-tests"]?.prefix).toBe("fla-kda-tests");
+    expect(job["runs-on"]).toBe("linux-aarch64-a2-8");
+    expect(job.container.image).toBe("ascendai/cann:9.0.0-910b-ubuntu22.04-py3.11");
+    expect(job.env).toEqual({
+      FLA_CI_ENV: "1",
+      FLA_NPU_XDIST: "1",
+      ASCEND_RT_VISIBLE_DEVICES: "0,1,2,3,4,5,6,7",
+    });
+    for (const s of steps.filter((x) => x.name?.startsWith("pytest"))) {
+      expect(s.shell).toBe("bash");
+      expect(s.run?.split("\n")[0]).toBe("source /usr/local/Ascend/ascend-toolkit/set_env.sh");
+      expect(s.run).toContain("-n 8 --dist load");
+    }
+    expect(config.profiles["kda-tests"]?.prefix).toBe("fla-ascend-tests");
   });
 
   it("are the files committed in examples/fla-kda/workflows", () => {
