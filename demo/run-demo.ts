@@ -1,14 +1,17 @@
 /**
- * `npm run demo`: the main job on the embedded local store, cold then warm, on a simulated Triton.
+ * `npm run demo`: the main job on the embedded local store, cold then warm, on a simulated Triton;
+ * then the same on a simulated Triton-Ascend 3.2 through `kcache run` (`npm run demo -- --ascend`
+ * runs only that part).
  *
- * demo/sim is a stand-in for Triton 3.6 (it compiles nothing; it writes what Triton writes, where
- * Triton writes it, and looks kernels up as Triton does, sleeping per compile). The same commands
- * work around a real Triton job: see the README.
+ * demo/sim is a stand-in for Triton 3.6 and Triton-Ascend (it compiles nothing; it writes what they
+ * write, where they write it, and looks kernels up as they do, sleeping per compile). The same
+ * commands work around a real Triton job: see the README.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { makeFakeAscend } from "./sim/ascend-toolkit.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin", "kcache.js");
@@ -76,40 +79,46 @@ try {
   process.exit(2);
 }
 
+const ascendOnly = process.argv.includes("--ascend");
 console.log(
   `kcache demo in ${work}\n(simulated Triton: each compile sleeps ${env.TRITON_SIM_COMPILE_MS} ms)\n`,
 );
-const runnerA = path.join(work, "runner-a", "_work", "triton-cache");
-const runnerB = path.join(work, "runner-b", "home", "ci", ".triton", "cache");
+if (!ascendOnly) nvidiaDemo();
+ascendDemo();
+if (!process.env.KCACHE_DEMO_KEEP) fs.rmSync(work, { recursive: true, force: true });
 
-console.log("== run 1 on runner A: cold ==");
-const [, restoreA] = timed(() => kcache(["restore"], runnerA));
-const cold = workload(runnerA);
-console.log(
-  `workload: ${cold.compiled} kernels compiled, ${cold.loaded} loaded, ${cold.seconds.toFixed(2)} s`,
-);
-const [, saveA] = timed(() => kcache(["save"], runnerA));
+function nvidiaDemo(): void {
+  const runnerA = path.join(work, "runner-a", "_work", "triton-cache");
+  const runnerB = path.join(work, "runner-b", "home", "ci", ".triton", "cache");
 
-console.log("\n== run 2 on runner B, a different cache path: warm through kcache ==");
-const [, restoreB] = timed(() => kcache(["restore"], runnerB));
-const warm = workload(runnerB);
-console.log(
-  `workload: ${warm.compiled} kernels compiled, ${warm.loaded} loaded, ${warm.seconds.toFixed(2)} s`,
-);
-const [, saveB] = timed(() => kcache(["save"], runnerB));
+  console.log("== run 1 on runner A: cold ==");
+  const [, restoreA] = timed(() => kcache(["restore"], runnerA));
+  const cold = workload(runnerA);
+  console.log(
+    `workload: ${cold.compiled} kernels compiled, ${cold.loaded} loaded, ${cold.seconds.toFixed(2)} s`,
+  );
+  const [, saveA] = timed(() => kcache(["save"], runnerA));
 
-console.log("\n== for contrast: runner A's cache bytes moved to runner C's path without kcache ==");
-const runnerC = path.join(work, "runner-c", "triton-cache");
-fs.mkdirSync(path.dirname(runnerC), { recursive: true });
-fs.renameSync(runnerA, runnerC);
-const moved = workload(runnerC);
-console.log(
-  `workload: ${moved.compiled} kernels compiled, ${moved.loaded} loaded, ${moved.seconds.toFixed(2)} s`,
-);
+  console.log("\n== run 2 on runner B, a different cache path: warm through kcache ==");
+  const [, restoreB] = timed(() => kcache(["restore"], runnerB));
+  const warm = workload(runnerB);
+  console.log(
+    `workload: ${warm.compiled} kernels compiled, ${warm.loaded} loaded, ${warm.seconds.toFixed(2)} s`,
+  );
+  const [, saveB] = timed(() => kcache(["save"], runnerB));
 
-const row = (name: string, r: Run, overhead: string) =>
-  `| ${name.padEnd(38)} | ${String(r.compiled).padStart(8)} | ${String(r.loaded).padStart(6)} | ${r.seconds.toFixed(2).padStart(10)} | ${overhead.padStart(21)} |`;
-console.log(`
+  console.log("\n== for contrast: runner A's cache bytes moved to runner C's path without kcache ==");
+  const runnerC = path.join(work, "runner-c", "triton-cache");
+  fs.mkdirSync(path.dirname(runnerC), { recursive: true });
+  fs.renameSync(runnerA, runnerC);
+  const moved = workload(runnerC);
+  console.log(
+    `workload: ${moved.compiled} kernels compiled, ${moved.loaded} loaded, ${moved.seconds.toFixed(2)} s`,
+  );
+
+  const row = (name: string, r: Run, overhead: string) =>
+    `| ${name.padEnd(38)} | ${String(r.compiled).padStart(8)} | ${String(r.loaded).padStart(6)} | ${r.seconds.toFixed(2).padStart(10)} | ${overhead.padStart(21)} |`;
+  console.log(`
 | run                                    | compiled | loaded | workload s | kcache restore+save s |
 |----------------------------------------|----------|--------|------------|-----------------------|
 ${row("cold (runner A)", cold, `${(restoreA + saveA).toFixed(2)}`)}
@@ -119,8 +128,79 @@ ${row("moved bytes, no kcache (runner C)", moved, "-")}
 Warm run: ${warm.compiled} of ${warm.compiled + warm.loaded} kernels compiled, ${(cold.seconds - warm.seconds).toFixed(2)} s of compiling saved (${((1 - warm.seconds / cold.seconds) * 100).toFixed(0)}%).
 Moving the bytes alone recompiled ${moved.compiled}: Triton's group files hold absolute paths, which kcache rewrites on restore.
 `);
-if (warm.compiled !== 0) {
-  console.error("kcache demo: the warm run compiled kernels; this is a bug");
-  process.exitCode = 1;
+  if (warm.compiled !== 0) {
+    console.error("kcache demo: the warm run compiled kernels; this is a bug");
+    process.exitCode = 1;
+  }
 }
-if (!process.env.KCACHE_DEMO_KEEP) fs.rmSync(work, { recursive: true, force: true });
+
+/**
+ * Triton-Ascend's 3.2 line, as flash-linear-attention's Ascend CI pins it: no compilation listener,
+ * so `kcache run` counts compiles from the cache folder; the profile sources CANN's set_env.sh; the
+ * second runner has another cache path and freshly installed headers.
+ */
+function ascendDemo(): void {
+  console.log("\n== Triton-Ascend 3.2 (simulated), through kcache run ==");
+  const ascend = makeFakeAscend(path.join(work, "Ascend"));
+  const dir = path.join(work, "ascend");
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    path.join(dir, "kcache.yml"),
+    [
+      "caches:",
+      "  - name: triton",
+      "    kind: triton",
+      "    path: ${TRITON_CACHE_DIR}",
+      "key:",
+      "  prefix: demo-ascend",
+      "profiles:",
+      "  npu-bench:",
+      `    source: ${ascend.setEnv}`,
+      "    expect: warm",
+      "    env:",
+      `      PYTHONPATH: ${SIM}`,
+      "      TRITON_SIM_BACKEND: ascend",
+      '      TRITON_SIM_LINE: "3.2"',
+      "    commands:",
+      "      - name: benchmarks",
+      "        devices: [0, 1]",
+      "        parallel:",
+      `          - { name: chunk_gdn, run: python3 ${SIM}/workload.py 6 2 --prefix chunk_gdn }`,
+      `          - { name: chunk_kda, run: python3 ${SIM}/workload.py 6 2 --prefix chunk_kda }`,
+      "",
+    ].join("\n"),
+  );
+  const run = (label: string, cacheDir: string) => {
+    const r = spawnSync(
+      process.execPath,
+      [BIN, "run", "--profile", "npu-bench", "--revision", REVISION, "--out", path.join(dir, `out-${label}`)],
+      {
+        cwd: dir,
+        env: { ...env, TRITON_CACHE_DIR: cacheDir, KCACHE_STATE_DIR: path.join(dir, `state-${label}`) },
+      },
+    );
+    if (r.status !== 0) throw new Error(`kcache run (${label}) exited ${r.status}: ${r.stderr}`);
+    return JSON.parse(fs.readFileSync(path.join(dir, `out-${label}`, "kcache-report.json"), "utf8")) as {
+      seconds: number;
+      kernels: { source: string; compiled: number };
+      restore: { cacheHit: boolean } | null;
+      save: { outcome: string } | null;
+    };
+  };
+  const cold = run("cold", path.join(work, "npu-runner-a", "triton-cache"));
+  console.log(
+    `cold on runner A: ${cold.kernels.compiled} kernels compiled (counted from the cache folder: ${cold.kernels.source}), ${cold.seconds.toFixed(2)} s, save: ${cold.save?.outcome}`,
+  );
+  ascend.reinstallHeaders();
+  const warm = run("warm", path.join(work, "npu-runner-b", "home", ".triton", "cache"));
+  console.log(
+    `warm on runner B (another path, headers reinstalled): exact hit ${warm.restore?.cacheHit}, ${warm.kernels.compiled} kernels compiled, ${warm.seconds.toFixed(2)} s`,
+  );
+  console.log(
+    "precompiled.h.gch is never saved: clang refuses one whose headers changed, and Triton-Ascend rebuilds it once from the restored precompiled.h.",
+  );
+  if (warm.kernels.compiled !== 0 || !warm.restore?.cacheHit) {
+    console.error("kcache demo: the warm Triton-Ascend run compiled kernels; this is a bug");
+    process.exitCode = 1;
+  }
+}

@@ -139,3 +139,52 @@ describe("BENCHMARKS.md's store tables match the raw rows npm run bench keeps", 
     },
   );
 });
+
+describe("BENCHMARKS.md's two-GPU matrix table matches bench/results/gpu-matrix-2026-12-01.json", () => {
+  it("each worker on its own GPU, no save when one failed, nothing compiled warm", () => {
+    interface Cmd {
+      name: string;
+      devices: string;
+      compiled: number;
+      loaded: number;
+      seconds: number;
+    }
+    interface Run {
+      label: string;
+      exit: number;
+      save: string | null;
+      firstFailure: string | null;
+      storeFiles: number;
+      commands: Cmd[];
+      workers: Record<string, { visible: string; device_count: number; uuid: string }>;
+    }
+    const raw = JSON.parse(
+      fs.readFileSync(path.join(ROOT, "bench/results/gpu-matrix-2026-12-01.json"), "utf8"),
+    ) as Run[];
+    const labels: Record<string, string> = {
+      cold: "cold (empty store)",
+      "fail-b": "worker-b fails",
+      "fail-a": "worker-a fails",
+      warm: "warm (another cache path)",
+    };
+    for (const r of raw) {
+      const cells = row(doc(), labels[r.label] as string);
+      const cmd = (n: string) => r.commands.find((c) => c.name === n) as Cmd;
+      const cell = (c: Cmd) =>
+        `GPU ${c.devices}: ${c.compiled} compiled, ${c.loaded} loaded, ${c.seconds.toFixed(2)} s`;
+      expect(cells.slice(1)).toEqual([
+        String(r.exit),
+        cell(cmd("worker-a")),
+        cell(cmd("worker-b")),
+        r.save ?? `not saved: ${r.firstFailure}`,
+        String(r.storeFiles),
+      ]);
+      expect(r.workers.a?.visible).toBe("0");
+      expect(r.workers.b?.visible).toBe("1");
+      expect(r.workers.a?.uuid).not.toBe(r.workers.b?.uuid);
+    }
+    const warm = raw.find((r) => r.label === "warm") as Run;
+    expect(warm.commands.map((c) => c.compiled)).toEqual([0, 0]);
+    for (const r of raw.filter((x) => x.label.startsWith("fail"))) expect(r.storeFiles).toBe(0);
+  });
+});
