@@ -195,6 +195,41 @@ const MUTANTS = [
     replace: "if (false) {",
     tests: ["test/checks/checks.test.ts"],
   },
+  {
+    name: "Triton-Ascend's precompiled header (.gch) is saved and restored",
+    file: "src/kinds/triton.ts",
+    find: "        if (MACHINE_LOCAL.test(f.name)) {",
+    replace: "        if (MACHINE_LOCAL.test(f.name) && false) {",
+    tests: ["test/cache/ascend-cache.test.ts"],
+  },
+  {
+    name: "without a listener, compiles are not counted from the cache folder",
+    file: "src/pipeline/run-profile.ts",
+    find: "      compiled: folder.compiled,\n      compileSeconds: null,",
+    replace: "      compiled: 0,\n      compileSeconds: null,",
+    tests: ["test/telemetry/folder-count.test.ts"],
+  },
+  {
+    name: "the driver version is keyed",
+    file: "src/stack/fingerprint.ts",
+    find: 'set(info, "driver", acc.driver);',
+    replace: 'set(probed, "driver", acc.driver);',
+    tests: ["test/stack/probe.test.ts", "test/stack/ascend-probe.test.ts"],
+  },
+  {
+    name: "a profile's source: scripts are not sourced before the stack probe and the commands",
+    file: "src/job/build-job.ts",
+    find: "env = await sourcedEnv(",
+    replace: "await sourcedEnv(",
+    tests: ["test/pipeline/source.test.ts"],
+  },
+  {
+    name: "the values check accepts any value",
+    file: "src/checks/values.ts",
+    find: "      if (!ok.includes(got)) {",
+    replace: "      if (false) {",
+    tests: ["test/examples/fla-kda.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */
