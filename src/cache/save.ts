@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { performance } from "node:perf_hooks";
 import { IntegrityError, StoreError } from "../errors.js";
+import { formatBytes } from "../format.js";
 import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
 import {
@@ -117,6 +118,13 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
   }
   const parent: Match | null = ours ? ours.parent : await findManifest(ctx);
   report.parentKey = parent?.key ?? null;
+  if (parent?.key === ctx.key && parent.scope === scope) {
+    // Another run saved this very key since we looked (a race): it stands.
+    return done(
+      "key-exists",
+      `key ${ctx.key} already exists in scope ${scope}; keys are immutable, nothing saved`,
+    );
+  }
 
   // Scan, reusing digests of entries whose stats match what the last restore or save recorded.
   const present: Present[] = [];
@@ -192,7 +200,8 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
   const dropped = [...parentRefs.keys()].filter((k) => !reusedIds.has(k)).length;
   const fresh = () => kept.filter((p) => !reused.includes(p));
 
-  if (parent && fresh().length === 0 && dropped === 0) {
+  if (parent && parent.key === ctx.key && fresh().length === 0 && dropped === 0) {
+    // This very key, visible from another scope (a pull request that restored the default branch's).
     writeState(ctx.stateFile, nextState(ctx.key, ours?.parent ?? parent, kept));
     report.entries = kept.length;
     report.entriesReused = reused.length;
@@ -215,13 +224,16 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       reused = reused.filter((p) => !unusable.has(packOf(p)));
     }
   }
+  // Nothing new still records the key: a manifest over the parent's packs and no pack bytes, so an
+  // exact lookup of this revision hits (cache-hit, prewarm's "present") instead of falling back.
+  const nothingNew = parent !== null && fresh().length === 0 && dropped === 0;
   try {
-    return await writeSave(reused, fresh());
+    return await writeSave(reused, fresh(), nothingNew);
   } finally {
     await lease?.release();
   }
 
-  async function writeSave(reused: Present[], fresh: Present[]): Promise<SaveReport> {
+  async function writeSave(reused: Present[], fresh: Present[], nothingNew: boolean): Promise<SaveReport> {
     // Decide between a delta on top of the parent's packs and one consolidated pack set.
     const usedPacks = new Set(reused.map((p) => parentRefs.get(id(p.cache, p.entry.name))?.pack as number));
     // The chain is the number of saves whose packs a restore must read: one more if this save adds packs.
@@ -234,7 +246,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       deadShare = total > 0 ? 1 - live / total : 0;
     }
     const consolidate =
-      usedPacks.size > 0 && (chain > ctx.save.maxChain || deadShare > ctx.save.maxDeadShare);
+      !nothingNew && usedPacks.size > 0 && (chain > ctx.save.maxChain || deadShare > ctx.save.maxDeadShare);
     const toPack = consolidate ? kept : fresh;
     const referenced = consolidate ? [] : reused;
     report.consolidated = consolidate;
@@ -361,6 +373,11 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
         c.bytes += e.size;
       }
     }
+    if (nothingNew)
+      return done(
+        "nothing-new",
+        `nothing new since ${parent?.key}: recorded ${ctx.key} over its packs (no pack written, ${formatBytes(body.length)} of manifest uploaded)`,
+      );
     return done(
       "saved",
       `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${parent?.key ?? "(no parent)"}, ${dropped} dropped`,

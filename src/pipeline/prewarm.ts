@@ -5,8 +5,11 @@ import { manifestObject } from "../store/layout.js";
 import { type RunOptions, type RunReport, runProfile } from "./run-profile.js";
 
 export interface PrewarmReport {
-  /** present: the exact key exists; current: no watched file changed since the newest cache; ran: the profile ran. */
-  outcome: "present" | "current" | "ran";
+  /**
+   * present: the exact key exists; current: no watched file changed since the newest cache; ran: the
+   * profile ran; refused: this run does not write the default branch's scope (a pull request, say).
+   */
+  outcome: "present" | "current" | "ran" | "refused";
   key: string;
   /** The cache that made a run unnecessary, or that the run restored from. */
   matchedKey: string | null;
@@ -31,6 +34,20 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
     return { outcome, key: ctx.key, matchedKey, message, run };
   };
 
+  const defaultScope = `branch/${ctx.scopes.defaultBranch}`;
+  if (ctx.scopes.write !== defaultScope) {
+    const event = opts.job.env.GITHUB_EVENT_NAME;
+    ctx.log.warn(
+      `prewarm fills only the default branch's cache (push, schedule or workflow_dispatch on ${ctx.scopes.defaultBranch}); this run${event ? ` (event ${event})` : ""} writes scope ${ctx.scopes.write}: nothing run, nothing saved`,
+    );
+    return {
+      outcome: "refused",
+      key: ctx.key,
+      matchedKey: null,
+      message: `refused: scope ${ctx.scopes.write}`,
+      run: null,
+    };
+  }
   if (await ctx.store.exists(manifestObject(ctx.scopes.write, ctx.key))) {
     return done("present", ctx.key, `cache ${ctx.key} is present in ${ctx.scopes.write}; nothing to prewarm`);
   }

@@ -90,7 +90,7 @@ describe("save", () => {
     expect([...dst.keys()].sort()).toEqual([...src.keys()].sort());
   });
 
-  it("uploads nothing when nothing is new, even at another path and revision", async () => {
+  it("uploads no pack when nothing is new, even at another path and revision, and still records the key", async () => {
     const sb = sandbox();
     generateTritonCache(path.join(sb.dir, "triton"), { entries: 20, totalBytes: 1_000_000 });
     await save(await sb.context({ revision: REV1 }));
@@ -105,9 +105,28 @@ describe("save", () => {
     const ctx = await sb.context({ config: cfg, revision: REV2, stateDir: path.join(sb.dir, "s2") });
     await restore(ctx);
     const again = await save(ctx);
-    expect(again).toMatchObject({ outcome: "nothing-new", bytesUploaded: 0, packsWritten: 0 });
+    expect(again).toMatchObject({ outcome: "nothing-new", packsWritten: 0, entries: 20, entriesReused: 20 });
+    expect(again.bytesUploaded).toBeLessThan(20_000); // the manifest alone
+    expect(again.message).toMatch(/recorded bench-.*-2{40} over its packs \(no pack written/);
     expect(storeFiles(sb.store, "packs")).toHaveLength(before);
-    expect(await manifests(sb.store)).toHaveLength(1);
+    // The revision's own key exists now: the next run at REV2 hits it exactly, anywhere.
+    expect(await manifests(sb.store)).toHaveLength(2);
+    const third = path.join(sb.dir, "runner-3");
+    const cfg3 = sb.config({
+      caches: [{ name: "triton", kind: "triton", path: third }],
+      store: { path: sb.store },
+      key: { prefix: "bench" },
+    });
+    const r = await restore(
+      await sb.context({ config: cfg3, revision: REV2, stateDir: path.join(sb.dir, "s3") }),
+    );
+    expect(r).toMatchObject({ cacheHit: true, entriesRestored: 20 });
+    expect(r.matchedKey).toMatch(/-2{40}$/);
+    // And saving REV2 again is a key that exists: nothing written at all.
+    const fourth = await save(
+      await sb.context({ config: cfg3, revision: REV2, stateDir: path.join(sb.dir, "s3") }),
+    );
+    expect(fourth.outcome).toBe("key-exists");
   });
 
   it("re-reads a touched entry and uploads it only if its bytes changed", async () => {

@@ -31,7 +31,7 @@ function repo() {
   return { dir, commit };
 }
 
-async function run(dir: string, ifChanged?: string[]) {
+async function run(dir: string, ifChanged?: string[], extraEnv: NodeJS.ProcessEnv = {}) {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: dir,
@@ -39,6 +39,7 @@ async function run(dir: string, ifChanged?: string[]) {
     GITHUB_ACTIONS: "true",
     GITHUB_REF: "refs/heads/main",
     GITHUB_EVENT_NAME: "schedule",
+    ...extraEnv,
   };
   const config = resolveConfig(
     {
@@ -75,6 +76,39 @@ describe("kcache prewarm", () => {
     const again = await run(r.dir);
     expect(again).toMatchObject({ outcome: "present", key: first.key, run: null });
     expect(again.message).toMatch(/is present in branch\/main; nothing to prewarm/);
+  });
+
+  it("says present on the next prewarm at a revision whose run compiled nothing new (the key was still recorded)", async () => {
+    const r = repo();
+    const first = await run(r.dir);
+    expect(first.outcome).toBe("ran");
+    r.commit("README.md", "docs v2\n");
+    const docs = await run(r.dir);
+    expect(docs).toMatchObject({
+      outcome: "ran",
+      run: { save: { outcome: "nothing-new", packsWritten: 0 } },
+    });
+    const third = await run(r.dir);
+    expect(third).toMatchObject({ outcome: "present", key: docs.key, run: null });
+    // A job at this revision now gets an exact hit (cache-hit true), not a fallback to the parent.
+    fs.rmSync(path.join(r.dir, ".triton"), { recursive: true });
+    fs.rmSync(path.join(r.dir, ".state"), { recursive: true });
+    const fourth = await run(r.dir, undefined, { GITHUB_REF: "refs/heads/main", GITHUB_EVENT_NAME: "push" });
+    expect(fourth.outcome).toBe("present");
+  });
+
+  it("refuses to run on a pull request's event, saying why, and runs nothing", async () => {
+    const r = repo();
+    const events: NodeJS.ProcessEnv[] = [
+      { GITHUB_EVENT_NAME: "pull_request", GITHUB_REF: "refs/pull/5/merge" },
+      { GITHUB_EVENT_NAME: "push", GITHUB_REF: "refs/heads/feature" },
+    ];
+    for (const e of events) {
+      const pr = await run(r.dir, undefined, e);
+      expect(pr).toMatchObject({ outcome: "refused", run: null });
+      expect(fs.existsSync(path.join(r.dir, ".store"))).toBe(false);
+      expect(fs.existsSync(path.join(r.dir, ".triton"))).toBe(false);
+    }
   });
 
   it("with --if-changed, treats the newest cache as current until a watched file changes", async () => {
