@@ -230,6 +230,13 @@ const MUTANTS = [
     replace: "      if (false) {",
     tests: ["test/examples/fla-kda.test.ts"],
   },
+  {
+    name: "--utc shifts the day of week the wrong way",
+    file: "src/github/schedule.ts",
+    find: "dayOfWeek.values.map((d) => (((d + shift) % 7) + 7) % 7),",
+    replace: "dayOfWeek.values.map((d) => (((d - shift) % 7) + 7) % 7),",
+    tests: ["test/github/schedule.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

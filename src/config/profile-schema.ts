@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CronSyntaxError, parseCron } from "./cron.js";
 import { parseDuration } from "./durations.js";
 
 const envMap = z.record(
@@ -210,7 +211,14 @@ export const githubSchema = z
       .optional(),
     prewarm: z
       .object({
-        cron: z.string().regex(/^\S+ \S+ \S+ \S+ \S+$/, { message: "use a 5-field cron expression" }),
+        cron: z.string().superRefine((text, ctx) => {
+          try {
+            parseCron(text);
+          } catch (e) {
+            if (!(e instanceof CronSyntaxError)) throw e;
+            ctx.addIssue({ code: "custom", message: e.message });
+          }
+        }),
         /** IANA zone for the cron (GitHub's `timezone:`); UTC when absent. */
         timezone: z.string().optional(),
         /** Pushes to the default branch touching these paths prewarm (and they are --if-changed's globs). */

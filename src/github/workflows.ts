@@ -106,8 +106,9 @@ export function generateWorkflows(
 
   if (gh.prewarm) {
     const p = gh.prewarm;
-    let cron = opts.jitter ? jitterMinute(p.cron, opts.seed ?? profileName) : p.cron;
-    const schedule: Record<string, string> = { cron };
+    const cron = opts.jitter ? jitterMinute(p.cron, opts.seed ?? profileName) : p.cron;
+    let schedules: Record<string, string>[] = [{ cron }];
+    let utcLines: string[] = [];
     if (p.timezone) {
       if (!isTimeZone(p.timezone)) {
         throw new ConfigError(
@@ -120,12 +121,12 @@ export function generateWorkflows(
           throw new ConfigError(
             `${config.source}: profiles.${profileName}.github.prewarm: --utc: ${r.reason}`,
           );
-        cron = r.cron;
-        schedule.cron = cron;
-      } else schedule.timezone = p.timezone;
+        utcLines = r.crons;
+        schedules = r.crons.map((c) => ({ cron: c }));
+      } else schedules = [{ cron, timezone: p.timezone }];
     }
     const prewarmOn: Record<string, unknown> = {
-      schedule: [schedule],
+      schedule: schedules,
       push: { branches: [defaultBranch], ...(p.paths.length ? { paths: p.paths } : {}) },
       workflow_dispatch: null,
     };
@@ -136,7 +137,9 @@ export function generateWorkflows(
       { name: `kcache prewarm ${profileName}`, uses: action, with: kcacheWith("prewarm", ifChanged) },
     ];
     const comment =
-      opts.utc && p.timezone ? `# ${p.cron} in ${p.timezone} is ${cron} in UTC all year.\n` : "";
+      opts.utc && p.timezone
+        ? `# ${cron} in ${p.timezone} is ${utcLines.join(" plus ")} in UTC all year.\n`
+        : "";
     workflows.push({
       file: `kcache-${profileName}-prewarm.yml`,
       text:

@@ -3,7 +3,7 @@ import path from "node:path";
 import { NoOperationTraceWriter, parseWorkflow } from "@actions/workflow-parser";
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { loadConfig } from "../../src/config/load.js";
+import { loadConfig, resolveConfig } from "../../src/config/load.js";
 import { isTimeZone } from "../../src/github/schedule.js";
 import { generateWorkflows } from "../../src/github/workflows.js";
 import { runCli } from "../helpers/cli.js";
@@ -12,6 +12,25 @@ import { tempDir } from "../helpers/sandbox.js";
 const EXAMPLE_DIR = path.resolve(import.meta.dirname, "../../examples/fla-kda");
 const config = loadConfig({ file: path.join(EXAMPLE_DIR, "kcache.yml"), env: { HOME: "/home/ci" } });
 const OPTS = { configPath: "kcache.yml", seed: "fla-org/flash-linear-attention" };
+
+/** Loading a kcache.yml whose prewarm cron is `cron`, as a function that throws the config error. */
+function resolveProfileCron(cron: string) {
+  return () =>
+    resolveConfig(
+      {
+        caches: [{ name: "t", kind: "triton", path: "/tmp/t" }],
+        profiles: {
+          p: {
+            commands: [{ name: "c", run: "true" }],
+            github: { prewarm: { cron, timezone: "Asia/Shanghai" } },
+          },
+        },
+      },
+      "/repo/kcache.yml",
+      {},
+      "/repo",
+    );
+}
 
 /** GitHub's own parser: errors it reports for a workflow file. */
 function parserErrors(name: string, content: string): string[] {
@@ -133,6 +152,32 @@ describe("generated workflows", () => {
     expect(() => generateWorkflows(berlin, "p", { ...OPTS, utc: true })).toThrow(
       /Europe\/Berlin changes its UTC offset/,
     );
+    // Half past midnight and midnight in Kolkata are two UTC lines: two schedule entries, exact.
+    const kolkata = {
+      ...berlin,
+      profiles: {
+        p: {
+          ...berlin.profiles.p,
+          github: {
+            ...berlin.profiles.p.github,
+            prewarm: { cron: "0,30 0 * * *", timezone: "Asia/Kolkata", paths: [] },
+          },
+        },
+      },
+    };
+    const two = generateWorkflows(kolkata, "p", {
+      ...OPTS,
+      utc: true,
+      now: new Date("2027-01-01T00:00:00Z"),
+    });
+    const kp = parse(two[1]?.text ?? "") as { on: { schedule: Record<string, string>[] } };
+    expect(kp.on.schedule).toEqual([{ cron: "0 19 * * *" }, { cron: "30 18 * * *" }]);
+    expect(parserErrors("k.yml", two[1]?.text ?? "")).toEqual([]);
+  });
+
+  it("refuses a cron GitHub would not accept, naming the field", () => {
+    const bad = resolveProfileCron("61 0 * * 1");
+    expect(bad).toThrow(/prewarm\.cron: "61 0 \* \* 1": minute field "61": 61 is out of range \(0-59\)/);
   });
 
   it("move the schedule off minute 0 with --jitter, the same way each time", () => {
