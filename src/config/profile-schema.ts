@@ -193,6 +193,11 @@ export const githubSchema = z
     setup: z.array(z.string().min(1)).default([]),
     /** Events that run the job (the default branch's pushes and pull requests by default). */
     on: z.array(z.enum(["pull_request", "push", "workflow_dispatch"])).default(["pull_request", "push"]),
+    /**
+     * Run pull requests from forks too. Off by default on self-hosted runners: a fork's code would
+     * run on your machines (and could read what they hold).
+     */
+    "fork-pull-requests": z.boolean().default(false),
     /** run: one `kcache run` step; steps: restore, each command as its own step, save after all passed. */
     style: z.enum(["run", "steps"]).default("run"),
     "timeout-minutes": z.number().int().positive().optional(),

@@ -17,6 +17,22 @@ export interface WorkflowOptions {
   now?: Date;
 }
 
+/** The actions the workflows use, at their current major versions. */
+export const CHECKOUT_ACTION = "actions/checkout@v7";
+
+/** Labels of GitHub-hosted runners; a job on anything else runs on the user's own machines. */
+const HOSTED = /^(ubuntu|windows|macos)-/;
+
+/** Whether a job runs on self-hosted runners (a pull request from a fork would run its code there). */
+export function selfHosted(runsOn: string | string[]): boolean {
+  const labels = Array.isArray(runsOn) ? runsOn : [runsOn];
+  return labels.some((l) => l === "self-hosted") || !labels.some((l) => HOSTED.test(l));
+}
+
+/** The `if:` that keeps pull requests from forks off self-hosted runners. */
+export const NO_FORK_PRS =
+  "github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository";
+
 export interface GeneratedWorkflow {
   /** File name under .github/workflows/. */
   file: string;
@@ -41,6 +57,7 @@ export function generateWorkflows(
     setup: [],
     on: ["pull_request", "push"],
     style: "run",
+    "fork-pull-requests": false,
   };
   const defaultBranch = config.key.defaultBranch ?? "main";
   const action = config.github.action;
@@ -54,13 +71,19 @@ export function generateWorkflows(
   });
   const checkout = (fetchDepth?: number) =>
     fetchDepth === undefined
-      ? { uses: "actions/checkout@v4" }
-      : { uses: "actions/checkout@v4", with: { "fetch-depth": fetchDepth } };
+      ? { uses: CHECKOUT_ACTION }
+      : { uses: CHECKOUT_ACTION, with: { "fetch-depth": fetchDepth } };
+  // On the user's own runners, a fork's pull request would run its code there: skipped unless allowed.
+  const guard: Record<string, string> =
+    selfHosted(gh["runs-on"]) && gh.on.includes("pull_request") && !gh["fork-pull-requests"]
+      ? { if: NO_FORK_PRS }
+      : {};
   const setup = gh.setup.map((run, i) => ({
     name: gh.setup.length > 1 ? `Set up (${i + 1})` : "Set up",
     run,
   }));
-  const job = (steps: unknown[], env: Record<string, string> = {}) => ({
+  const job = (steps: unknown[], env: Record<string, string> = {}, ifFork: Record<string, string> = {}) => ({
+    ...ifFork,
     "runs-on": gh["runs-on"],
     ...(gh.container ? { container: gh.container } : {}),
     ...(gh["timeout-minutes"] ? { "timeout-minutes": gh["timeout-minutes"] } : {}),
@@ -97,7 +120,8 @@ export function generateWorkflows(
           {
             name: `kcache ${profileName}`,
             on,
-            jobs: { [jobId(profileName)]: job(steps, gh.style === "steps" ? profile.env : {}) },
+            permissions: { contents: "read" },
+            jobs: { [jobId(profileName)]: job(steps, gh.style === "steps" ? profile.env : {}, guard) },
           },
           { lineWidth: 0 },
         ),
@@ -149,6 +173,7 @@ export function generateWorkflows(
           {
             name: `kcache ${profileName} prewarm`,
             on: prewarmOn,
+            permissions: { contents: "read" },
             concurrency: { group: `kcache-prewarm-${profileName}`, "cancel-in-progress": false },
             jobs: { prewarm: job(prewarmSteps) },
           },

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadConfig, resolveConfig } from "../../src/config/load.js";
 import { isTimeZone } from "../../src/github/schedule.js";
-import { generateWorkflows } from "../../src/github/workflows.js";
+import { generateWorkflows, NO_FORK_PRS, selfHosted } from "../../src/github/workflows.js";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/sandbox.js";
 
@@ -76,7 +76,7 @@ describe("generated workflows", () => {
     expect(String(step?.with?.["if-changed"]).split("\n")).toContain("benchmarks/**");
     // --if-changed needs the history: the checkout fetches it.
     expect(prewarm.jobs.prewarm.steps[0]).toEqual({
-      uses: "actions/checkout@v4",
+      uses: "actions/checkout@v7",
       with: { "fetch-depth": 0 },
     });
   });
@@ -95,7 +95,7 @@ describe("generated workflows", () => {
     const job = tests.jobs["kda-tests"];
     const steps = job.steps;
     expect(steps.map((s) => s.with?.mode ?? s.name ?? s.uses)).toEqual([
-      "actions/checkout@v4",
+      "actions/checkout@v7",
       "Set up (1)",
       "Set up (2)",
       "restore",
@@ -117,6 +117,42 @@ describe("generated workflows", () => {
       expect(s.run).toContain("-n 8 --dist load");
     }
     expect(config.profiles["kda-tests"]?.prefix).toBe("fla-ascend-tests");
+  });
+
+  it("ask for read access to the contents only, and keep pull requests from forks off self-hosted runners", () => {
+    for (const w of all)
+      expect((parse(w.text) as { permissions: unknown }).permissions).toEqual({ contents: "read" });
+    const jobOf = (file: string) =>
+      Object.values(
+        (parse(all.find((w) => w.file === file)?.text ?? "") as { jobs: Record<string, { if?: string }> })
+          .jobs,
+      )[0];
+    // linux-aarch64-a2-8 is no GitHub-hosted label: the job runs on the project's own NPU machines.
+    expect(jobOf("kcache-kda-bench.yml")?.if).toBe(NO_FORK_PRS);
+    expect(jobOf("kcache-kda-tests.yml")?.if).toBe(NO_FORK_PRS);
+    // The prewarm never runs on pull requests at all.
+    expect(jobOf("kcache-kda-bench-prewarm.yml")?.if).toBeUndefined();
+    type Profile = NonNullable<(typeof config.profiles)[string]>;
+    const bench = config.profiles["kda-bench"] as Profile;
+    const withGithub = (github: Partial<NonNullable<Profile["github"]>>): typeof config => ({
+      ...config,
+      profiles: {
+        p: {
+          ...bench,
+          github: { ...(bench.github as NonNullable<Profile["github"]>), prewarm: undefined, ...github },
+        },
+      },
+    });
+    const optedIn = generateWorkflows(withGithub({ "fork-pull-requests": true }), "p", OPTS);
+    expect(
+      Object.values((parse(optedIn[0]?.text ?? "") as { jobs: Record<string, { if?: string }> }).jobs)[0]?.if,
+    ).toBeUndefined();
+    const hosted = generateWorkflows(withGithub({ "runs-on": "ubuntu-24.04" }), "p", OPTS);
+    expect(
+      Object.values((parse(hosted[0]?.text ?? "") as { jobs: Record<string, { if?: string }> }).jobs)[0]?.if,
+    ).toBeUndefined();
+    expect(selfHosted(["self-hosted", "linux", "h200"])).toBe(true);
+    expect(selfHosted("ubuntu-latest")).toBe(false);
   });
 
   it("are the files committed in examples/fla-kda/workflows", () => {
@@ -144,6 +180,7 @@ describe("generated workflows", () => {
             setup: [],
             on: ["push" as const],
             style: "run" as const,
+            "fork-pull-requests": false,
             prewarm: { cron: "0 0 * * *", timezone: "Europe/Berlin", paths: [] },
           },
         },
