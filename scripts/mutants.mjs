@@ -237,6 +237,27 @@ const MUTANTS = [
     replace: "dayOfWeek.values.map((d) => (((d - shift) % 7) + 7) % 7),",
     tests: ["test/github/schedule.test.ts"],
   },
+  {
+    name: "a save with nothing new records no key",
+    file: "src/cache/save.ts",
+    find: "if (parent && parent.key === ctx.key && fresh().length === 0 && dropped === 0) {",
+    replace: "if (parent && fresh().length === 0 && dropped === 0) {",
+    tests: ["test/pipeline/prewarm.test.ts", "test/cache/save.test.ts"],
+  },
+  {
+    name: "a key whose pack GitHub evicted is restored in part",
+    file: "src/cache/lookup.ts",
+    find: "          if (gone.length) {",
+    replace: "          if (false) {",
+    tests: ["test/store/gha-service.test.ts"],
+  },
+  {
+    name: "prewarm runs on a pull request's event",
+    file: "src/pipeline/prewarm.ts",
+    find: "if (ctx.scopes.write !== defaultScope) {",
+    replace: "if (false) {",
+    tests: ["test/pipeline/prewarm.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

@@ -44,6 +44,18 @@ export async function searchSteps(
       try {
         const manifest = decodeManifest(data, object);
         const where = parseManifestObject(object);
+        // Where the store evicts on its own (GitHub's cache), a key whose packs are gone is not
+        // restored in part, nor built on: the next candidate is tried.
+        if (store.capabilities.evicts) {
+          const gone: string[] = [];
+          for (const p of manifest.packs) if (!(await store.exists(p.object))) gone.push(p.object);
+          if (gone.length) {
+            log.info(
+              `${manifest.key}: ${gone.length} of its ${manifest.packs.length} packs were evicted by the store (${gone[0]}); trying the next candidate`,
+            );
+            continue;
+          }
+        }
         return {
           key: manifest.key,
           scope: where?.scope ?? step.scope,

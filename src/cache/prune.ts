@@ -39,7 +39,7 @@ export interface PruneReport {
 export async function prune(store: Store, policy: PrunePolicy, log: Log): Promise<PruneReport> {
   if (!store.capabilities.listAll || !store.capabilities.delete) {
     throw new StoreError(
-      `${store.description} cannot list or delete objects, so kcache cannot prune it; it evicts entries by itself`,
+      `${store.description} cannot list or delete objects, so kcache cannot prune it${store.capabilityHint ? `; ${store.capabilityHint}` : "; it evicts entries by itself"}`,
     );
   }
   const now = (policy.now ?? new Date()).getTime();

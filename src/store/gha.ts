@@ -1,196 +1,278 @@
 import { createHash } from "node:crypto";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import type { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import { Readable } from "node:stream";
 import { StoreError } from "../errors.js";
+import { withIdleTimeout } from "./idle-timeout.js";
 import { MANIFESTS } from "./layout.js";
 import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
 export interface GhaSettings {
-  /** A download or upload that takes longer fails. */
+  /** A download or upload that takes longer fails; a download that sends nothing for a minute does too. */
   timeoutMs: number;
-  /** Where objects pass through on disk; the same on every runner, since GitHub keys entries by path too. */
-  dir: string;
+  /** The runner's variables: ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN; GITHUB_TOKEN for ls and prune. */
+  env: NodeJS.ProcessEnv;
 }
 
-export const DEFAULT_GHA_DIR = "/tmp/kcache-gha";
 /** A download or upload that takes longer fails (the job goes on without the cache). */
 export const DEFAULT_GHA_TIMEOUT_MS = 10 * 60 * 1000;
-
-/** Lines @actions/core printed during one call, and whether they report a failure. */
-interface Captured {
-  lines: string[];
-}
+const CALL_TIMEOUT_MS = 30_000;
+const IDLE_MS = 60_000;
 
 /**
- * GitHub's own cache service, through @actions/cache (the code actions/cache runs). Each pack and
- * manifest is one cache entry (few large objects: GitHub allows 200 uploads a minute). Keys are
- * `kcache/<object name>`; lookups use GitHub's own semantics: exact key, then the newest key with a
- * prefix. The service cannot list or delete: `list` answers with the newest match only, and
- * GitHub evicts entries itself (7 days unused, 10 GB per repository).
+ * The cache version kcache gives every entry. GitHub finds an entry only by key *and* version;
+ * actions/cache hashes its paths and the compression method the runner has into it, so a runner
+ * without zstd misses what one with zstd saved. kcache's packs are compressed by kcache and uploaded
+ * as they are: one version for every runner, whatever it has installed.
+ */
+export const KCACHE_GHA_VERSION = createHash("sha256").update("kcache-objects-v1").digest("hex");
+
+const SERVICE = "twirp/github.actions.results.api.v1.CacheService/";
+
+/**
+ * GitHub's own cache service (v2: the Twirp CacheService and signed Azure Blob URLs), spoken
+ * directly. Each pack and manifest is one cache entry under `kcache/<object name>`, uploaded and
+ * downloaded as its bytes (no tar, no second compression, no staging folder). Lookups follow GitHub:
+ * exact key, then the newest key with a prefix. Without a token for GitHub's REST API, `list` answers
+ * with the newest match only and nothing can be deleted (GitHub evicts by itself: 7 days unused, 10 GB
+ * per repository); with GITHUB_TOKEN (actions: write) and GITHUB_REPOSITORY, `ls` and `prune` work
+ * through the REST API's caches endpoints.
  */
 export function ghaStore(settings: GhaSettings): Store {
+  const { env } = settings;
+  const rest = restApi(env);
   const key = (name: string) => {
     const k = `kcache/${name}`;
     if (k.length > 512)
       throw new StoreError(`${name}: over GitHub's 512-character cache key limit; shorten key.prefix`);
     return k;
   };
-  // Manifests share one path so that GitHub's version (a hash of the paths) matches across keys,
-  // which prefix lookups need; packs get their own, so several can download at once.
-  const dirFor = (name: string) =>
-    name.startsWith(`${MANIFESTS}/`)
-      ? path.join(settings.dir, "manifest")
-      : path.join(settings.dir, "o", createHash("sha1").update(name).digest("hex").slice(0, 20));
-  const fileIn = (dir: string) => path.join(dir, "object");
 
-  const save = async (name: string, write: (file: string) => Promise<void>): Promise<"saved" | "exists"> => {
-    const dir = dirFor(name);
-    return exclusive(async () => {
-      fs.rmSync(dir, { recursive: true, force: true });
-      fs.mkdirSync(dir, { recursive: true });
-      await write(fileIn(dir));
-      const cache = await actionsCache();
-      const { result, lines } = await captured(() =>
-        cache.saveCache([dir], key(name), { uploadChunkSize: 32 * 1024 * 1024 }),
+  const twirp = async <T>(method: string, body: Record<string, unknown>): Promise<T> => {
+    const base = env.ACTIONS_RESULTS_URL;
+    const token = env.ACTIONS_RUNTIME_TOKEN;
+    if (!base || !token)
+      throw new StoreError(
+        "GitHub cache: ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN are not set; the gha store works inside a GitHub Actions step (use a folder or s3:// store elsewhere)",
       );
-      fs.rmSync(dir, { recursive: true, force: true });
-      if (result !== -1) return "saved";
-      if (lines.lines.some((l) => /Unable to reserve cache with key/.test(l))) return "exists";
-      throw new StoreError(`GitHub cache: saving ${name} failed: ${failure(lines) ?? "no reason given"}`);
-    });
+    const url = `${base.replace(/\/?$/, "/")}${SERVICE}${method}`;
+    let last = "";
+    for (let attempt = 0; attempt < 3; attempt++) {
+      if (attempt) await new Promise((r) => setTimeout(r, 300 * 3 ** (attempt - 1)));
+      let res: Response;
+      try {
+        res = await fetch(url, {
+          method: "POST",
+          headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+        });
+      } catch (e) {
+        last = (e as Error).message;
+        continue;
+      }
+      const text = await res.text();
+      if (res.ok) {
+        try {
+          return JSON.parse(text) as T;
+        } catch {
+          throw new StoreError(
+            `GitHub cache: ${method} answered ${res.status} with something that is not JSON: ${text.slice(0, 200)}`,
+          );
+        }
+      }
+      last = `${res.status} ${text.slice(0, 200)}`;
+      if (res.status < 500 && res.status !== 429) break;
+    }
+    throw new StoreError(`GitHub cache: ${method} failed: ${last}`);
   };
 
-  /** Downloads (or only looks up) an object; `use` runs on the file before the next call may reuse its folder. */
-  const download = async <T>(
-    name: string,
-    lookupOnly: boolean,
-    use: (file: string) => T,
-  ): Promise<T | null> => {
-    const dir = dirFor(name);
-    return exclusive(async () => {
-      fs.rmSync(dir, { recursive: true, force: true });
-      const cache = await actionsCache();
-      const { result, lines } = await captured(() =>
-        cache.restoreCache([dir], key(name), [], {
-          lookupOnly,
-          timeoutInMs: settings.timeoutMs,
-          segmentTimeoutInMs: settings.timeoutMs,
-        }),
-      );
-      const why = failure(lines);
-      if (why) throw new StoreError(`GitHub cache: reading ${name} failed: ${why}`);
-      if (result === undefined) return null;
-      return use(fileIn(dir));
+  /** The signed URL of an object's blob, or null when the service has no such entry. */
+  const downloadUrl = async (name: string): Promise<string | null> => {
+    const r = await twirp<{ ok?: boolean; signed_download_url?: string; matched_key?: string }>(
+      "GetCacheEntryDownloadURL",
+      { key: key(name), restore_keys: [], version: KCACHE_GHA_VERSION },
+    );
+    return r.ok && r.signed_download_url && r.matched_key === key(name) ? r.signed_download_url : null;
+  };
+
+  const upload = async (name: string, body: Readable | Buffer): Promise<number | "exists"> => {
+    const created = await twirp<{ ok?: boolean; signed_upload_url?: string; message?: string }>(
+      "CreateCacheEntry",
+      { key: key(name), version: KCACHE_GHA_VERSION },
+    );
+    if (!created.ok || !created.signed_upload_url) return "exists";
+    const { BlockBlobClient } = await import("@azure/storage-blob");
+    const blob = new BlockBlobClient(created.signed_upload_url);
+    const abortSignal = AbortSignal.timeout(settings.timeoutMs);
+    let size: number;
+    try {
+      if (Buffer.isBuffer(body)) {
+        await blob.upload(body, body.length, { abortSignal });
+        size = body.length;
+      } else {
+        let n = 0;
+        const counted = body.on("data", (c: Buffer) => {
+          n += c.length;
+        });
+        await blob.uploadStream(counted, 8 << 20, 4, { abortSignal });
+        size = n;
+      }
+    } catch (e) {
+      throw new StoreError(`GitHub cache: uploading ${name} failed: ${(e as Error).message}`, e);
+    }
+    const done = await twirp<{ ok?: boolean; message?: string }>("FinalizeCacheEntryUpload", {
+      key: key(name),
+      version: KCACHE_GHA_VERSION,
+      size_bytes: String(size),
     });
+    if (!done.ok)
+      throw new StoreError(
+        `GitHub cache: finalizing ${name} failed: ${done.message ?? "the service said no"}`,
+      );
+    return size;
+  };
+
+  const download = async (name: string): Promise<Readable | null> => {
+    const url = await downloadUrl(name);
+    if (!url) return null;
+    const { BlobClient } = await import("@azure/storage-blob");
+    try {
+      const r = await new BlobClient(url).download(0, undefined, {
+        abortSignal: AbortSignal.timeout(settings.timeoutMs),
+      });
+      const body = r.readableStreamBody;
+      if (!body) throw new Error("no body");
+      return withIdleTimeout(
+        Readable.from(body as AsyncIterable<Buffer>),
+        IDLE_MS,
+        `GitHub cache: reading ${name}`,
+      );
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) return null;
+      throw new StoreError(`GitHub cache: downloading ${name} failed: ${(e as Error).message}`, e);
+    }
   };
 
   return {
     description: "GitHub Actions cache",
-    capabilities: { listAll: false, delete: false },
+    capabilities: { listAll: rest !== null, delete: rest !== null, evicts: true },
+    ...(rest
+      ? {}
+      : {
+          capabilityHint:
+            "give it a token for GitHub's REST API: GITHUB_TOKEN (or KCACHE_GITHUB_TOKEN) with permissions actions: write, and GITHUB_REPOSITORY",
+        }),
 
     put: async (name, body) => {
-      let size = 0;
-      const outcome = await save(name, async (file) => {
-        await pipeline(body, fs.createWriteStream(file));
-        size = fs.statSync(file).size;
-      });
-      if (outcome === "exists") throw new StoreError(`GitHub cache: ${name} already exists`);
-      return { size };
+      const r = await upload(name, body);
+      if (r === "exists") throw new StoreError(`GitHub cache: ${name} already exists`);
+      return { size: r };
     },
 
-    createIfAbsent: async (name, body) =>
-      (await save(name, async (file) => fs.writeFileSync(file, body))) === "saved",
+    createIfAbsent: async (name, body) => {
+      if ((await upload(name, body)) !== "exists") return true;
+      // Reserved by another writer, which may still be uploading it: it is absent until finalized.
+      const until = Date.now() + 15_000;
+      while (Date.now() < until) {
+        if (await downloadUrl(name)) return false;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      throw new StoreError(
+        `GitHub cache: ${name} is reserved by another run that has not finished writing it (if that run died, the reservation lapses)`,
+      );
+    },
 
     get: async (name) => {
-      // The file is opened before the folder can be reused, and removed once read.
-      const fd = await download(name, false, (file) => fs.openSync(file, "r"));
-      if (fd === null) throw new ObjectNotFound(name);
-      const stream = fs.createReadStream("", { fd, highWaterMark: 1 << 20 });
-      if (!name.startsWith(`${MANIFESTS}/`)) {
-        stream.on("close", () => fs.rmSync(dirFor(name), { recursive: true, force: true }));
-      }
-      return stream as Readable;
+      const s = await download(name);
+      if (!s) throw new ObjectNotFound(name);
+      return s;
     },
 
-    read: (name) => download(name, false, (file) => fs.readFileSync(file)),
+    read: async (name) => {
+      const s = await download(name);
+      if (!s) return null;
+      const chunks: Buffer[] = [];
+      for await (const c of s) chunks.push(c as Buffer);
+      return Buffer.concat(chunks);
+    },
 
-    exists: async (name) => (await download(name, true, () => true)) !== null,
+    exists: async (name) => (await downloadUrl(name)) !== null,
 
     list: async (prefix): Promise<StoredObject[]> => {
+      if (rest) return rest.list(key(prefix));
       if (!prefix.startsWith(`${MANIFESTS}/`)) {
-        throw new StoreError("GitHub's cache service cannot list packs; it evicts unused entries by itself");
-      }
-      return exclusive(async () => {
-        const cache = await actionsCache();
-        const dir = dirFor(prefix);
-        const { result, lines } = await captured(() =>
-          cache.restoreCache([dir], key(prefix), [key(prefix)], { lookupOnly: true }),
+        throw new StoreError(
+          "GitHub's cache service cannot list packs without a token: set GITHUB_TOKEN (permissions: actions: write) and GITHUB_REPOSITORY for ls and prune",
         );
-        const why = failure(lines);
-        if (why) throw new StoreError(`GitHub cache: looking up ${prefix} failed: ${why}`);
-        return result ? [{ name: result.slice("kcache/".length), size: 0, modified: new Date() }] : [];
+      }
+      const r = await twirp<{ ok?: boolean; matched_key?: string }>("GetCacheEntryDownloadURL", {
+        key: key(prefix),
+        restore_keys: [key(prefix)],
+        version: KCACHE_GHA_VERSION,
       });
+      return r.ok && r.matched_key
+        ? [{ name: r.matched_key.slice("kcache/".length), size: 0, modified: new Date() }]
+        : [];
     },
 
-    // GitHub's service has no delete for a job's token: entries age out after 7 days unused.
-    delete: async () => {},
+    // Without a REST token there is no delete for a job: entries age out after 7 days unused.
+    delete: async (name) => {
+      if (rest) await rest.delete(key(name));
+    },
   };
 }
 
-type ActionsCache = typeof import("@actions/cache");
-let cacheModule: Promise<ActionsCache> | undefined;
-function actionsCache(): Promise<ActionsCache> {
-  cacheModule ??= import("@actions/cache");
-  return cacheModule;
-}
-
-/** The first line in which @actions/cache reported a failure it otherwise swallows. */
-function failure(c: Captured): string | null {
-  const line = c.lines.find((l) => /^::(warning|error)::/.test(l) || /^Failed to (save|restore)/.test(l));
-  if (!line || /Unable to reserve cache with key/.test(line)) return null;
-  return line.replace(/^::(warning|error)::/, "").replace(/%0A/g, " ");
-}
-
-let queue: Promise<unknown> = Promise.resolve();
-/**
- * One GitHub cache call at a time: @actions/core reports failures only as printed lines, which are
- * captured per call, and archives are made relative to GITHUB_WORKSPACE, set to / while a call runs
- * so the same absolute path comes back on any runner.
- */
-function exclusive<T>(fn: () => Promise<T>): Promise<T> {
-  const run = queue.then(async () => {
-    const workspace = process.env.GITHUB_WORKSPACE;
-    process.env.GITHUB_WORKSPACE = "/";
-    process.env.RUNNER_TEMP ??= os.tmpdir();
+/** GitHub's REST API for a repository's caches (list, delete), when a token is given. */
+function restApi(env: NodeJS.ProcessEnv) {
+  const token = env.KCACHE_GITHUB_TOKEN || env.GITHUB_TOKEN;
+  const repo = env.GITHUB_REPOSITORY;
+  if (!token || !repo) return null;
+  const api = (env.GITHUB_API_URL || "https://api.github.com").replace(/\/$/, "");
+  const call = async (method: string, path: string): Promise<Response> => {
+    let res: Response;
     try {
-      return await fn();
-    } finally {
-      if (workspace === undefined) delete process.env.GITHUB_WORKSPACE;
-      else process.env.GITHUB_WORKSPACE = workspace;
+      res = await fetch(`${api}/repos/${repo}/actions/caches${path}`, {
+        method,
+        headers: {
+          Accept: "application/vnd.github+json",
+          Authorization: `Bearer ${token}`,
+          "X-GitHub-Api-Version": "2022-11-28",
+        },
+        signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+      });
+    } catch (e) {
+      throw new StoreError(`GitHub REST API: ${method} caches failed: ${(e as Error).message}`, e);
     }
-  });
-  queue = run.catch(() => {});
-  return run;
-}
-
-/** Runs `fn` with stdout captured: @actions/core writes its messages there, which must not mix with kcache's --json. */
-async function captured<T>(fn: () => Promise<T>): Promise<{ result: T; lines: Captured }> {
-  const lines: string[] = [];
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
-    lines.push(...String(chunk).split(/\r?\n/).filter(Boolean));
-    const cb = rest.find((r) => typeof r === "function") as (() => void) | undefined;
-    cb?.();
-    return true;
-  }) as typeof process.stdout.write;
-  try {
-    return { result: await fn(), lines: { lines } };
-  } finally {
-    process.stdout.write = write;
-    if (process.env.KCACHE_GHA_DEBUG)
-      for (const l of lines) process.stderr.write(`kcache: @actions/cache: ${l}\n`);
-  }
+    if (!res.ok && res.status !== 404)
+      throw new StoreError(
+        `GitHub REST API: ${method} ${repo} caches answered ${res.status}${res.status === 403 ? " (the token needs permissions: actions: write)" : ""}: ${(await res.text()).slice(0, 200)}`,
+      );
+    return res;
+  };
+  return {
+    async list(prefix: string): Promise<StoredObject[]> {
+      const out: StoredObject[] = [];
+      for (let page = 1; page < 1000; page++) {
+        const res = await call(
+          "GET",
+          `?key=${encodeURIComponent(prefix)}&per_page=100&page=${page}&sort=created_at&direction=desc`,
+        );
+        const body = (await res.json()) as {
+          actions_caches?: { key: string; size_in_bytes: number; created_at: string }[];
+        };
+        const got = body.actions_caches ?? [];
+        for (const c of got)
+          if (c.key.startsWith(prefix))
+            out.push({
+              name: c.key.slice("kcache/".length),
+              size: c.size_in_bytes,
+              modified: new Date(c.created_at),
+            });
+        if (got.length < 100) break;
+      }
+      return out.sort((a, b) => b.modified.getTime() - a.modified.getTime());
+    },
+    async delete(k: string): Promise<void> {
+      await call("DELETE", `?key=${encodeURIComponent(k)}`);
+    },
+  };
 }

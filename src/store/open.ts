@@ -1,5 +1,5 @@
 import type { Config } from "../config/load.js";
-import { DEFAULT_GHA_DIR, DEFAULT_GHA_TIMEOUT_MS, ghaStore } from "./gha.js";
+import { DEFAULT_GHA_TIMEOUT_MS, ghaStore } from "./gha.js";
 import { localStore } from "./local.js";
 import { DEFAULT_S3, s3Store } from "./s3.js";
 import type { Store } from "./store.js";
@@ -25,9 +25,6 @@ export function openStore(config: Config): Store {
         retry: s.retries === undefined ? DEFAULT_S3.retry : { ...DEFAULT_S3.retry, attempts: s.retries + 1 },
       });
     case "gha":
-      return ghaStore({
-        timeoutMs: s.timeoutMs ?? DEFAULT_GHA_TIMEOUT_MS,
-        dir: process.env.KCACHE_GHA_DIR || DEFAULT_GHA_DIR,
-      });
+      return ghaStore({ timeoutMs: s.timeoutMs ?? DEFAULT_GHA_TIMEOUT_MS, env: process.env });
   }
 }

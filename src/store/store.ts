@@ -12,6 +12,8 @@ export interface StoreCapabilities {
   listAll: boolean;
   /** `delete` removes objects (GitHub's cache evicts by itself and cannot delete). */
   delete: boolean;
+  /** Objects can vanish on their own (GitHub evicts entries): a key is usable only while all its packs exist. */
+  evicts?: boolean;
 }
 
 /**
@@ -21,6 +23,8 @@ export interface StoreCapabilities {
 export interface Store {
   /** Where it is, for messages ("local store /var/cache/kcache"). */
   readonly description: string;
+  /** When it cannot list all or delete: how to give it that (GitHub's cache: a token for the REST API). */
+  readonly capabilityHint?: string;
   readonly capabilities: StoreCapabilities;
   /** Writes an object from a stream, replacing any object of that name. */
   put(name: string, body: Readable): Promise<{ size: number }>;

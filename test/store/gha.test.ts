@@ -18,10 +18,10 @@ afterAll(async () => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-describe("GitHub cache store conformance, against the v2 cache protocol on Azurite (real @actions/cache and @azure/storage-blob)", () => {
+describe("GitHub cache store conformance, against the v2 cache protocol on Azurite (the real @azure/storage-blob)", () => {
   storeConformance(
     (): Backend => ({
-      store: ghaStore({ timeoutMs: 60_000, dir }),
+      store: ghaStore({ timeoutMs: 60_000, env: { ...process.env, ...server.env } }),
       fullListing: false,
       listTickMs: 20,
       tamper: (object, data) => server.tamper(object, data),

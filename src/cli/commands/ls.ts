@@ -10,7 +10,7 @@ export async function lsCommand(o: GlobalOptions & { prefix?: string }) {
   const store = openStore(config);
   if (!store.capabilities.listAll) {
     throw new UsageError(
-      `kcache ls needs a store that can list its keys; ${store.description} answers a lookup with the newest match only (use kcache inspect <key>, or the store's own listing)`,
+      `kcache ls needs a store that can list its keys; ${store.description} answers a lookup with the newest match only${store.capabilityHint ? `; ${store.capabilityHint}` : " (use kcache inspect <key>, or the store's own listing)"}`,
     );
   }
   const now = Date.now();
