@@ -136,8 +136,10 @@ export function ghaStore(settings: GhaSettings): Store {
     if (!url) return null;
     const { BlobClient } = await import("@azure/storage-blob");
     try {
+      // A broken connection resumes where it stopped (Azure's client does ranged retries).
       const r = await new BlobClient(url).download(0, undefined, {
         abortSignal: AbortSignal.timeout(settings.timeoutMs),
+        maxRetryRequests: 5,
       });
       const body = r.readableStreamBody;
       if (!body) throw new Error("no body");
