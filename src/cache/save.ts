@@ -233,11 +233,39 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     await lease?.release();
   }
 
+  /** The parent's pack an entry is in. */
+  function packIndex(p: Present): number {
+    return parentRefs.get(id(p.cache, p.entry.name))?.pack as number;
+  }
+
+  /**
+   * Packs worth keeping through a consolidation: large (a sixteenth of the pack size or of everything
+   * saved) and live (no more dead than save.max-dead-share allows). Each delta is rewritten about
+   * once: merged small packs make a large one, which stays.
+   */
+  function largeLivePacks(reused: Present[], all: Present[]): Set<number> {
+    const live = new Map<number, number>();
+    for (const p of reused) live.set(packIndex(p), (live.get(packIndex(p)) ?? 0) + p.size);
+    const total = all.reduce((n, p) => n + p.size, 0);
+    const large = Math.min(ctx.save.packBytes, total) / 16;
+    const out = new Set<number>();
+    for (const [i, bytes] of live) {
+      const pack = parent?.manifest.packs[i];
+      if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - ctx.save.maxDeadShare)
+        out.add(i);
+    }
+    return out;
+  }
+
   async function writeSave(reused: Present[], fresh: Present[], nothingNew: boolean): Promise<SaveReport> {
     // Decide between a delta on top of the parent's packs and one consolidated pack set.
     const usedPacks = new Set(reused.map((p) => parentRefs.get(id(p.cache, p.entry.name))?.pack as number));
-    // The chain is the number of saves whose packs a restore must read: one more if this save adds packs.
-    const generations = new Set([...usedPacks].map((i) => parent?.manifest.packs[i]?.savedBy));
+    // The chain is the number of saves whose small packs a restore must read (one more if this save
+    // adds packs). Large packs are few by construction (each holds a sixteenth of the cache or more).
+    const large = largeLivePacks(reused, [...reused, ...fresh]);
+    const generations = new Set(
+      [...usedPacks].filter((i) => !large.has(i)).map((i) => parent?.manifest.packs[i]?.savedBy),
+    );
     const chain = generations.size + (fresh.length ? 1 : 0);
     let deadShare = 0;
     if (parent && usedPacks.size) {
@@ -247,12 +275,17 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     }
     const consolidate =
       !nothingNew && usedPacks.size > 0 && (chain > ctx.save.maxChain || deadShare > ctx.save.maxDeadShare);
-    const toPack = consolidate ? kept : fresh;
-    const referenced = consolidate ? [] : reused;
+    // Consolidating repacks what makes the chain long or the store dead: small packs and mostly-dead
+    // ones. A large pack that is still mostly live stays as it is: older keys keep referencing it, so
+    // rewriting it would store its bytes twice (100 commits at 1% churn would leave 20 copies).
+    const keptLarge = consolidate ? large : new Set<number>();
+    const stay = consolidate ? reused.filter((p) => keptLarge.has(packIndex(p))) : reused;
+    const toPack = consolidate ? kept.filter((p) => !stay.includes(p)) : fresh;
+    const referenced = stay;
     report.consolidated = consolidate;
     if (consolidate) {
       log.info(
-        `consolidating: a chain of ${chain} saves${deadShare > 0 ? `, ${(deadShare * 100).toFixed(0)}% dead bytes` : ""}`,
+        `consolidating: a chain of ${chain} saves${deadShare > 0 ? `, ${(deadShare * 100).toFixed(0)}% dead bytes` : ""}${keptLarge.size ? `; keeping ${keptLarge.size} large live pack(s)` : ""}`,
       );
     }
 
@@ -322,7 +355,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       scope,
       createdAt: new Date().toISOString(),
       producer: `kcache ${VERSION}`,
-      parent: consolidate ? null : (parent?.key ?? null),
+      parent: consolidate && stay.length === 0 ? null : (parent?.key ?? null),
       caches: ctx.caches
         .filter((c) => kinds.has(c.name))
         .map((c) => ({ name: c.name, kind: kinds.get(c.name) as CacheKindName })),
@@ -361,8 +394,9 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     );
 
     report.entries = entries.length;
-    report.entriesNew = written.reduce((s, w) => s + w.entries.length, 0) - (consolidate ? reused.length : 0);
-    report.entriesReused = consolidate ? 0 : reused.length;
+    report.entriesNew =
+      written.reduce((s, w) => s + w.entries.length, 0) - (consolidate ? reused.length - stay.length : 0);
+    report.entriesReused = stay.length;
     report.entriesDropped = dropped;
     report.packsWritten = written.length;
     report.bytesUploaded = written.reduce((s, w) => s + w.size, 0) + body.length;

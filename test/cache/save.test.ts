@@ -157,7 +157,7 @@ describe("save", () => {
     expect(m?.entries.map((e) => e.name)).not.toContain((entries[1] as { name: string }).name);
   });
 
-  it("consolidates into fresh packs when the chain grows past max-chain", async () => {
+  it("consolidates the small packs into one when their chain grows past max-chain, keeping the large live pack", async () => {
     const sb = sandbox();
     const root = path.join(sb.dir, "triton");
     const cfg = sb.config({
@@ -169,15 +169,26 @@ describe("save", () => {
     generateTritonCache(root, { entries: 10, totalBytes: 300_000, seed: 1 });
     const r = rng(5);
     await save(await sb.context({ config: cfg, revision: REV1 }));
+    const base = (await manifests(sb.store)).find((x) => x.revision === REV1)?.packs[0]?.object;
     writeKernelEntry(root, tritonKeyName("b"), "b", 10_000, r);
     const second = await save(await sb.context({ config: cfg, revision: REV2 }));
     expect(second.consolidated).toBe(false);
     writeKernelEntry(root, tritonKeyName("c"), "c", 10_000, r);
     const third = await save(await sb.context({ config: cfg, revision: REV3 }));
-    expect(third).toMatchObject({ consolidated: true, packsWritten: 1, entries: 12 });
-    const m = (await manifests(sb.store)).find((x) => x.revision === REV3);
-    expect(m?.packs).toHaveLength(1);
-    expect(m?.parent).toBeNull();
+    expect(third.consolidated).toBe(false);
+    writeKernelEntry(root, tritonKeyName("d"), "d", 10_000, r);
+    const fourth = await save(await sb.context({ config: cfg, revision: REV4 }));
+    // b's and c's small packs and d go into one new pack; the base pack, large and live, stays.
+    expect(fourth).toMatchObject({
+      consolidated: true,
+      packsWritten: 1,
+      entries: 13,
+      entriesNew: 1,
+      entriesReused: 10,
+    });
+    const m = (await manifests(sb.store)).find((x) => x.revision === REV4);
+    expect(m?.packs.map((p) => p.object)).toContain(base);
+    expect(m?.packs).toHaveLength(2);
   });
 
   it("consolidates when most of the referenced pack bytes are dead", async () => {

@@ -188,3 +188,21 @@ describe("BENCHMARKS.md's two-GPU matrix table matches bench/results/gpu-matrix-
     for (const r of raw.filter((x) => x.label.startsWith("fail"))) expect(r.storeFiles).toBe(0);
   });
 });
+
+describe("BENCHMARKS.md's store-size table matches bench/results/bench-storage.json", () => {
+  const file = path.join(ROOT, "bench/results/bench-storage.json");
+  it.skipIf(!fs.existsSync(file))(
+    "the kcache store and actions/cache's archives, each over one compressed cache",
+    () => {
+      const { rows } = JSON.parse(fs.readFileSync(file, "utf8")) as {
+        rows: { kcacheRatio: number; tarZstdRatio: number; consolidations: number; commits: number };
+      };
+      const kcache = row(doc(), `kcache store (${rows.consolidations} consolidations)`);
+      expect(kcache[2]).toBe(`${rows.kcacheRatio.toFixed(2)}x`);
+      const tar = row(doc(), "actions/cache: one tar+zstd archive per key");
+      expect(tar[2]).toBe(`${rows.tarZstdRatio.toFixed(2)}x`);
+      // The goal of issue 15: at most 2x without pruning.
+      expect(rows.kcacheRatio).toBeLessThanOrEqual(2);
+    },
+  );
+});

@@ -1,0 +1,94 @@
+/**
+ * `npm run bench` (third part): what the store holds after many default-branch commits. The small
+ * generated cache (110 MB, 220 entries) goes through 100 commits; each adds about 1% new kernels and
+ * saves a new key, nothing is pruned. Beside it, what actions/cache keeps for the same commits: one
+ * `tar | zstd -T0 -3` archive per key. Writes its table into BENCHMARKS.md. Not a test.
+ *
+ *   KCACHE_BENCH_COMMITS=100 (default)
+ */
+import { execSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { save } from "../src/cache/save.js";
+import { localStore } from "../src/store/local.js";
+import { generateTritonCache } from "../test/fixtures/triton-cache.js";
+import { storeContext } from "../test/helpers/store-context.js";
+import { BENCH_STACK, DATA, fmtMB, generatedCache, rm, writeBenchmarkSection } from "./generated-caches.js";
+import { machineLine } from "./measure.js";
+
+const COMMITS = Number(process.env.KCACHE_BENCH_COMMITS ?? 100);
+
+const dirBytes = (dir: string): number =>
+  fs
+    .readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((d) => d.isFile())
+    .reduce((n, d) => n + fs.statSync(path.join(d.parentPath, d.name)).size, 0);
+
+/** The bytes of one `tar -c | zstd -T0 -3` archive of `dir`, as actions/cache would upload it. */
+const tarZstdBytes = (dir: string): number =>
+  Number(
+    execSync(`tar -C "${dir}" -cf - . | zstd -T0 -3 -q -c | wc -c`, { shell: "/bin/bash" }).toString().trim(),
+  );
+
+async function main() {
+  const work = path.join(DATA, "storage-run");
+  rm(work);
+  const root = path.join(work, "triton");
+  fs.cpSync(generatedCache("small"), root, { recursive: true });
+  fs.rmSync(path.join(root, ".complete"));
+  const store = path.join(work, "store");
+  const rev = (i: number) => i.toString(16).padStart(40, "0");
+  const saveAt = async (i: number, to = store, state = path.join(work, "state")) =>
+    save(
+      await storeContext(localStore(to), root, state, { revision: rev(i), prefix: "b", stack: BENCH_STACK }),
+    );
+  await saveAt(0);
+  let tarTotal = tarZstdBytes(root);
+  const perCommit = Math.round(dirBytes(root) / 100 / 2);
+  let consolidations = 0;
+  for (let i = 1; i <= COMMITS; i++) {
+    const add = path.join(work, `new-${i}`);
+    generateTritonCache(add, { entries: 2, totalBytes: perCommit * 2, seed: 5000 + i });
+    for (const e of fs.readdirSync(add)) fs.renameSync(path.join(add, e), path.join(root, e));
+    rm(add);
+    const r = await saveAt(i);
+    if (r.consolidated) consolidations++;
+    tarTotal += tarZstdBytes(root);
+    if (i % 10 === 0) console.error(`commit ${i}: store ${fmtMB(dirBytes(path.join(store, "packs")))}`);
+  }
+  const alone = path.join(work, "alone");
+  await saveAt(999, alone, path.join(work, "state-alone"));
+  const one = dirBytes(path.join(alone, "packs"));
+  const kept = dirBytes(path.join(store, "packs"));
+  const raw = {
+    commits: COMMITS,
+    finalEntries: fs.readdirSync(root).length,
+    oneCompressedCache: one,
+    kcacheStore: kept,
+    kcacheRatio: kept / one,
+    consolidations,
+    tarZstdArchives: tarTotal,
+    tarZstdRatio: tarTotal / one,
+  };
+  const section = [
+    `Measured by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)}: ${machineLine()}.`,
+    `The small generated cache (110 MB, 220 entries) through ${COMMITS} default-branch commits, each adding`,
+    'about 1% new kernels and saving a new key; nothing pruned. "One compressed cache" is a single save of',
+    "the final cache into an empty store.",
+    "",
+    "| what is stored after the commits | bytes | / one compressed cache |",
+    "| --- | ---: | ---: |",
+    `| one compressed cache (${raw.finalEntries} entries) | ${fmtMB(one)} | 1.00x |`,
+    `| kcache store (${consolidations} consolidations) | ${fmtMB(kept)} | ${raw.kcacheRatio.toFixed(2)}x |`,
+    `| actions/cache: one tar+zstd archive per key | ${fmtMB(tarTotal)} | ${raw.tarZstdRatio.toFixed(2)}x |`,
+    "",
+    "Consolidation repacks only small or mostly-dead packs; a large live pack is kept, since older keys",
+    "still reference it (rewriting it stored the cache again at every consolidation: 8.6x in",
+    "test/cache/storage-growth.test.ts's smaller run before this rule, 1.7x after).",
+  ].join("\n");
+  writeBenchmarkSection("storage", "Store size over 100 commits at 1% kernel churn", section, raw);
+  console.log(section);
+  rm(work);
+}
+
+await main();
