@@ -10,6 +10,8 @@ export interface GhaSettings {
   timeoutMs: number;
   /** The runner's variables: ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN; GITHUB_TOKEN for ls and prune. */
   env: NodeJS.ProcessEnv;
+  /** One call to the cache service that takes longer is retried (twice), then fails (default 30 s). */
+  callTimeoutMs?: number;
 }
 
 /** A download or upload that takes longer fails (the job goes on without the cache). */
@@ -63,7 +65,7 @@ export function ghaStore(settings: GhaSettings): Store {
           method: "POST",
           headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
           body: JSON.stringify(body),
-          signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+          signal: AbortSignal.timeout(settings.callTimeoutMs ?? CALL_TIMEOUT_MS),
         });
       } catch (e) {
         last = (e as Error).message;
@@ -102,22 +104,41 @@ export function ghaStore(settings: GhaSettings): Store {
     if (!created.ok || !created.signed_upload_url) return "exists";
     const { BlockBlobClient } = await import("@azure/storage-blob");
     const blob = new BlockBlobClient(created.signed_upload_url);
-    const abortSignal = AbortSignal.timeout(settings.timeoutMs);
+    // Fails after the total timeout, or when the server takes no bytes for a minute (a stalled upload).
+    const stop = new AbortController();
+    const total = setTimeout(
+      () => stop.abort(new Error(`no end after ${settings.timeoutMs} ms`)),
+      settings.timeoutMs,
+    );
+    let idle: NodeJS.Timeout | undefined;
+    const progressed = () => {
+      clearTimeout(idle);
+      idle = setTimeout(
+        () => stop.abort(new Error(`the server took nothing for ${IDLE_MS / 1000} s`)),
+        IDLE_MS,
+      );
+    };
+    const options = { abortSignal: stop.signal, onProgress: progressed };
     let size: number;
     try {
+      progressed();
       if (Buffer.isBuffer(body)) {
-        await blob.upload(body, body.length, { abortSignal });
+        await blob.upload(body, body.length, options);
         size = body.length;
       } else {
         let n = 0;
         const counted = body.on("data", (c: Buffer) => {
           n += c.length;
         });
-        await blob.uploadStream(counted, 8 << 20, 4, { abortSignal });
+        await blob.uploadStream(counted, 8 << 20, 4, options);
         size = n;
       }
     } catch (e) {
-      throw new StoreError(`GitHub cache: uploading ${name} failed: ${(e as Error).message}`, e);
+      const why = stop.signal.aborted ? String((stop.signal.reason as Error)?.message) : (e as Error).message;
+      throw new StoreError(`GitHub cache: uploading ${name} failed: ${why}`, e);
+    } finally {
+      clearTimeout(total);
+      clearTimeout(idle);
     }
     const done = await twirp<{ ok?: boolean; message?: string }>("FinalizeCacheEntryUpload", {
       key: key(name),

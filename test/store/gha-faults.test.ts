@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ghaStore } from "../../src/store/gha.js";
+import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
+import { type GhaCacheServer, startGhaCacheServer } from "../helpers/gha-cache-server.js";
+
+/** The cache service (v2 protocol on Azurite) behind a proxy that fails calls on purpose. */
+let server: GhaCacheServer;
+beforeAll(async () => {
+  server = await startGhaCacheServer();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function storeBehind(choose: (n: number) => Fault) {
+  const proxy = await faultProxy(server.env.ACTIONS_RESULTS_URL as string, (_req, n) => choose(n));
+  const store = ghaStore({
+    timeoutMs: 10_000,
+    callTimeoutMs: 400,
+    env: { ...server.env, ACTIONS_RESULTS_URL: `${proxy.endpoint}/` },
+  });
+  return { store, proxy };
+}
+
+describe("the gha store when GitHub's cache service misbehaves", () => {
+  it("says what the service answered: garbage, an error status, a call that never answers", async () => {
+    for (const [fault, message] of [
+      [{ kind: "garbage" }, /GetCacheEntryDownloadURL answered 200 with something that is not JSON/],
+      [{ kind: "status", status: 500 }, /GetCacheEntryDownloadURL failed: 500/],
+      [{ kind: "status", status: 401 }, /GetCacheEntryDownloadURL failed: 401/],
+      [{ kind: "hang" }, /GetCacheEntryDownloadURL failed: .*(timeout|aborted)/i],
+    ] as [Fault, RegExp][]) {
+      const { store, proxy } = await storeBehind(() => fault);
+      try {
+        const t0 = Date.now();
+        await expect(store.read("manifests/x")).rejects.toThrow(message);
+        expect(Date.now() - t0).toBeLessThan(5_000); // retries are bounded
+      } finally {
+        await proxy.close();
+      }
+    }
+  });
+
+  it("retries a busy service and then succeeds", async () => {
+    const { store, proxy } = await storeBehind((n) =>
+      n < 2 ? { kind: "status", status: 503 } : { kind: "pass" },
+    );
+    try {
+      expect(await store.createIfAbsent("packs/retry", Buffer.from("payload"))).toBe(true);
+      expect((await store.read("packs/retry"))?.toString()).toBe("payload");
+    } finally {
+      await proxy.close();
+    }
+  });
+});
