@@ -121,8 +121,27 @@ print(json.dumps({
 }))
 `;
 
-/** Runs the probe script in `python`; rejects with the interpreter's own message when it cannot run. */
+/** What decides the probe's answer besides the script: the interpreter PATH finds and where it looks. */
+const INPUTS = ["PATH", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE", "HOME"] as const;
+const probes = new Map<string, Promise<PythonFacts>>();
+
+/**
+ * Runs the probe script in `python`; rejects with the interpreter's own message when it cannot run.
+ * A probe with the same interpreter and inputs is run once per process: bin/kcache.js starts it
+ * before the CLI's modules load, so the ~60 ms the interpreter takes overlaps with Node's start-up.
+ */
 export function probePython(python: string, env: NodeJS.ProcessEnv = process.env): Promise<PythonFacts> {
+  const key = JSON.stringify([python, ...INPUTS.map((k) => env[k] ?? null)]);
+  let p = probes.get(key);
+  if (!p) {
+    p = runProbe(python, env);
+    p.catch(() => {});
+    probes.set(key, p);
+  }
+  return p;
+}
+
+function runProbe(python: string, env: NodeJS.ProcessEnv): Promise<PythonFacts> {
   return new Promise((resolve, reject) => {
     execFile(
       python,

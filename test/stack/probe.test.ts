@@ -51,6 +51,16 @@ describe("stack probe", () => {
     expect(facts.abi).toMatch(/^cpython-3\d+/);
   });
 
+  it("probes once per interpreter and inputs: a changed PYTHONPATH is probed again", async () => {
+    const site = fakeSitePackages();
+    const env = { PATH: process.env.PATH, PYTHONPATH: site };
+    const a = probePython("python3", env);
+    expect(probePython("python3", { ...env })).toBe(a);
+    const other = await probePython("python3", { PATH: process.env.PATH, PYTHONPATH: tempDir("empty-site") });
+    expect((await a).packages.torch).toBe("2.11.0+cu128");
+    expect(other.packages.torch).toBeUndefined();
+  });
+
   it("reads the NVIDIA model and driver from the driver's /proc files", async () => {
     const proc = tempDir("proc");
     fs.writeFileSync(
