@@ -181,6 +181,7 @@ export async function main(argv: string[]): Promise<void> {
     .option("--metric <fields...>", "numeric fields to compare (default median_ms)")
     .option("--records <path>", "dotted path to the records (default: the file itself, or its results)")
     .option("--threshold <share>", "flag changes beyond this share (default 0.05)")
+    .option("--fail-on-flag", "exit 6 when any change is flagged (to gate a pull request on it)")
     .option("--json", "print the comparison as JSON")
     .action(async (a, b, o) => (await import("./commands/diff.js")).diffCommand(a, b, o));
 

@@ -143,5 +143,29 @@ describe("kcache diff", () => {
     const bad = await runCli(["diff", "base.json", "nope.json", "--key", "op"], { env, cwd: dir });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/nope\.json: not found/);
+    // A typo in a key field would collapse every record into one "(missing)" record: refused.
+    const typo = await runCli(["diff", "base.json", "head.json", "--key", "op,mdoe"], { env, cwd: dir });
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toMatch(
+      /--key mdoe: no record in base\.json or head\.json has this field; their records have op, mode, median_ms/,
+    );
+    const metric = await runCli(["diff", "base.json", "head.json", "--key", "op,mode", "--metric", "p50"], {
+      env,
+      cwd: dir,
+    });
+    expect(metric.code).toBe(2);
+    expect(metric.stderr).toMatch(/--metric p50: no record/);
+    // --fail-on-flag gates on the flagged change (+20%); without it, a flagged change still exits 0.
+    const gate = await runCli(["diff", "base.json", "head.json", "--key", "op,mode", "--fail-on-flag"], {
+      env,
+      cwd: dir,
+    });
+    expect(gate.code).toBe(6);
+    fs.writeFileSync(path.join(dir, "same.json"), fs.readFileSync(path.join(dir, "base.json")));
+    const same = await runCli(["diff", "base.json", "same.json", "--key", "op,mode", "--fail-on-flag"], {
+      env,
+      cwd: dir,
+    });
+    expect(same.code).toBe(0);
   });
 });
