@@ -266,6 +266,13 @@ const MUTANTS = [
       "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - ctx.save.maxDeadShare && false)",
     tests: ["test/cache/storage-growth.test.ts"],
   },
+  {
+    name: "kcache stats counts pull requests' runs as the default branch's",
+    file: "src/cli/commands/stats.ts",
+    find: "(o.allScopes || r.scope === defaultScope) &&",
+    replace: "(true || r.scope === defaultScope) &&",
+    tests: ["test/history/stats.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import { StoreError } from "../errors.js";
 import type { Log } from "../log.js";
-import { CONDEMNED, condemnedObject, MANIFESTS, PACKS, parseCondemnedObject } from "../store/layout.js";
+import { CONDEMNED, condemnedObject, MANIFESTS, PACKS, parseCondemnedObject, RUNS } from "../store/layout.js";
 import type { Store } from "../store/store.js";
 import { type CatalogItem, readCatalog, readCatalogItems } from "./catalog.js";
 import { leased, readLeases } from "./pack-lease.js";
@@ -29,6 +29,8 @@ export interface PruneReport {
   packsSpared: number;
   /** Temporary files of killed saves removed. */
   temporaryReaped: number;
+  /** Run records (kcache stats' history) older than --older-than. */
+  runRecordsDeleted: number;
   dryRun: boolean;
 }
 
@@ -89,9 +91,19 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
     bytesKept: packs.filter((p) => referenced.has(p.name)).reduce((s, p) => s + p.size, 0),
     packsSpared: 0,
     temporaryReaped: 0,
+    runRecordsDeleted: 0,
     dryRun: Boolean(policy.dryRun),
   };
+  // Run records age out by the same --older-than as keys.
+  const oldRuns =
+    policy.olderThanMs === undefined
+      ? []
+      : (await store.list(`${RUNS}/`)).filter(
+          (o) => now - o.modified.getTime() > (policy.olderThanMs as number),
+        );
+  report.runRecordsDeleted = oldRuns.length;
   if (policy.dryRun) return report;
+  for (const o of oldRuns) await store.delete(o.name);
   // Manifests first: a restore never finds a manifest whose packs are gone.
   for (const object of doomed.keys()) await store.delete(object);
 

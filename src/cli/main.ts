@@ -172,6 +172,18 @@ export async function main(argv: string[]): Promise<void> {
     { revision: true, strict: false, store: true },
   ).action(async (o) => (await import("./commands/compare.js")).compareCommand(o));
 
+  common(
+    program
+      .command("stats")
+      .description(
+        "what the cache did for the default branch's runs, per prefix and week, from the run records",
+      )
+      .option("--prefix <prefix>", "only workloads whose prefix starts with this")
+      .option("--since <age>", "only runs younger than this (30d, 12h)")
+      .option("--all-scopes", "count pull requests' and other branches' runs too"),
+    { strict: false, store: true },
+  ).action(async (o) => (await import("./commands/stats.js")).statsCommand(o));
+
   program
     .command("diff")
     .description("compare two result files record by record (base vs head)")

@@ -99,6 +99,8 @@ export async function compare(
         outDir: runDir,
         restore: kind === "warm",
         save,
+        // Deliberate cold runs are no history: they would read as cache misses in kcache stats.
+        record: false,
       });
       if (save && report.save) seeded = true;
       runs.push(summarise(label, kind, round, report));

@@ -21,6 +21,7 @@ import {
 } from "../telemetry/folder-count.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
+import { runRecord, writeRunRecord } from "./run-record.js";
 
 export const RUN_REPORT_SCHEMA = "kcache-run-report/1";
 
@@ -104,6 +105,8 @@ export interface RunOptions {
   save?: boolean;
   /** Echo command output (default: stdout). */
   echo?: NodeJS.WritableStream | null;
+  /** Write a run record to the store (default true; compare's rounds write none). */
+  record?: boolean;
 }
 
 /** Where a profile's logs, telemetry and report go by default: $RUNNER_TEMP/kcache/<profile>, else .kcache/<profile>. */
@@ -311,12 +314,12 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     summary: saved ? saved.outcome : (saveSkipped as string),
   });
 
-  const exitCode = failedCommand
+  const exitCodeValue = failedCommand
     ? (failedCommand as CommandReport).exitCode
     : failedChecks.length || expectFailed
       ? ExitCode.checkFailed
       : ExitCode.ok;
-  return {
+  const report: RunReport = {
     schema: RUN_REPORT_SCHEMA,
     profile: profileName,
     key: ctx.key,
@@ -335,9 +338,12 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     stages,
     passed: firstFailure === null,
     firstFailure,
-    exitCode,
+    exitCode: exitCodeValue,
     outDir,
   };
+  // The run's record beside the caches, for kcache stats and history baselines (never fails the job).
+  if (opts.record !== false) await writeRunRecord(runRecord(report, ctx, profile.compare, workdir), ctx);
+  return report;
 }
 
 async function runGroup(

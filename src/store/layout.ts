@@ -6,6 +6,8 @@ export const MANIFESTS = "manifests";
 export const PACKS = "packs";
 /** Saves in flight name the packs they reuse here; prune spares them (see cache/pack-lease.ts). */
 export const LEASES = "leases";
+/** One record per `kcache run`, beside the caches (src/pipeline/run-record.ts). */
+export const RUNS = "runs";
 /** Packs prune found unreferenced; a save never reuses a condemned pack. */
 export const CONDEMNED = "condemned";
 
@@ -47,4 +49,16 @@ export function parseCondemnedObject(name: string): string | null {
   const parts = name.split("/");
   if (parts.length !== 2 || parts[0] !== CONDEMNED) return null;
   return decodeURIComponent(parts[1] ?? "");
+}
+
+/** A run record's name: the scope that ran it, the workload prefix, and an id that sorts by time. */
+export function runObject(scope: string, prefix: string, id: string): string {
+  return `${RUNS}/${enc(scope)}/${enc(prefix)}/${id}.json`;
+}
+
+/** Scope and prefix of a run record's name, or null for anything else. */
+export function parseRunObject(name: string): { scope: string; prefix: string } | null {
+  const parts = name.split("/");
+  if (parts.length !== 4 || parts[0] !== RUNS || !parts[3]?.endsWith(".json")) return null;
+  return { scope: decodeURIComponent(parts[1] ?? ""), prefix: decodeURIComponent(parts[2] ?? "") };
 }

@@ -1,0 +1,62 @@
+import { parseDuration } from "../../config/durations.js";
+import { UsageError } from "../../errors.js";
+import { readRunRecords, weeklyStats } from "../../history/stats.js";
+import { scopePlan } from "../../keys/scope.js";
+import { openStore } from "../../store/open.js";
+import type { GlobalOptions } from "../options.js";
+import { commandBasics, printJson } from "../setup.js";
+
+/**
+ * `kcache stats`: what the cache did for the default branch's runs, per workload prefix and week,
+ * from the run records `kcache run` leaves in the store. Pull requests' runs never count unless asked.
+ */
+export async function statsCommand(
+  o: GlobalOptions & { prefix?: string; since?: string; allScopes?: boolean },
+) {
+  const { config } = commandBasics(o);
+  const store = openStore(config);
+  if (!store.capabilities.listAll)
+    throw new UsageError(
+      `kcache stats needs a store that can list its objects; ${store.description} cannot${store.capabilityHint ? ` (${store.capabilityHint})` : ""}`,
+    );
+  const sinceMs = o.since ? parseDuration(o.since) : null;
+  if (o.since && sinceMs === null)
+    throw new UsageError(`--since ${o.since}: use a number and a unit, like 30d or 12h`);
+  const defaultScope = `branch/${scopePlan(process.env, process.cwd(), config.key.defaultBranch).defaultBranch}`;
+  const { records, unreadable } = await readRunRecords(store);
+  const chosen = records.filter(
+    (r) =>
+      (o.allScopes || r.scope === defaultScope) &&
+      (!o.prefix || r.prefix.startsWith(o.prefix)) &&
+      (sinceMs === null || Date.now() - new Date(r.startedAt).getTime() <= sinceMs),
+  );
+  const weeks = weeklyStats(chosen);
+  if (o.json) {
+    printJson({
+      store: store.description,
+      scope: o.allScopes ? "all" : defaultScope,
+      runs: chosen.length,
+      unreadable,
+      weeks,
+    });
+    return;
+  }
+  if (weeks.length === 0) {
+    process.stderr.write(
+      `no runs recorded in ${store.description}${o.allScopes ? "" : ` for ${defaultScope}`}\n`,
+    );
+    return;
+  }
+  const s = (v: number | null | undefined, d = 1) => (v === null || v === undefined ? "-" : v.toFixed(d));
+  const lines = [
+    `${chosen.length} runs of ${o.allScopes ? "every scope" : defaultScope} in ${store.description}`,
+    "",
+    "| prefix | week | runs | passed | exact / prefix / miss | hit rate | kernels compiled | loaded | compile s cold / warm | saved s (est.) | restore s p50 / p90 | save s p50 / p90 |",
+    "|---|---|---:|---:|---|---:|---:|---:|---|---:|---|---|",
+    ...weeks.map(
+      (w) =>
+        `| ${w.prefix} | ${w.week} | ${w.runs} | ${w.passed} | ${w.hits.exact} / ${w.hits.prefix} / ${w.hits.miss} | ${w.hitRate === null ? "-" : `${Math.round(w.hitRate * 100)}%`} | ${w.kernelsCompiled} | ${w.kernelsLoaded ?? "?"} | ${s(w.compileSecondsCold)} / ${s(w.compileSecondsWarm)} | ${s(w.secondsSavedEstimate, 0)} | ${s(w.restoreSeconds?.p50, 2)} / ${s(w.restoreSeconds?.p90, 2)} | ${s(w.saveSeconds?.p50, 2)} / ${s(w.saveSeconds?.p90, 2)} |`,
+    ),
+  ];
+  process.stdout.write(`${lines.join("\n")}\n`);
+}

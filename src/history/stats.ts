@@ -1,0 +1,107 @@
+import { medianOf } from "../checks/record-diff.js";
+import { RUN_RECORD_SCHEMA, type RunRecord } from "../pipeline/run-record.js";
+import { parseRunObject, RUNS } from "../store/layout.js";
+import type { Store } from "../store/store.js";
+
+/** The run records in a store, newest first; unreadable ones are skipped and counted. */
+export async function readRunRecords(store: Store): Promise<{ records: RunRecord[]; unreadable: number }> {
+  const records: RunRecord[] = [];
+  let unreadable = 0;
+  for (const o of await store.list(`${RUNS}/`)) {
+    if (!parseRunObject(o.name)) continue;
+    try {
+      const r = JSON.parse((await store.read(o.name))?.toString("utf8") ?? "null") as RunRecord | null;
+      if (r?.schema === RUN_RECORD_SCHEMA) records.push(r);
+      else unreadable++;
+    } catch {
+      unreadable++;
+    }
+  }
+  return { records: records.sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)), unreadable };
+}
+
+export interface WeekStats {
+  prefix: string;
+  /** ISO week, e.g. 2026-W49. */
+  week: string;
+  runs: number;
+  passed: number;
+  hits: { exact: number; prefix: number; miss: number };
+  /** Share of restoring runs that restored something (exact or prefix). */
+  hitRate: number | null;
+  kernelsCompiled: number;
+  /** Null where some run counted kernels from the cache folder only (no listener: loads unknown). */
+  kernelsLoaded: number | null;
+  /** Median Triton compile seconds of runs that missed, and of runs with an exact hit. */
+  compileSecondsCold: number | null;
+  compileSecondsWarm: number | null;
+  /** (cold median - warm median) x the warm runs: what the cache saved in compiling, estimated. */
+  secondsSavedEstimate: number | null;
+  restoreSeconds: { p50: number; p90: number } | null;
+  saveSeconds: { p50: number; p90: number } | null;
+}
+
+/** The ISO 8601 week of an instant ("2026-W49"). */
+export function isoWeek(iso: string): string {
+  const d = new Date(iso);
+  const day = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
+  const dow = day.getUTCDay() || 7;
+  day.setUTCDate(day.getUTCDate() + 4 - dow);
+  const yearStart = Date.UTC(day.getUTCFullYear(), 0, 1);
+  const week = Math.ceil(((day.getTime() - yearStart) / 86400_000 + 1) / 7);
+  return `${day.getUTCFullYear()}-W${String(week).padStart(2, "0")}`;
+}
+
+function percentile(values: number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
+}
+
+/** Runs grouped by workload prefix and week, with what the cache did for them. */
+export function weeklyStats(records: RunRecord[]): WeekStats[] {
+  const groups = new Map<string, RunRecord[]>();
+  for (const r of records) {
+    const k = `${r.prefix}\0${isoWeek(r.startedAt)}`;
+    groups.set(k, [...(groups.get(k) ?? []), r]);
+  }
+  const out: WeekStats[] = [];
+  for (const [k, runs] of groups) {
+    const [prefix, week] = k.split("\0") as [string, string];
+    const hits = { exact: 0, prefix: 0, miss: 0 };
+    for (const r of runs) if (r.hit !== "none") hits[r.hit]++;
+    const restoring = hits.exact + hits.prefix + hits.miss;
+    const compile = (which: RunRecord["hit"]) =>
+      runs
+        .filter((r) => r.hit === which && r.kernels.compileSeconds !== null)
+        .map((r) => r.kernels.compileSeconds as number);
+    const cold = compile("miss");
+    const warm = compile("exact");
+    const coldMedian = cold.length ? medianOf(cold) : null;
+    const warmMedian = warm.length ? medianOf(warm) : null;
+    const restores = runs.filter((r) => r.restore).map((r) => r.restore?.seconds as number);
+    const saves = runs.filter((r) => r.save).map((r) => r.save?.seconds as number);
+    out.push({
+      prefix,
+      week,
+      runs: runs.length,
+      passed: runs.filter((r) => r.passed).length,
+      hits,
+      hitRate: restoring ? (hits.exact + hits.prefix) / restoring : null,
+      kernelsCompiled: runs.reduce((n, r) => n + r.kernels.compiled, 0),
+      kernelsLoaded: runs.some((r) => r.kernels.loaded === null)
+        ? null
+        : runs.reduce((n, r) => n + (r.kernels.loaded ?? 0), 0),
+      compileSecondsCold: coldMedian,
+      compileSecondsWarm: warmMedian,
+      secondsSavedEstimate:
+        coldMedian !== null && warmMedian !== null ? Math.max(0, coldMedian - warmMedian) * hits.exact : null,
+      restoreSeconds: restores.length
+        ? { p50: percentile(restores, 50), p90: percentile(restores, 90) }
+        : null,
+      saveSeconds: saves.length ? { p50: percentile(saves, 50), p90: percentile(saves, 90) } : null,
+    });
+  }
+  return out.sort((a, b) =>
+    a.prefix === b.prefix ? (a.week < b.week ? 1 : -1) : a.prefix < b.prefix ? -1 : 1,
+  );
+}

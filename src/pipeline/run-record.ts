@@ -1,0 +1,134 @@
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import type { JobContext } from "../cache/job-context.js";
+import { getPath, identity, readRecords } from "../checks/records.js";
+import type { CompareSpec } from "../config/profile-schema.js";
+import { runObject } from "../store/layout.js";
+
+/** What a finished run reports that its record keeps (the fields of run-profile.ts's RunReport it reads). */
+export interface RunOutcome {
+  profile: string;
+  scope: string;
+  key: string;
+  revision: string;
+  stackId: string;
+  startedAt: string;
+  seconds: number;
+  passed: boolean;
+  firstFailure: string | null;
+  stages: { name: string; kind: string; seconds: number; status: string }[];
+  kernels: {
+    status: string;
+    source: string;
+    loaded: number | null;
+    compiled: number;
+    compileSeconds: number | null;
+  };
+  restore: {
+    cacheHit: boolean;
+    matchedKey: string | null;
+    entriesRestored: number;
+    bytesRestored: number;
+  } | null;
+  save: { outcome: string; bytesUploaded: number } | null;
+}
+
+export const RUN_RECORD_SCHEMA = "kcache-run-record/1";
+/** The most result records one run record keeps. */
+const MAX_RECORDS = 2000;
+
+/** What one `kcache run` leaves in the store: small, and enough for `kcache stats` and baselines. */
+export interface RunRecord {
+  schema: typeof RUN_RECORD_SCHEMA;
+  profile: string;
+  prefix: string;
+  scope: string;
+  key: string;
+  revision: string;
+  stackId: string;
+  startedAt: string;
+  seconds: number;
+  passed: boolean;
+  firstFailure: string | null;
+  /** exact: the key itself; prefix: an older key; miss: nothing restored; none: not restored (cold run). */
+  hit: "exact" | "prefix" | "miss" | "none";
+  stages: { name: string; kind: string; seconds: number; status: string }[];
+  kernels: RunOutcome["kernels"];
+  restore: { seconds: number; entries: number; bytes: number } | null;
+  save: { seconds: number; outcome: string; bytesUploaded: number } | null;
+  /** The checked result records the profile's compare: section names: identity and metric values. */
+  records: { id: string; metrics: Record<string, number> }[];
+}
+
+export function runRecord(
+  report: RunOutcome,
+  ctx: JobContext,
+  compare: CompareSpec | undefined,
+  workdir: string,
+): RunRecord {
+  const stage = (kind: string) => report.stages.find((s) => s.kind === kind);
+  const r = report.restore;
+  const hit = !r ? "none" : r.cacheHit ? "exact" : r.matchedKey ? "prefix" : "miss";
+  let records: RunRecord["records"] = [];
+  if (compare) {
+    try {
+      records = readRecords(path.resolve(workdir, compare.file), compare.records)
+        .slice(0, MAX_RECORDS)
+        .map((rec) => ({
+          id: identity(rec, compare.key),
+          metrics: Object.fromEntries(
+            compare.metrics
+              .map((m) => [m, getPath(rec, m)] as const)
+              .filter(
+                (e): e is readonly [string, number] => typeof e[1] === "number" && Number.isFinite(e[1]),
+              ),
+          ),
+        }));
+    } catch {
+      records = []; // a missing result file is the checks' business; the record just has none
+    }
+  }
+  return {
+    schema: RUN_RECORD_SCHEMA,
+    profile: report.profile,
+    prefix: ctx.prefix,
+    scope: report.scope,
+    key: report.key,
+    revision: report.revision,
+    stackId: report.stackId,
+    startedAt: report.startedAt,
+    seconds: report.seconds,
+    passed: report.passed,
+    firstFailure: report.firstFailure,
+    hit,
+    stages: report.stages.map((s) => ({ name: s.name, kind: s.kind, seconds: s.seconds, status: s.status })),
+    kernels: report.kernels,
+    restore: r
+      ? { seconds: stage("restore")?.seconds ?? 0, entries: r.entriesRestored, bytes: r.bytesRestored }
+      : null,
+    save: report.save
+      ? {
+          seconds: stage("save")?.seconds ?? 0,
+          outcome: report.save.outcome,
+          bytesUploaded: report.save.bytesUploaded,
+        }
+      : null,
+    records,
+  };
+}
+
+/**
+ * Writes the record beside the caches, in the run's own scope (a pull request's records never count
+ * as the default branch's). Written whole or not at all; a failure warns and the job goes on.
+ */
+export async function writeRunRecord(record: RunRecord, ctx: JobContext): Promise<string | null> {
+  const id = `${record.startedAt.replace(/[-:.]/g, "")}-${randomBytes(4).toString("hex")}`;
+  const object = runObject(record.scope, record.prefix, id);
+  try {
+    await ctx.store.createIfAbsent(object, Buffer.from(JSON.stringify(record)));
+    return object;
+  } catch (e) {
+    ctx.log.warn(`run record not written (the job goes on): ${(e as Error).message}`);
+    return null;
+  }
+}

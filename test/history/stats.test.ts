@@ -1,0 +1,107 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { isoWeek } from "../../src/history/stats.js";
+import { runCli } from "../helpers/cli.js";
+import { SIM } from "../helpers/python-sim.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+/** A project whose profile runs the simulated Triton workload and compares its result records. */
+function project() {
+  const dir = tempDir("kcache-stats");
+  fs.writeFileSync(
+    path.join(dir, "kcache.yml"),
+    [
+      "caches:",
+      "  - name: triton",
+      "    kind: triton",
+      "    path: ${CACHE_ROOT}",
+      `store:\n  path: ${path.join(dir, "store")}`,
+      "key:\n  prefix: sim-bench",
+      "profiles:",
+      "  bench:",
+      "    env:",
+      `      PYTHONPATH: ${SIM}`,
+      '      TRITON_SIM_COMPILE_MS: "20"',
+      "    commands:",
+      "      - name: workload",
+      `        run: python3 ${SIM}/workload.py 3 1 --json r.json`,
+      "    compare:",
+      "      file: r.json",
+      "      key: [op, mode]",
+      "",
+    ].join("\n"),
+  );
+  const env = (runner: string, ref = "refs/heads/main"): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    HOME: dir,
+    CACHE_ROOT: path.join(dir, runner, "triton"),
+    KCACHE_STATE_DIR: path.join(dir, runner, "state"),
+    GITHUB_ACTIONS: "true",
+    GITHUB_REF: ref,
+    GITHUB_EVENT_NAME: ref.startsWith("refs/pull/") ? "pull_request" : "push",
+    GITHUB_SHA: "c".repeat(40),
+  });
+  return { dir, env };
+}
+
+describe("run records and kcache stats", () => {
+  it("records each run beside the caches and sums the default branch's runs per week; pull requests never count", async () => {
+    const p = project();
+    const run = async (runner: string, ref?: string) => {
+      const r = await runCli(["run", "--profile", "bench"], { env: p.env(runner, ref), cwd: p.dir });
+      expect(r.code, r.stderr).toBe(0);
+    };
+    await run("cold");
+    for (const w of ["warm-1", "warm-2", "warm-3"]) await run(w);
+    await run("pr-1", "refs/pull/7/merge");
+    await run("pr-2", "refs/pull/7/merge");
+
+    const runs = fs
+      .readdirSync(path.join(p.dir, "store", "runs"), { recursive: true, encoding: "utf8" })
+      .filter((f) => f.endsWith(".json"));
+    expect(runs).toHaveLength(6);
+    const one = JSON.parse(fs.readFileSync(path.join(p.dir, "store", "runs", runs[0] as string), "utf8"));
+    expect(one).toMatchObject({ schema: "kcache-run-record/1", profile: "bench", prefix: "sim-bench" });
+    expect(one.records.map((r: { id: string }) => r.id)).toContain("op=chunk_fwd_0 mode=fwd");
+
+    const stats = JSON.parse((await runCli(["stats", "--json"], { env: p.env("any"), cwd: p.dir })).stdout);
+    expect(stats).toMatchObject({ scope: "branch/main", runs: 4 });
+    const [week] = stats.weeks;
+    expect(week).toMatchObject({
+      prefix: "sim-bench",
+      week: isoWeek(new Date().toISOString()),
+      runs: 4,
+      passed: 4,
+    });
+    expect(week.hits).toEqual({ exact: 3, prefix: 0, miss: 1 });
+    expect(week.hitRate).toBe(0.75);
+    expect(week.kernelsCompiled).toBe(7); // the cold run's, and none after
+    expect(week.compileSecondsCold).toBeGreaterThan(week.compileSecondsWarm);
+    expect(week.secondsSavedEstimate).toBeGreaterThan(0);
+    expect(week.restoreSeconds.p50).toBeGreaterThanOrEqual(0);
+
+    const all = JSON.parse(
+      (await runCli(["stats", "--json", "--all-scopes"], { env: p.env("any"), cwd: p.dir })).stdout,
+    );
+    expect(all.runs).toBe(6);
+    const text = await runCli(["stats"], { env: p.env("any"), cwd: p.dir });
+    expect(text.stdout).toMatch(/\| sim-bench \| \d{4}-W\d\d \| 4 \| 4 \| 3 \/ 0 \/ 1 \| 75% \| 7 \|/);
+
+    // prune --older-than ages run records out with the keys.
+    for (const f of runs.slice(0, 2)) {
+      const old = new Date(Date.now() - 40 * 86400_000);
+      fs.utimesSync(path.join(p.dir, "store", "runs", f), old, old);
+    }
+    const pruned = JSON.parse(
+      (await runCli(["prune", "--older-than", "30d", "--json"], { env: p.env("any"), cwd: p.dir })).stdout,
+    );
+    expect(pruned.runRecordsDeleted).toBe(2);
+  }, 120_000);
+
+  it("numbers weeks as ISO 8601 does (a new year's first days can belong to the last week of the old one)", () => {
+    expect(isoWeek("2026-12-01T10:00:00Z")).toBe("2026-W49");
+    expect(isoWeek("2027-01-01T10:00:00Z")).toBe("2026-W53");
+    expect(isoWeek("2027-01-04T10:00:00Z")).toBe("2027-W01");
+  });
+});
