@@ -273,6 +273,13 @@ const MUTANTS = [
     replace: "(true || r.scope === defaultScope) &&",
     tests: ["test/history/stats.test.ts"],
   },
+  {
+    name: "a history baseline reads the run's own scope instead of the default branch's",
+    file: "src/pipeline/history-baseline.ts",
+    find: "const scope = `branch/${ctx.scopes.defaultBranch}`;",
+    replace: "const scope = ctx.scopes.write;",
+    tests: ["test/history/baseline.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

@@ -116,8 +116,13 @@ export const checkSchema = z.discriminatedUnion("type", [
       ">=": z.number().optional(),
       "<": z.number().optional(),
       ">": z.number().optional(),
-      /** Compare value / baseline value instead of the value itself. */
+      /**
+       * Compare value / baseline value instead of the value itself: a result file, or "history": the
+       * median of the default branch's last runs with the same stack (their run records in the store).
+       */
       baseline: z.string().optional(),
+      /** With baseline: history, how many of the default branch's newest passing runs make the median. */
+      "history-runs": z.number().int().positive().max(100).default(5),
       "baseline-records": z.string().optional(),
       key: fieldList.optional(),
     })

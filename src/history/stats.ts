@@ -1,24 +1,7 @@
 import { medianOf } from "../checks/record-diff.js";
-import { RUN_RECORD_SCHEMA, type RunRecord } from "../pipeline/run-record.js";
-import { parseRunObject, RUNS } from "../store/layout.js";
-import type { Store } from "../store/store.js";
+import type { RunRecord } from "../pipeline/run-record.js";
 
-/** The run records in a store, newest first; unreadable ones are skipped and counted. */
-export async function readRunRecords(store: Store): Promise<{ records: RunRecord[]; unreadable: number }> {
-  const records: RunRecord[] = [];
-  let unreadable = 0;
-  for (const o of await store.list(`${RUNS}/`)) {
-    if (!parseRunObject(o.name)) continue;
-    try {
-      const r = JSON.parse((await store.read(o.name))?.toString("utf8") ?? "null") as RunRecord | null;
-      if (r?.schema === RUN_RECORD_SCHEMA) records.push(r);
-      else unreadable++;
-    } catch {
-      unreadable++;
-    }
-  }
-  return { records: records.sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)), unreadable };
-}
+export { readRunRecords } from "../pipeline/run-record.js";
 
 export interface WeekStats {
   prefix: string;

@@ -4,7 +4,8 @@ import { type RestoreReport, restore } from "../cache/restore.js";
 import { type SaveReport, save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import type { CheckResult } from "../checks/check.js";
-import { runCheck } from "../checks/run-checks.js";
+import { resolveIn } from "../checks/records.js";
+import { checkName, runCheck } from "../checks/run-checks.js";
 import { parseDuration } from "../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
 import { ExitCode, UsageError } from "../errors.js";
@@ -21,7 +22,8 @@ import {
 } from "../telemetry/folder-count.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
-import { runRecord, writeRunRecord } from "./run-record.js";
+import { historyBaseline, historyRows, isHistoryCheck } from "./history-baseline.js";
+import { type HistoryRows, runRecord, writeRunRecord } from "./run-record.js";
 
 export const RUN_REPORT_SCHEMA = "kcache-run-report/1";
 
@@ -242,8 +244,33 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   // Checks, on whatever the commands left.
   const c0 = performance.now();
   const checks: CheckResult[] = [];
+  const history: Record<string, HistoryRows> = {};
   for (const [i, spec] of profile.checks.entries()) {
-    const result = await runCheck(spec, i, workdir, baseEnv, path.join(outDir, "logs", `check-${i + 1}.log`));
+    const logFile = path.join(outDir, "logs", `check-${i + 1}.log`);
+    let result: CheckResult;
+    if (isHistoryCheck(spec)) {
+      const name = checkName(spec, i);
+      const base = await historyBaseline(spec, name, ctx, profileName, outDir);
+      const defaultScope = `branch/${ctx.scopes.defaultBranch}`;
+      if (base.file) {
+        result = await runCheck({ ...spec, baseline: base.file }, i, workdir, baseEnv, logFile);
+        result.message += ` (baseline: the median of ${defaultScope}'s last ${base.runs.length} runs: ${base.runs.join(", ")})`;
+        result.details = { ...result.details, baselineRuns: base.runs };
+      } else {
+        result = {
+          name,
+          type: spec.type,
+          severity: spec.severity,
+          passed: true,
+          message: `no passing run of ${defaultScope} with this stack recorded yet: nothing to compare with`,
+        };
+      }
+      try {
+        history[name] = historyRows(spec, resolveIn(workdir, spec.file));
+      } catch {
+        // no result file: the other checks say so
+      }
+    } else result = await runCheck(spec, i, workdir, baseEnv, logFile);
     checks.push(result);
     if (!result.passed)
       log.warn(`check ${result.name} ${result.severity === "error" ? "failed" : "warns"}: ${result.message}`);
@@ -342,7 +369,8 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     outDir,
   };
   // The run's record beside the caches, for kcache stats and history baselines (never fails the job).
-  if (opts.record !== false) await writeRunRecord(runRecord(report, ctx, profile.compare, workdir), ctx);
+  if (opts.record !== false)
+    await writeRunRecord(runRecord(report, ctx, profile.compare, workdir, history), ctx);
   return report;
 }
 

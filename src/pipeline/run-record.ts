@@ -3,7 +3,8 @@ import path from "node:path";
 import type { JobContext } from "../cache/job-context.js";
 import { getPath, identity, readRecords } from "../checks/records.js";
 import type { CompareSpec } from "../config/profile-schema.js";
-import { runObject } from "../store/layout.js";
+import { parseRunObject, RUNS, runObject } from "../store/layout.js";
+import type { Store } from "../store/store.js";
 
 /** What a finished run reports that its record keeps (the fields of run-profile.ts's RunReport it reads). */
 export interface RunOutcome {
@@ -58,6 +59,15 @@ export interface RunRecord {
   save: { seconds: number; outcome: string; bytesUploaded: number } | null;
   /** The checked result records the profile's compare: section names: identity and metric values. */
   records: { id: string; metrics: Record<string, number> }[];
+  /** The values a `baseline: history` threshold check read, by check name: what later runs compare with. */
+  history?: Record<string, HistoryRows>;
+}
+
+/** One `baseline: history` check's values in one run. */
+export interface HistoryRows {
+  key: string[];
+  field: string;
+  rows: { key: Record<string, unknown>; value: number }[];
 }
 
 export function runRecord(
@@ -65,6 +75,7 @@ export function runRecord(
   ctx: JobContext,
   compare: CompareSpec | undefined,
   workdir: string,
+  history: Record<string, HistoryRows> = {},
 ): RunRecord {
   const stage = (kind: string) => report.stages.find((s) => s.kind === kind);
   const r = report.restore;
@@ -114,6 +125,7 @@ export function runRecord(
         }
       : null,
     records,
+    ...(Object.keys(history).length ? { history } : {}),
   };
 }
 
@@ -131,4 +143,24 @@ export async function writeRunRecord(record: RunRecord, ctx: JobContext): Promis
     ctx.log.warn(`run record not written (the job goes on): ${(e as Error).message}`);
     return null;
   }
+}
+
+/** The run records in a store, newest first; unreadable ones are skipped and counted. */
+export async function readRunRecords(
+  store: Store,
+  under = `${RUNS}/`,
+): Promise<{ records: RunRecord[]; unreadable: number }> {
+  const records: RunRecord[] = [];
+  let unreadable = 0;
+  for (const o of await store.list(under)) {
+    if (!parseRunObject(o.name)) continue;
+    try {
+      const r = JSON.parse((await store.read(o.name))?.toString("utf8") ?? "null") as RunRecord | null;
+      if (r?.schema === RUN_RECORD_SCHEMA) records.push(r);
+      else unreadable++;
+    } catch {
+      unreadable++;
+    }
+  }
+  return { records: records.sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)), unreadable };
 }
