@@ -180,7 +180,8 @@ export async function main(argv: string[]): Promise<void> {
       )
       .option("--prefix <prefix>", "only workloads whose prefix starts with this")
       .option("--since <age>", "only runs younger than this (30d, 12h)")
-      .option("--all-scopes", "count pull requests' and other branches' runs too"),
+      .option("--all-scopes", "count pull requests' and other branches' runs too")
+      .option("--html <file>", "also write a self-contained HTML page with charts per prefix and week"),
     { strict: false, store: true },
   ).action(async (o) => (await import("./commands/stats.js")).statsCommand(o));
 

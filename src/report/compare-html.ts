@@ -1,5 +1,6 @@
 import type { CompareReport } from "../pipeline/compare.js";
 import { compareMarkdown } from "./compare-markdown.js";
+import { escapeHtml } from "./html-escape.js";
 
 /**
  * A self-contained HTML page: the report's data embedded as JSON, drawn by an inline script into SVG
@@ -122,8 +123,4 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
 </body>
 </html>
 `;
-}
-
-function escapeHtml(s: string): string {
-  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
 }

@@ -36,7 +36,7 @@ const MAY_IMPORT: Record<string, string[]> = {
     "store",
     "telemetry",
   ],
-  report: ["cache", "checks", "pipeline"],
+  report: ["cache", "checks", "history", "pipeline"],
   history: ["checks", "pipeline", "store"],
   github: ["cache", "config", "job", "keys", "kinds", "pipeline", "report", "stack", "store"],
   cli: [

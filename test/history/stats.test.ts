@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { isoWeek } from "../../src/history/stats.js";
+import { dumpDom } from "../helpers/chromium.js";
 import { runCli } from "../helpers/cli.js";
 import { SIM } from "../helpers/python-sim.js";
 import { tempDir } from "../helpers/sandbox.js";
@@ -87,6 +88,15 @@ describe("run records and kcache stats", () => {
     expect(all.runs).toBe(6);
     const text = await runCli(["stats"], { env: p.env("any"), cwd: p.dir });
     expect(text.stdout).toMatch(/\| sim-bench \| \d{4}-W\d\d \| 4 \| 4 \| 3 \/ 0 \/ 1 \| 75% \| 7 \|/);
+
+    // The HTML page, drawn by a real browser: per week a hit-rate bar and cold and warm compile bars.
+    const html = path.join(p.dir, "stats.html");
+    expect((await runCli(["stats", "--html", html], { env: p.env("any"), cwd: p.dir })).code).toBe(0);
+    const dom = dumpDom(html, p.dir);
+    expect(dom.match(/<rect class="hit"/g)).toHaveLength(1);
+    expect(dom).toMatch(/<rect class="hit"[^>]*data-value="0\.750"/);
+    expect(dom.match(/<rect class="(cold|warm)"/g)).toHaveLength(2);
+    expect(dom).toContain("<td>sim-bench</td>");
 
     // prune --older-than ages run records out with the keys.
     for (const f of runs.slice(0, 2)) {

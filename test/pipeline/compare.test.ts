@@ -8,6 +8,7 @@ import { silentLog } from "../../src/log.js";
 import { compare } from "../../src/pipeline/compare.js";
 import { compareHtml } from "../../src/report/compare-html.js";
 import { compareMarkdown } from "../../src/report/compare-markdown.js";
+import { dumpDom } from "../helpers/chromium.js";
 import { runCli } from "../helpers/cli.js";
 import { TEST_STACK, tempDir } from "../helpers/sandbox.js";
 
@@ -83,22 +84,7 @@ describe("kcache compare", () => {
     const { dir, report } = await compareSim({ TRITON_SIM_SLOW_WHEN_WARM: "chunk_bwd_1" }, 1);
     const file = path.join(dir, "compare.html");
     fs.writeFileSync(file, compareHtml(report));
-    const dom = execFileSync(
-      "chromium",
-      [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        `--user-data-dir=${path.join(dir, "chrome")}`,
-        "--dump-dom",
-        `file://${file}`,
-      ],
-      { timeout: 60_000 },
-    ).toString();
+    const dom = dumpDom(file, dir);
     // Drawn by the page's script: two bars per row (the command and the whole profile), a timeline per run, one bar per record.
     expect(dom.match(/class="bar cold"/g)).toHaveLength(2);
     expect(dom.match(/class="bar warm"/g)).toHaveLength(2);

@@ -1,7 +1,9 @@
+import fs from "node:fs";
 import { parseDuration } from "../../config/durations.js";
 import { UsageError } from "../../errors.js";
 import { readRunRecords, weeklyStats } from "../../history/stats.js";
 import { scopePlan } from "../../keys/scope.js";
+import { statsHtml } from "../../report/stats-html.js";
 import { openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
@@ -11,7 +13,7 @@ import { commandBasics, printJson } from "../setup.js";
  * from the run records `kcache run` leaves in the store. Pull requests' runs never count unless asked.
  */
 export async function statsCommand(
-  o: GlobalOptions & { prefix?: string; since?: string; allScopes?: boolean },
+  o: GlobalOptions & { prefix?: string; since?: string; allScopes?: boolean; html?: string },
 ) {
   const { config } = commandBasics(o);
   const store = openStore(config);
@@ -31,6 +33,11 @@ export async function statsCommand(
       (sinceMs === null || Date.now() - new Date(r.startedAt).getTime() <= sinceMs),
   );
   const weeks = weeklyStats(chosen);
+  const scope = o.allScopes ? "every scope" : defaultScope;
+  if (o.html) {
+    fs.writeFileSync(o.html, statsHtml({ store: store.description, scope, runs: chosen.length, weeks }));
+    process.stderr.write(`kcache: wrote ${o.html}\n`);
+  }
   if (o.json) {
     printJson({
       store: store.description,

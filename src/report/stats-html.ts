@@ -1,0 +1,84 @@
+import type { WeekStats } from "../history/stats.js";
+import { escapeHtml } from "./html-escape.js";
+
+export interface StatsPage {
+  store: string;
+  scope: string;
+  runs: number;
+  weeks: WeekStats[];
+}
+
+/**
+ * `kcache stats --html`: a self-contained page (data embedded as JSON, drawn by an inline script into
+ * SVG; no network) with, per workload prefix and week, the hit rate and the median Triton compile
+ * seconds of missed and of exact-hit runs, and the same numbers in a table.
+ */
+export function statsHtml(p: StatsPage): string {
+  const data = JSON.stringify(p).replace(/</g, "\\u003c");
+  const prefixes = [...new Set(p.weeks.map((w) => w.prefix))];
+  const cell = (v: number | null | undefined, d = 1) => (v === null || v === undefined ? "-" : v.toFixed(d));
+  const rows = p.weeks
+    .map(
+      (w) =>
+        `<tr><td>${escapeHtml(w.prefix)}</td><td>${w.week}</td><td>${w.runs}</td><td>${w.hits.exact} / ${w.hits.prefix} / ${w.hits.miss}</td><td>${w.hitRate === null ? "-" : `${Math.round(w.hitRate * 100)}%`}</td><td>${w.kernelsCompiled}</td><td>${cell(w.compileSecondsCold)} / ${cell(w.compileSecondsWarm)}</td><td>${cell(w.secondsSavedEstimate, 0)}</td><td>${cell(w.restoreSeconds?.p50, 2)} / ${cell(w.saveSeconds?.p50, 2)}</td></tr>`,
+    )
+    .join("\n");
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>kcache stats</title>
+<style>
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 1000px; color: #1d1d1f; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin-top: 2rem; }
+svg text { font-size: 12px; fill: #333; }
+.hit { fill: #2b9a66; } .cold { fill: #d9822b; } .warm { fill: #2b7bd9; }
+.legend span { display: inline-block; width: .8rem; height: .8rem; margin: 0 .3rem 0 1rem; vertical-align: middle; }
+table { border-collapse: collapse; margin: .5rem 0; } td, th { border: 1px solid #ddd; padding: .25rem .5rem; text-align: right; }
+td:first-child, th:first-child { text-align: left; }
+</style>
+</head>
+<body>
+<h1>kcache stats</h1>
+<p>${p.runs} runs of ${escapeHtml(p.scope)} in ${escapeHtml(p.store)}.</p>
+<p class="legend"><span class="hit" style="background:#2b9a66"></span>hit rate
+<span style="background:#d9822b"></span>compile s, runs that missed
+<span style="background:#2b7bd9"></span>compile s, exact hits</p>
+${prefixes.map((x, i) => `<h2>${escapeHtml(x)}</h2>\n<svg id="chart-${i}" data-prefix="${escapeHtml(x)}" role="img" aria-label="hit rate and compile seconds per week"></svg>`).join("\n")}
+<h2>Per week</h2>
+<table>
+<tr><th>prefix</th><th>week</th><th>runs</th><th>exact / prefix / miss</th><th>hit rate</th><th>kernels compiled</th><th>compile s cold / warm</th><th>saved s (est.)</th><th>restore / save s p50</th></tr>
+${rows}
+</table>
+<script>
+const data = ${data};
+const NS = "http://www.w3.org/2000/svg";
+const el = (name, attrs, text) => {
+  const e = document.createElementNS(NS, name);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  if (text !== undefined) e.textContent = text;
+  return e;
+};
+document.querySelectorAll("svg[data-prefix]").forEach((svg) => {
+  const weeks = data.weeks.filter((w) => w.prefix === svg.dataset.prefix).slice().reverse();
+  const maxS = Math.max(1e-9, ...weeks.flatMap((w) => [w.compileSecondsCold || 0, w.compileSecondsWarm || 0]));
+  const col = 90, h = 160, top = 20;
+  svg.setAttribute("width", String(60 + weeks.length * col));
+  svg.setAttribute("height", String(h + top + 40));
+  weeks.forEach((w, i) => {
+    const x = 50 + i * col;
+    const bar = (cls, k, value, scale) => {
+      const bh = value === null || value === undefined ? 0 : (value / scale) * h;
+      svg.appendChild(el("rect", { class: cls, x: x + k * 22, y: top + h - bh, width: 18, height: bh, "data-week": w.week, "data-value": value === null ? "" : Number(value).toFixed(3) }));
+    };
+    bar("hit", 0, w.hitRate, 1);
+    bar("cold", 1, w.compileSecondsCold, maxS);
+    bar("warm", 2, w.compileSecondsWarm, maxS);
+    svg.appendChild(el("text", { x, y: top + h + 16 }, w.week));
+  });
+});
+</script>
+</body>
+</html>
+`;
+}
