@@ -1,7 +1,8 @@
 /**
  * `npm run demo`: the main job on the embedded local store, cold then warm, on a simulated Triton;
  * then the same on a simulated Triton-Ascend 3.2 through `kcache run` (`npm run demo -- --ascend`
- * runs only that part).
+ * runs only that part); then run history: ten runs on main and a pull request with a planted 20%
+ * regression, `kcache stats`, and a `baseline: history` check that catches it (`-- --history`).
  *
  * demo/sim is a stand-in for Triton 3.6 and Triton-Ascend (it compiles nothing; it writes what they
  * write, where they write it, and looks kernels up as they do, sleeping per compile). The same
@@ -80,11 +81,13 @@ try {
 }
 
 const ascendOnly = process.argv.includes("--ascend");
+const historyOnly = process.argv.includes("--history");
 console.log(
   `kcache demo in ${work}\n(simulated Triton: each compile sleeps ${env.TRITON_SIM_COMPILE_MS} ms)\n`,
 );
-if (!ascendOnly) nvidiaDemo();
-ascendDemo();
+if (!ascendOnly && !historyOnly) nvidiaDemo();
+if (!historyOnly) ascendDemo();
+if (!ascendOnly) historyDemo();
 if (!process.env.KCACHE_DEMO_KEEP) fs.rmSync(work, { recursive: true, force: true });
 
 function nvidiaDemo(): void {
@@ -201,6 +204,82 @@ function ascendDemo(): void {
   );
   if (warm.kernels.compiled !== 0 || !warm.restore?.cacheHit) {
     console.error("kcache demo: the warm Triton-Ascend run compiled kernels; this is a bug");
+    process.exitCode = 1;
+  }
+}
+
+/**
+ * Run history: each `kcache run` leaves a record in the store. Ten runs on main (timings with a
+ * little noise), then a pull request whose op "chunk_kda" is 20% slower: its `baseline: history`
+ * check (the median of main's last five runs) fails, naming those runs; `kcache stats` sums main's.
+ */
+function historyDemo(): void {
+  console.log("\n== run history: ten runs on main, a pull request 20% slower ==");
+  const dir = path.join(work, "history");
+  fs.mkdirSync(dir, { recursive: true });
+  const bench = `python3 -c 'import json, os; f = float(os.environ["SLOW"]); json.dump({"results": [{"op": "chunk_kda", "median_ms": 2.0 * f}, {"op": "chunk_gdn", "median_ms": 1.5}]}, open("r.json", "w"))' && echo kernels > "$CACHE_ROOT/kernels.bin"`;
+  fs.writeFileSync(
+    path.join(dir, "kcache.yml"),
+    [
+      "caches:",
+      "  - name: triton",
+      "    kind: dir",
+      "    path: ${CACHE_ROOT:-cache}",
+      "key:",
+      "  prefix: demo-history",
+      "profiles:",
+      "  bench:",
+      "    commands:",
+      "      - name: bench",
+      `        run: ${JSON.stringify(bench)}`,
+      "    checks:",
+      "      - name: no slower than main",
+      "        type: threshold",
+      "        file: r.json",
+      "        key: [op]",
+      "        field: median_ms",
+      '        "<=": 1.10',
+      "        baseline: history",
+      "    compare:",
+      "      file: r.json",
+      "      key: [op]",
+      "",
+    ].join("\n"),
+  );
+  const run = (i: number, slow: number, ref = "refs/heads/main") => {
+    const runner = path.join(dir, `runner-${i}`);
+    return spawnSync(
+      process.execPath,
+      [BIN, "run", "--profile", "bench", "--json", "--out", path.join(runner, "out")],
+      {
+        cwd: dir,
+        env: {
+          ...env,
+          CACHE_ROOT: path.join(runner, "cache"),
+          KCACHE_STATE_DIR: path.join(runner, "state"),
+          GITHUB_ACTIONS: "true",
+          GITHUB_REF: ref,
+          GITHUB_EVENT_NAME: ref.startsWith("refs/pull/") ? "pull_request" : "push",
+          GITHUB_SHA: i.toString(16).padEnd(40, "a"),
+          SLOW: String(slow),
+        },
+      },
+    );
+  };
+  for (let i = 1; i <= 10; i++) run(i, 1 + ((i % 3) - 1) * 0.02);
+  const pr = run(11, 1.2, "refs/pull/42/merge");
+  const check = (JSON.parse(pr.stdout.toString()) as { checks: { passed: boolean; message: string }[] })
+    .checks[0];
+  console.log(`pull request 42, chunk_kda 20% slower: exit ${pr.status}; ${check?.message}`);
+  const same = run(12, 1.0, "refs/pull/43/merge");
+  console.log(`pull request 43, unchanged: exit ${same.status}`);
+  const stats = spawnSync(process.execPath, [BIN, "stats"], {
+    cwd: dir,
+    env: { ...env, GITHUB_ACTIONS: "true", GITHUB_REF: "refs/heads/main" },
+  });
+  process.stdout.write(stats.stdout.toString() + stats.stderr.toString());
+  if (pr.status !== 6 || check?.passed !== false || same.status !== 0) {
+    console.error("kcache demo: the history baseline did not catch the planted regression; this is a bug");
     process.exitCode = 1;
   }
 }
