@@ -9,6 +9,11 @@ export interface RecordChange {
   /** (head - base) / base, in percent. */
   changePct: number;
   flagged: boolean;
+  /**
+   * Where rounds disagree: the smallest and largest change of a single head round against the base
+   * median, in percent (present when the head has more than one round).
+   */
+  spreadPct?: [number, number];
 }
 
 export interface RecordDiff {
@@ -72,6 +77,7 @@ export function diffRecords(
       const headV = medianOf(bv);
       const changePct = baseV === 0 ? 0 : ((headV - baseV) / baseV) * 100;
       // A hair of tolerance: 1.9 vs 2.0 is -5% exactly, not -5.0000000001%.
+      const pct = (v: number) => (baseV === 0 ? 0 : ((v - baseV) / baseV) * 100);
       rows.push({
         id,
         metric,
@@ -79,6 +85,9 @@ export function diffRecords(
         head: headV,
         changePct,
         flagged: Math.abs(changePct) > threshold * 100 + 1e-9,
+        ...(bv.length > 1
+          ? { spreadPct: [pct(Math.min(...bv)), pct(Math.max(...bv))] as [number, number] }
+          : {}),
       });
     }
   }

@@ -22,7 +22,9 @@ h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin-top: 2rem; }
 svg text { font-size: 12px; fill: #333; }
 .cold { fill: #d9822b; } .warm { fill: #2b7bd9; } .stage-restore, .stage-save { fill: #7a7a7a; }
 .stage-command { fill: #2b9a66; } .stage-checks { fill: #b5b5b5; }
-.change { fill: #2b7bd9; } .change.flagged { fill: #d93a2b; } .threshold { stroke: #d93a2b; stroke-dasharray: 4 3; }
+.change.faster { fill: #2b9a66; } .change.slower { fill: #d9822b; } .change.flagged { stroke: #b3261e; stroke-width: 2; }
+.spread { stroke: #222; } .threshold { stroke: #d93a2b; stroke-dasharray: 4 3; }
+.legend span { display: inline-block; width: .8rem; height: .8rem; margin: 0 .3rem 0 1rem; vertical-align: middle; }
 table { border-collapse: collapse; margin: .5rem 0; } td, th { border: 1px solid #ddd; padding: .25rem .5rem; text-align: right; }
 td:first-child, th:first-child { text-align: left; }
 details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
@@ -38,6 +40,9 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
 <svg id="timeline" role="img" aria-label="stage timeline"></svg>
 <h2>Per-record timing change, warm vs cold</h2>
 <p id="records-note"></p>
+<p class="legend"><span style="background:#2b9a66"></span>faster warm than cold
+<span style="background:#d9822b"></span>slower <span style="border:2px solid #b3261e"></span>beyond the threshold
+(dashed lines) <span style="border-top:2px solid #222;height:0"></span>spread of the rounds</p>
 <svg id="changes" role="img" aria-label="per-record timing change"></svg>
 <details><summary>The same report as Markdown</summary><pre>${md}</pre></details>
 <script type="application/json" id="kcache-data">${data}</script>
@@ -103,9 +108,15 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
   // Per-record changes: diverging bars around zero, threshold lines, flagged in red.
   var d = r.records, ch = document.getElementById("changes"), note = document.getElementById("records-note");
   if (!d || !d.rows.length) { note.textContent = "No result file was compared (set compare: in the profile, or --file and --key)."; return; }
-  var lim = Math.max(d.threshold * 100 * 1.5, Math.max.apply(null, d.rows.map(function (q) { return Math.abs(q.changePct); })));
-  var mid = L + RW / 2, scale = (RW / 2) / lim, CH = d.rows.length * 20 + 30;
-  ch.setAttribute("width", W); ch.setAttribute("height", CH);
+  var lim = Math.max(d.threshold * 100 * 1.5, Math.max.apply(null, d.rows.map(function (q) {
+    return Math.max(Math.abs(q.changePct), q.spreadPct ? Math.max(Math.abs(q.spreadPct[0]), Math.abs(q.spreadPct[1])) : 0);
+  })));
+  // Labels are never cut: the label column is as wide as the longest label.
+  var label = function (q) { return d.metrics.length > 1 ? q.id + " " + q.metric : q.id; };
+  var LL = Math.min(520, 12 + 7 * Math.max.apply(null, d.rows.map(function (q) { return label(q).length; })));
+  var CW = Math.max(W, LL + 600), CR = CW - LL - 90;
+  var mid = LL + CR / 2, scale = (CR / 2) / lim, CH = d.rows.length * 20 + 30;
+  ch.setAttribute("width", CW); ch.setAttribute("height", CH);
   note.textContent = d.rows.length + " record timings matched on " + d.key.join(", ") + "; " + d.flagged + " moved more than " + (d.threshold * 100).toFixed(0) + "%.";
   [-1, 1].forEach(function (sgn) {
     var xx = mid + sgn * d.threshold * 100 * scale;
@@ -114,9 +125,19 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
   el(ch, "line", { x1: mid, x2: mid, y1: 0, y2: CH - 20, stroke: "#222" });
   d.rows.forEach(function (q, i) {
     var y = 6 + i * 20, w = Math.abs(q.changePct) * scale;
-    el(ch, "text", { x: 0, y: y + 12 }, (d.metrics.length > 1 ? q.id + " " + q.metric : q.id).slice(0, 30));
-    el(ch, "rect", { class: "change" + (q.flagged ? " flagged" : ""), x: q.changePct < 0 ? mid - w : mid, y: y, width: Math.max(0.5, w), height: 14, "data-id": q.id, "data-change": q.changePct.toFixed(2) });
-    el(ch, "text", { x: q.changePct < 0 ? mid + 6 : mid - 58, y: y + 12 }, (q.changePct >= 0 ? "+" : "") + q.changePct.toFixed(1) + "%");
+    var t = el(ch, "text", { x: 0, y: y + 12, class: "record-label" }, label(q));
+    el(t, "title", {}, label(q));
+    var dir = q.changePct < 0 ? "faster" : "slower";
+    el(ch, "rect", { class: "change " + dir + (q.flagged ? " flagged" : ""), x: q.changePct < 0 ? mid - w : mid, y: y, width: Math.max(0.5, w), height: 14, "data-id": q.id, "data-change": q.changePct.toFixed(2) });
+    var far = Math.abs(q.changePct) * scale;
+    if (q.spreadPct) {
+      var x1 = mid + q.spreadPct[0] * scale, x2 = mid + q.spreadPct[1] * scale;
+      el(ch, "line", { class: "spread", x1: x1, x2: x2, y1: y + 7, y2: y + 7, "data-id": q.id });
+      far = Math.max(Math.abs(q.spreadPct[0]), Math.abs(q.spreadPct[1])) * scale;
+    }
+    // The value goes past the bar and its whisker, on the bar's side: nothing is drawn over it.
+    var vx = q.changePct < 0 ? mid - far - 6 : mid + far + 6;
+    el(ch, "text", { x: vx, y: y + 12, "text-anchor": q.changePct < 0 ? "end" : "start", class: "change-value" }, (q.changePct >= 0 ? "+" : "") + q.changePct.toFixed(1) + "%");
   });
 })();
 </script>

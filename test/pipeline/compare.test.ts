@@ -64,6 +64,8 @@ describe("kcache compare", () => {
     expect(report.records).toMatchObject({ flagged: 0, missing: [], extra: [] });
     expect(report.records?.rows).toHaveLength(6);
     expect(report.records?.range.median_ms).toEqual([0, 0]);
+    // Two rounds: each record carries the spread of its rounds (here they agree: no spread).
+    expect(report.records?.rows.every((r) => r.spreadPct?.[0] === 0 && r.spreadPct?.[1] === 0)).toBe(true);
     const md = compareMarkdown(report);
     expect(md).toMatch(/Kernels compiled per run: cold 12, 12; warm 0, 0/);
     expect(md).toMatch(
@@ -90,8 +92,11 @@ describe("kcache compare", () => {
     expect(dom.match(/class="bar warm"/g)).toHaveLength(2);
     expect(dom).toMatch(/data-run="cold-1" data-stage="restore"/);
     expect(dom).toMatch(/data-run="warm-1" data-stage="bench"/);
-    expect(dom.match(/class="change( flagged)?"/g)).toHaveLength(6);
-    expect(dom.match(/class="change flagged"/g)).toHaveLength(1);
+    expect(dom.match(/class="change (faster|slower)( flagged)?"/g)).toHaveLength(6);
+    expect(dom.match(/class="change slower flagged"/g)).toHaveLength(1);
+    // Colour says direction, with a legend; labels are whole (never sliced).
+    expect(dom).toContain("faster warm than cold");
+    expect(dom).toMatch(/<text[^>]*class="record-label"[^>]*>op=chunk_bwd_1 mode=fwdbwd<title>/);
     expect(dom).toMatch(/data-id="op=chunk_bwd_1 mode=fwdbwd" data-change="50.00"/);
     expect(dom).toMatch(/Warm runs took [\d.]+ s against [\d.]+ s cold \(median of 1 each\)/);
     expect(dom).toContain("6 record timings matched on op, mode; 1 moved more than 5%.");
