@@ -273,7 +273,7 @@ function historyDemo(): void {
   console.log(`pull request 42, chunk_kda 20% slower: exit ${pr.status}; ${check?.message}`);
   const same = run(12, 1.0, "refs/pull/43/merge");
   console.log(`pull request 43, unchanged: exit ${same.status}`);
-  const stats = spawnSync(process.execPath, [BIN, "stats"], {
+  const stats = spawnSync(process.execPath, [BIN, "stats", "--html", path.join(dir, "stats.html")], {
     cwd: dir,
     env: { ...env, GITHUB_ACTIONS: "true", GITHUB_REF: "refs/heads/main" },
   });

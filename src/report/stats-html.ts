@@ -6,6 +6,8 @@ export interface StatsPage {
   scope: string;
   runs: number;
   weeks: WeekStats[];
+  /** Bytes of packs each prefix's keys reference now. */
+  storeBytes: Record<string, number>;
 }
 
 /**
@@ -40,7 +42,11 @@ td:first-child, th:first-child { text-align: left; }
 </head>
 <body>
 <h1>kcache stats</h1>
-<p>${p.runs} runs of ${escapeHtml(p.scope)} in ${escapeHtml(p.store)}.</p>
+<p>${p.runs} runs of ${escapeHtml(p.scope)} in ${escapeHtml(p.store)}. The store holds ${
+    Object.entries(p.storeBytes)
+      .map(([x, b]) => `${(b / 1e6).toFixed(1)} MB for ${escapeHtml(x)}`)
+      .join(", ") || "no keys"
+  }.</p>
 <p class="legend"><span class="hit" style="background:#2b9a66"></span>hit rate
 <span style="background:#d9822b"></span>compile s, runs that missed
 <span style="background:#2b7bd9"></span>compile s, exact hits</p>

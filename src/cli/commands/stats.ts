@@ -1,6 +1,8 @@
 import fs from "node:fs";
+import { readCatalog } from "../../cache/catalog.js";
 import { parseDuration } from "../../config/durations.js";
 import { UsageError } from "../../errors.js";
+import { formatBytes } from "../../format.js";
 import { readRunRecords, weeklyStats } from "../../history/stats.js";
 import { scopePlan } from "../../keys/scope.js";
 import { statsHtml } from "../../report/stats-html.js";
@@ -33,9 +35,24 @@ export async function statsCommand(
       (sinceMs === null || Date.now() - new Date(r.startedAt).getTime() <= sinceMs),
   );
   const weeks = weeklyStats(chosen);
+  // What each workload's keys hold in the store now: the packs its manifests reference, each once.
+  const storeBytes: Record<string, number> = {};
+  const counted = new Set<string>();
+  for (const item of await readCatalog(store)) {
+    const m = item.manifest;
+    if (!m || (o.prefix && !m.prefix.startsWith(o.prefix))) continue;
+    for (const pack of m.packs) {
+      if (counted.has(pack.object)) continue;
+      counted.add(pack.object);
+      storeBytes[m.prefix] = (storeBytes[m.prefix] ?? 0) + pack.size;
+    }
+  }
   const scope = o.allScopes ? "every scope" : defaultScope;
   if (o.html) {
-    fs.writeFileSync(o.html, statsHtml({ store: store.description, scope, runs: chosen.length, weeks }));
+    fs.writeFileSync(
+      o.html,
+      statsHtml({ store: store.description, scope, runs: chosen.length, weeks, storeBytes }),
+    );
     process.stderr.write(`kcache: wrote ${o.html}\n`);
   }
   if (o.json) {
@@ -56,7 +73,11 @@ export async function statsCommand(
   }
   const s = (v: number | null | undefined, d = 1) => (v === null || v === undefined ? "-" : v.toFixed(d));
   const lines = [
-    `${chosen.length} runs of ${o.allScopes ? "every scope" : defaultScope} in ${store.description}`,
+    `${chosen.length} runs of ${o.allScopes ? "every scope" : defaultScope} in ${store.description}; the store holds ${
+      Object.entries(storeBytes)
+        .map(([p, b]) => `${formatBytes(b)} for ${p}`)
+        .join(", ") || "no keys"
+    }`,
     "",
     "| prefix | week | runs | passed | exact / prefix / miss | hit rate | kernels compiled | loaded | compile s cold / warm | saved s (est.) | restore s p50 / p90 | save s p50 / p90 |",
     "|---|---|---:|---:|---|---:|---:|---:|---|---:|---|---|",
