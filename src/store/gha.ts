@@ -87,13 +87,24 @@ export function ghaStore(settings: GhaSettings): Store {
     throw new StoreError(`GitHub cache: ${method} failed: ${last}`);
   };
 
-  /** The signed URL of an object's blob, or null when the service has no such entry. */
-  const downloadUrl = async (name: string): Promise<string | null> => {
+  /** GitHub's lookup: the key exactly, then the newest entry starting with each restore key. */
+  const lookup = async (
+    name: string,
+    restoreKeys: string[],
+  ): Promise<{ url: string; matchedKey: string } | null> => {
     const r = await twirp<{ ok?: boolean; signed_download_url?: string; matched_key?: string }>(
       "GetCacheEntryDownloadURL",
-      { key: key(name), restore_keys: [], version: KCACHE_GHA_VERSION },
+      { key: key(name), restore_keys: restoreKeys.map(key), version: KCACHE_GHA_VERSION },
     );
-    return r.ok && r.signed_download_url && r.matched_key === key(name) ? r.signed_download_url : null;
+    return r.ok && r.signed_download_url && r.matched_key
+      ? { url: r.signed_download_url, matchedKey: r.matched_key }
+      : null;
+  };
+
+  /** The signed URL of an object's blob, or null when the service has no such entry. */
+  const downloadUrl = async (name: string): Promise<string | null> => {
+    const hit = await lookup(name, []);
+    return hit?.matchedKey === key(name) ? hit.url : null;
   };
 
   const upload = async (name: string, body: Readable | Buffer): Promise<number | "exists"> => {
@@ -227,14 +238,8 @@ export function ghaStore(settings: GhaSettings): Store {
           "GitHub's cache service cannot list packs without a token: set GITHUB_TOKEN (permissions: actions: write) and GITHUB_REPOSITORY for ls and prune",
         );
       }
-      const r = await twirp<{ ok?: boolean; matched_key?: string }>("GetCacheEntryDownloadURL", {
-        key: key(prefix),
-        restore_keys: [key(prefix)],
-        version: KCACHE_GHA_VERSION,
-      });
-      return r.ok && r.matched_key
-        ? [{ name: r.matched_key.slice("kcache/".length), size: 0, modified: new Date() }]
-        : [];
+      const hit = await lookup(prefix, [prefix]);
+      return hit ? [{ name: hit.matchedKey.slice("kcache/".length), size: 0, modified: new Date() }] : [];
     },
 
     // Without a REST token there is no delete for a job: entries age out after 7 days unused.
