@@ -69,11 +69,16 @@ interface EventFacts {
   defaultBranch: string | null;
 }
 
+/** The scope the default branch's runs write and everyone reads ("branch/main"). */
+export function defaultBranchScope(defaultBranch: string): string {
+  return `branch/${defaultBranch}`;
+}
+
 /** Works out the scopes from GitHub's variables and event payload, or from git outside GitHub. */
 export function scopePlan(env: NodeJS.ProcessEnv, cwd: string, configuredDefault?: string): ScopePlan {
   const facts = eventFacts(env);
   const defaultBranch = configuredDefault ?? facts.defaultBranch ?? "main";
-  const def = `branch/${defaultBranch}`;
+  const def = defaultBranchScope(defaultBranch);
   const uniq = (xs: string[]) => [...new Set(xs)];
 
   const ref = env.GITHUB_REF ?? "";

@@ -4,7 +4,8 @@ import type { JobContext } from "../cache/job-context.js";
 import { medianOf } from "../checks/record-diff.js";
 import { getPath, identity, readRecords } from "../checks/records.js";
 import type { CheckSpec } from "../config/profile-schema.js";
-import { RUNS } from "../store/layout.js";
+import { defaultBranchScope } from "../keys/scope.js";
+import { runListPrefix } from "../store/layout.js";
 import { type HistoryRows, type RunRecord, readRunRecords } from "./run-record.js";
 
 type Threshold = Extract<CheckSpec, { type: "threshold" }>;
@@ -33,11 +34,10 @@ export async function historyBaseline(
   profile: string,
   outDir: string,
 ): Promise<HistoryBaseline> {
-  const scope = `branch/${ctx.scopes.defaultBranch}`;
+  const scope = defaultBranchScope(ctx.scopes.defaultBranch);
   let runs: RunRecord[] = [];
   try {
-    const under = `${RUNS}/${encodeURIComponent(scope)}/${encodeURIComponent(ctx.prefix)}/`;
-    runs = (await readRunRecords(ctx.store, under)).records.filter(
+    runs = (await readRunRecords(ctx.store, runListPrefix(scope, ctx.prefix))).records.filter(
       (r) => r.passed && r.profile === profile && r.stackId === ctx.stack.stackId && r.history?.[name],
     );
   } catch (e) {

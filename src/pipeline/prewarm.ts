@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import picomatch from "picomatch";
 import { findManifest } from "../cache/lookup.js";
+import { defaultBranchScope } from "../keys/scope.js";
 import { manifestObject } from "../store/layout.js";
 import { type RunOptions, type RunReport, runProfile } from "./run-profile.js";
 
@@ -34,7 +35,7 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
     return { outcome, key: ctx.key, matchedKey, message, run };
   };
 
-  const defaultScope = `branch/${ctx.scopes.defaultBranch}`;
+  const defaultScope = defaultBranchScope(ctx.scopes.defaultBranch);
   if (ctx.scopes.write !== defaultScope) {
     const event = opts.job.env.GITHUB_EVENT_NAME;
     ctx.log.warn(

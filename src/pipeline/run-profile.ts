@@ -10,16 +10,12 @@ import { parseDuration } from "../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
 import { ExitCode, UsageError } from "../errors.js";
 import type { Job } from "../job/build-job.js";
+import { defaultBranchScope } from "../keys/scope.js";
 import { mayHoldKernels } from "../kinds/registry.js";
 import { deviceEnv } from "../process/devices.js";
 import { runCommand } from "../process/run-command.js";
 import { withSources } from "../process/source-env.js";
-import {
-  compiledBetween,
-  type FolderCount,
-  type KernelSnapshot,
-  snapshotKernels,
-} from "../telemetry/folder-count.js";
+import { compiledBetween, type FolderCount, KernelFolders } from "../telemetry/folder-count.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
 import { historyBaseline, historyRows, isHistoryCheck } from "./history-baseline.js";
@@ -174,7 +170,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   }
   const workdir = profile.workdir ? path.resolve(cwd, profile.workdir) : cwd;
   // Triton caches (or ones whose kind is detected later) are where compiles can be counted without a listener.
-  const kernelRoots = ctx.caches.filter(mayHoldKernels).map((c) => c.path);
+  const folders = new KernelFolders(ctx.caches.filter(mayHoldKernels).map((c) => c.path));
   const commands: CommandReport[] = [];
   let failedCommand: CommandReport | null = null;
   const runOne = async (
@@ -188,7 +184,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     const devs = cmd.devices ?? devices;
     const cmdEnv = telemetryEnv({ ...baseEnv, ...cmd.env, ...(devs ? deviceEnv(devs) : {}) }, telemetryFile);
     const logFile = path.join(outDir, "logs", `${cmd.name}.log`);
-    const before = group === null ? snapshotKernels(kernelRoots) : null;
+    const before = group === null && folders.counting ? folders.before() : null;
     if (echo && gha && !prefix) echo.write(`::group::${cmd.name}: ${cmd.run}\n`);
     else log.info(`${cmd.name}: ${cmd.run}${devs ? ` (devices ${devs.join(",")})` : ""}`);
     const cmdCwd = cmd.workdir ? path.resolve(workdir, cmd.workdir) : workdir;
@@ -213,7 +209,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
       devices: devs ? devs.join(",") : null,
       kernels: commandKernels(
         readTelemetry(telemetryFile),
-        before && kernelRoots.length ? compiledBetween(before, snapshotKernels(kernelRoots)) : null,
+        before ? compiledBetween(before, folders.after()) : null,
       ),
     };
     commands.push(report);
@@ -237,7 +233,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
       });
       continue;
     }
-    if ("parallel" in item) stages.push(await runGroup(item, runOne, kernelRoots, commands));
+    if ("parallel" in item) stages.push(await runGroup(item, runOne, folders, commands));
     else stages.push((await runOne(item, null, undefined)).stage);
   }
 
@@ -251,7 +247,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     if (isHistoryCheck(spec)) {
       const name = checkName(spec, i);
       const base = await historyBaseline(spec, name, ctx, profileName, outDir);
-      const defaultScope = `branch/${ctx.scopes.defaultBranch}`;
+      const defaultScope = defaultBranchScope(ctx.scopes.defaultBranch);
       if (base.file) {
         result = await runCheck({ ...spec, baseline: base.file }, i, workdir, baseEnv, logFile);
         result.message += ` (baseline: the median of ${defaultScope}'s last ${base.runs.length} runs: ${base.runs.join(", ")})`;
@@ -382,11 +378,11 @@ async function runGroup(
     devices: string[] | undefined,
     prefix?: string,
   ) => Promise<{ report: CommandReport; stage: Stage }>,
-  kernelRoots: string[],
+  folders: KernelFolders,
   commands: CommandReport[],
 ): Promise<Stage> {
   const g0 = performance.now();
-  const before: KernelSnapshot | null = kernelRoots.length ? snapshotKernels(kernelRoots) : null;
+  const before = folders.counting ? folders.before() : null;
   const slots = group.devices ? group.devices.length : group.parallel.length;
   const children: Stage[] = new Array(group.parallel.length);
   let next = 0;
@@ -405,8 +401,9 @@ async function runGroup(
   const members = commands.filter((c) => c.group === group.name);
   const folder =
     before && members.some((c) => c.kernels.status === "unavailable")
-      ? compiledBetween(before, snapshotKernels(kernelRoots))
+      ? compiledBetween(before, folders.after())
       : null;
+  if (!folder) folders.forget();
   return {
     name: group.name,
     kind: "group",

@@ -39,22 +39,25 @@ export const RUN_RECORD_SCHEMA = "kcache-run-record/1";
 const MAX_RECORDS = 2000;
 
 /** What one `kcache run` leaves in the store: small, and enough for `kcache stats` and baselines. */
-export interface RunRecord {
+export interface RunRecord
+  extends Pick<
+    RunOutcome,
+    | "profile"
+    | "scope"
+    | "key"
+    | "revision"
+    | "stackId"
+    | "startedAt"
+    | "seconds"
+    | "passed"
+    | "firstFailure"
+    | "stages"
+    | "kernels"
+  > {
   schema: typeof RUN_RECORD_SCHEMA;
-  profile: string;
   prefix: string;
-  scope: string;
-  key: string;
-  revision: string;
-  stackId: string;
-  startedAt: string;
-  seconds: number;
-  passed: boolean;
-  firstFailure: string | null;
   /** exact: the key itself; prefix: an older key; miss: nothing restored; none: not restored (cold run). */
   hit: "exact" | "prefix" | "miss" | "none";
-  stages: { name: string; kind: string; seconds: number; status: string }[];
-  kernels: RunOutcome["kernels"];
   restore: { seconds: number; entries: number; bytes: number } | null;
   save: { seconds: number; outcome: string; bytesUploaded: number } | null;
   /** The checked result records the profile's compare: section names: identity and metric values. */

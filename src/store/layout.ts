@@ -53,7 +53,12 @@ export function parseCondemnedObject(name: string): string | null {
 
 /** A run record's name: the scope that ran it, the workload prefix, and an id that sorts by time. */
 export function runObject(scope: string, prefix: string, id: string): string {
-  return `${RUNS}/${enc(scope)}/${enc(prefix)}/${id}.json`;
+  return `${runListPrefix(scope, prefix)}${id}.json`;
+}
+
+/** Names of the run records of one scope and workload prefix. */
+export function runListPrefix(scope: string, prefix: string): string {
+  return `${RUNS}/${enc(scope)}/${enc(prefix)}/`;
 }
 
 /** Scope and prefix of a run record's name, or null for anything else. */

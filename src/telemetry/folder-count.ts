@@ -67,3 +67,34 @@ export function compiledBetween(before: KernelSnapshot, after: KernelSnapshot): 
     .map(([n]) => n);
   return { compiled, kernels };
 }
+
+/**
+ * The Triton caches' group files between the commands of a run. The scan taken after one command
+ * (or parallel group) is the next one's "before": one scan per command, not two.
+ */
+export class KernelFolders {
+  private last: KernelSnapshot | null = null;
+
+  constructor(readonly roots: string[]) {}
+
+  /** Whether there is a folder to count in. */
+  get counting(): boolean {
+    return this.roots.length > 0;
+  }
+
+  /** The folders as they are now, from the last scan when nothing ran since. */
+  before(): KernelSnapshot {
+    return this.last ?? this.after();
+  }
+
+  /** Scans the folders now; the scan is the next command's "before". */
+  after(): KernelSnapshot {
+    this.last = snapshotKernels(this.roots);
+    return this.last;
+  }
+
+  /** Something ran that was not scanned after: the next "before" scans again. */
+  forget(): void {
+    this.last = null;
+  }
+}

@@ -4,7 +4,7 @@ import { parseDuration } from "../../config/durations.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import { readRunRecords, weeklyStats } from "../../history/stats.js";
-import { scopePlan } from "../../keys/scope.js";
+import { defaultBranchScope, scopePlan } from "../../keys/scope.js";
 import { statsHtml } from "../../report/stats-html.js";
 import { openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
@@ -26,7 +26,9 @@ export async function statsCommand(
   const sinceMs = o.since ? parseDuration(o.since) : null;
   if (o.since && sinceMs === null)
     throw new UsageError(`--since ${o.since}: use a number and a unit, like 30d or 12h`);
-  const defaultScope = `branch/${scopePlan(process.env, process.cwd(), config.key.defaultBranch).defaultBranch}`;
+  const defaultScope = defaultBranchScope(
+    scopePlan(process.env, process.cwd(), config.key.defaultBranch).defaultBranch,
+  );
   const { records, unreadable } = await readRunRecords(store);
   const chosen = records.filter(
     (r) =>
