@@ -48,3 +48,83 @@ export function s3Table(rows: { label: string; op: string; row: S3Row }[]): stri
     }),
   ];
 }
+
+/** One process's wall seconds and peak RSS bytes. */
+export interface Run {
+  s: number;
+  rss: number;
+}
+
+/** bench/run-speed-bench.ts's raw results. */
+export interface SpeedRaw {
+  machine: string;
+  command: string;
+  rounds: number;
+  sizes: {
+    size: string;
+    entries: number;
+    bytes: number;
+    save: { kcache: Run[]; tar: Run[] };
+    restore: { kcache: Run[]; tar: Run[] };
+    floors: { zstdToNull: number[]; tarExtract: number[]; sha256: number[] };
+    fixed: { node: number[]; key: number[]; miss: number[]; nothingNew: number[] } | null;
+  }[];
+}
+
+const mb = (b: number) => `${(b / 1e6).toFixed(0)} MB`;
+
+/** Issue 15's goal table: CLI end to end against tar + zstd, with peak RSS, fixed costs and floors. */
+export function speedTable(raw: SpeedRaw): string[] {
+  const lines = [
+    `Machine: ${raw.machine}. Command: \`${raw.command}\`, ${raw.rounds} interleaved rounds per row.`,
+    "",
+    "| cache | operation | kcache median (min–max) | tar+zstd median | kcache / tar+zstd (median of rounds) | goal | kcache peak RSS (median) | tar+zstd peak RSS |",
+    "|---|---|---|---|---|---|---|---|",
+  ];
+  for (const z of raw.sizes) {
+    const label = `${z.size} (${z.entries} entries, ${mb(z.bytes)})`;
+    for (const [op, pair, goal, ref] of [
+      ["restore", z.restore, "≤ 1.0x", "zstd -d \\| tar -x"],
+      ["full save", z.save, "≤ 1.2x", "tar -c \\| zstd -T0 -3"],
+    ] as const) {
+      const k = pair.kcache.map((r) => r.s);
+      const t = pair.tar.map((r) => r.s);
+      const ratio = median(k.map((v, i) => v / (t[i] as number)));
+      lines.push(
+        `| ${label} | ${op} (vs ${ref}) | ${fmtSeconds(median(k))} (${fmtSeconds(Math.min(...k))}–${fmtSeconds(Math.max(...k))}) | ${fmtSeconds(median(t))} | ${ratio.toFixed(2)}x | ${goal} | ${mb(median(pair.kcache.map((r) => r.rss)))} | ${mb(median(pair.tar.map((r) => r.rss)))} |`,
+      );
+    }
+  }
+  lines.push(
+    "",
+    "Fixed cost of a command (110 MB cache; goal ≤ 150 ms), median of the rounds beside `node -e 0`:",
+    "",
+    "| command | median (min–max) | node -e 0 |",
+    "|---|---|---|",
+  );
+  for (const z of raw.sizes) {
+    if (!z.fixed) continue;
+    const f = z.fixed;
+    for (const [name, xs] of [
+      ["kcache key", f.key],
+      ["kcache restore, a miss", f.miss],
+      ["kcache save, nothing new", f.nothingNew],
+    ] as const) {
+      lines.push(
+        `| ${name} | ${fmtSeconds(median(xs))} (${fmtSeconds(Math.min(...xs))}–${fmtSeconds(Math.max(...xs))}) | ${fmtSeconds(median(f.node))} |`,
+      );
+    }
+  }
+  lines.push(
+    "",
+    "Floors on this machine (median): what decompression, extraction and hashing cost alone.",
+    "",
+    "| cache | zstd -d to /dev/null | tar -x of the uncompressed tar | sha256 of the tar bytes |",
+    "|---|---|---|---|",
+    ...raw.sizes.map(
+      (z) =>
+        `| ${z.size} | ${fmtSeconds(median(z.floors.zstdToNull))} | ${fmtSeconds(median(z.floors.tarExtract))} | ${fmtSeconds(median(z.floors.sha256))} |`,
+    ),
+  );
+  return lines;
+}

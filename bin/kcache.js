@@ -1,9 +1,14 @@
 #!/usr/bin/env node
+import fs from "node:fs";
+
+// build/cli/ is the bundled CLI (scripts/bundle-cli.mjs), which starts faster; build/src/ is tsc's.
+const dir = fs.existsSync(new URL("../build/cli/main.js", import.meta.url))
+  ? "../build/cli"
+  : "../build/src/cli";
+const probe = dir === "../build/cli" ? `${dir}/python-probe.js` : "../build/src/stack/python-probe.js";
 // Commands that key by the software stack start its Python probe first, so the interpreter runs
 // while Node loads the CLI (kcache.yml's stack.python, when it is not python3, is probed later).
 const STACKED = new Set(["key", "restore", "save", "run", "prewarm", "stack", "compare"]);
 if (STACKED.has(process.argv[2]))
-  import("../build/src/stack/python-probe.js")
-    .then((p) => p.probePython("python3", process.env))
-    .catch(() => {});
-import("../build/src/cli/main.js").then((m) => m.main(process.argv));
+  import(probe).then((p) => p.probePython("python3", process.env)).catch(() => {});
+import(`${dir}/main.js`).then((m) => m.main(process.argv));

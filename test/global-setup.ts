@@ -36,4 +36,9 @@ export default function setup(): void {
       stdio: "inherit",
     },
   );
+  // bin/kcache.js runs the bundled CLI when build/cli/ exists: it must be this source's too.
+  execFileSync(process.execPath, [path.join(root, "scripts/bundle-cli.mjs")], {
+    cwd: root,
+    stdio: "inherit",
+  });
 }

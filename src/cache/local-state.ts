@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type { Manifest } from "../manifest/manifest.js";
 
@@ -18,12 +17,7 @@ export interface LocalState {
   index: Record<string, Record<string, [string, string]>>;
 }
 
-/** $KCACHE_STATE_DIR, else $RUNNER_TEMP/kcache-state on GitHub runners, else ~/.cache/kcache-state. */
-export function stateDir(env: NodeJS.ProcessEnv): string {
-  if (env.KCACHE_STATE_DIR) return env.KCACHE_STATE_DIR;
-  if (env.RUNNER_TEMP) return path.join(env.RUNNER_TEMP, "kcache-state");
-  return path.join(env.HOME || os.homedir(), ".cache", "kcache-state");
-}
+export { stateDir } from "../state-dir.js";
 
 /** One state file per workload prefix and set of cache paths. */
 export function stateFile(dir: string, prefix: string, cachePaths: string[]): string {

@@ -7,7 +7,11 @@ import { KCACHE_PRIVATE_PREFIX, type ScanResult } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
 import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
-import { makeStaging, type PackReadResult, type RestoreTarget, readPack } from "../pack/pack-reader.js";
+import { makeStaging } from "../pack/entry-stager.js";
+import type { RestoreTarget } from "../pack/member-policy.js";
+import { type PackReadResult, readPack } from "../pack/pack-reader.js";
+import { restoreOnThread } from "../pack/restore-on-thread.js";
+import { ThreadPool, threadCount } from "../pack/thread-pool.js";
 import { processAlive } from "../process-alive.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
@@ -41,7 +45,10 @@ export interface RestoreReport {
   caches: { name: string; path: string; entries: number; bytes: number }[];
 }
 
+/** Packs read at once in this thread (their downloads overlap) when no worker threads are used. */
 const PACK_CONCURRENCY = 4;
+/** Below this many compressed bytes in all, starting threads costs more than it saves. */
+const THREADS_ABOVE = 4 * 1024 * 1024;
 
 /**
  * Restores the best-matching manifest into the configured cache paths, wherever they are on this
@@ -218,10 +225,15 @@ async function readPacks(
     list.push(e);
     byPack.set(e.pack, list);
   }
-  const jobs = [...byPack.entries()];
+  // Largest packs first, so threads finish together.
+  const jobs = [...byPack.entries()].sort(
+    (a, b) => (manifest.packs[b[0]]?.size ?? 0) - (manifest.packs[a[0]]?.size ?? 0),
+  );
   const out: { refs: EntryRef[]; result: PackReadResult }[] = [];
   const total = jobs.reduce((s, [i]) => s + (manifest.packs[i]?.size ?? 0), 0);
   const progress = ctx.progress?.("restoring", total);
+  const threads = jobs.length > 1 && total > THREADS_ABOVE ? threadCount(jobs.length) : 0;
+  const pool = threads > 1 ? ThreadPool.open(threads) : null;
   let next = 0;
   const worker = async () => {
     while (next < jobs.length) {
@@ -230,8 +242,15 @@ async function readPacks(
       if (!pack) continue;
       let result: PackReadResult;
       try {
-        const source = await ctx.store.get(pack.object);
-        result = await readPack(source, pack, refs, targets, (n) => progress?.add(n));
+        if (pool)
+          result = await restoreOnThread(pool, ctx.store, pack.object, pack, refs, targets, (n) =>
+            progress?.add(n),
+          );
+        else {
+          const file = ctx.store.localFile?.(pack.object);
+          const source = file ? { file } : await ctx.store.get(pack.object);
+          result = await readPack(source, pack, refs, targets, (n) => progress?.add(n));
+        }
       } catch (e) {
         result = {
           restored: [],
@@ -245,9 +264,11 @@ async function readPacks(
     }
   };
   try {
-    await Promise.all(Array.from({ length: Math.min(PACK_CONCURRENCY, jobs.length) }, worker));
+    const lanes = pool ? threads : Math.min(PACK_CONCURRENCY, jobs.length);
+    await Promise.all(Array.from({ length: lanes }, worker));
   } finally {
     progress?.done();
+    await pool?.close();
   }
   return out;
 }

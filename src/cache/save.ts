@@ -14,7 +14,8 @@ import {
 } from "../manifest/manifest.js";
 import { EntryDigest } from "../pack/entry-digest.js";
 import { chunks, closeEntry, openEntry } from "../pack/entry-source.js";
-import { type PackInput, type WrittenPack, writePack } from "../pack/pack-writer.js";
+import { type BuildInput, type WrittenPack, writePack } from "../pack/pack-writer.js";
+import { saveThreads, ThreadPool } from "../pack/thread-pool.js";
 import { manifestObject, packObject } from "../store/layout.js";
 import { VERSION } from "../version.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
@@ -290,28 +291,47 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     }
 
     // Write the new packs.
+    // Packs are written in parallel, one per thread; `written` keeps their order.
+    const groups = splitBySize(toPack, packTarget(toPack, ctx.save.packBytes));
     const written: WrittenPack[] = [];
+    const slots: (WrittenPack | undefined)[] = new Array(groups.length);
     const progress = ctx.progress?.("uploading", null);
+    const { threads, zstd } = saveThreads(groups.length);
+    const pool = threads > 1 ? ThreadPool.open(threads) : null;
     try {
-      for (const group of splitBySize(toPack, ctx.save.packBytes)) {
-        const inputs: PackInput[] = group.map((p) => ({
-          cache: p.cache,
-          kind: p.kind,
-          root: p.root,
-          entry: p.entry,
-        }));
-        const packId = `${leaseId}-${written.length}`;
-        const w = await writePack(store, packObject(scope, packId), inputs, ctx.save.compressionLevel, (n) =>
-          progress?.add(n),
-        );
-        written.push(w);
-        report.skipped.vanished += w.vanished.length;
-      }
+      let next = 0;
+      const lane = async () => {
+        while (next < groups.length) {
+          const i = next++;
+          const inputs: BuildInput[] = (groups[i] as Present[]).map((p) => ({
+            cache: p.cache,
+            kind: p.kind.kind,
+            root: p.root,
+            entry: p.entry,
+          }));
+          const w = await writePack(
+            store,
+            packObject(scope, `${leaseId}-${i}`),
+            inputs,
+            ctx.save.compressionLevel,
+            (n) => progress?.add(n),
+            pool,
+            zstd,
+          );
+          slots[i] = w;
+        }
+      };
+      const settled = await Promise.allSettled(Array.from({ length: pool ? threads : 1 }, lane));
+      for (const w of slots) if (w) written.push(w);
+      const failed = settled.find((r) => r.status === "rejected");
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+      for (const w of written) report.skipped.vanished += w.vanished.length;
     } catch (e) {
       await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
       throw e;
     } finally {
       progress?.done();
+      await pool?.close();
     }
 
     // The manifest: parent packs still referenced (re-indexed), then the new ones.
@@ -451,6 +471,21 @@ function hashEntry(p: Present): string | null {
     closeEntry(files);
   }
   return d.digest();
+}
+
+/** Packs of at least this many bytes are worth a thread of their own. */
+const MIN_PACK_BYTES = 8 * 1024 * 1024;
+/** A save splits into about this many packs, when big enough, so threads can share the work. */
+const PACKS_FOR_THREADS = 8;
+
+/**
+ * The uncompressed size to split new entries by: save.pack-mib at most, but small enough that a large
+ * save makes about eight packs of 8 MiB or more, which restores and later saves spread over threads.
+ * It depends only on the bytes saved, never on this machine, so every runner splits alike.
+ */
+function packTarget(items: Present[], packBytes: number): number {
+  const total = items.reduce((n, p) => n + p.size, 0);
+  return Math.min(packBytes, Math.max(MIN_PACK_BYTES, Math.ceil(total / PACKS_FOR_THREADS)));
 }
 
 /** Groups entries into packs of about `target` uncompressed bytes, in a stable order. */

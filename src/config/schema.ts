@@ -92,7 +92,7 @@ export const saveSchema = z
     /** Consolidate when this share of the referenced packs' bytes belongs to entries no longer used. */
     "max-dead-share": z.number().min(0).max(1).default(0.5),
     /** Split a save's new entries into packs of about this many uncompressed MiB (restore runs them in parallel). */
-    "pack-mib": z.number().int().min(1).max(65536).default(256),
+    "pack-mib": z.number().int().min(1).max(65536).default(64),
     "compression-level": z.number().int().min(1).max(19).default(3),
   })
   .strict();
@@ -117,7 +117,7 @@ export const configSchema = z
     save: saveSchema.default({
       "max-chain": 8,
       "max-dead-share": 0.5,
-      "pack-mib": 256,
+      "pack-mib": 64,
       "compression-level": 3,
     }),
     stack: stackSchema.default({ python: "python3", pins: {} }),

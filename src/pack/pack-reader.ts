@@ -1,34 +1,16 @@
-import { randomBytes } from "node:crypto";
-import { once } from "node:events";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
-import path from "node:path";
-import { type Readable, Writable } from "node:stream";
+import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { Parser, type ReadEntry } from "tar";
-import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
-import { createFileFully, writeFullySync } from "./checked-write.js";
-import { DigestStream } from "./digest-stream.js";
-import { EntryDigest } from "./entry-digest.js";
-import { ensureRealDirs } from "./real-dirs.js";
+import { StagedEntry, type WantedEntry } from "./entry-stager.js";
+import { locateMember, type RestoreTarget } from "./member-policy.js";
+import { type MemberSink, type TarMember, TarReader } from "./tar-reader.js";
 import { decompressStream } from "./zstd.js";
+import { SyncDecompressor, zstdBinding } from "./zstd-sync.js";
 
-/** An entry the manifest promises in this pack. */
-export interface WantedEntry {
-  cache: string;
-  name: string;
-  sha256: string;
-  size: number;
-  files: number;
-}
-
-/** Where one cache's entries are restored. */
-export interface RestoreTarget {
-  kind: CacheKind;
-  root: string;
-  /** A private folder inside `root` (same filesystem) where entries are assembled before rename. */
-  staging: string;
-}
+export type { WantedEntry } from "./entry-stager.js";
+export type { RestoreTarget } from "./member-policy.js";
 
 /** What the manifest says of the pack as a whole: reading stops as soon as the pack exceeds it. */
 export interface PackPromise {
@@ -52,13 +34,6 @@ export interface PackReadResult {
   bytes: number;
 }
 
-const REGULAR = new Set(["File", "OldFile", "ContiguousFile"]);
-/** Files above this are streamed to the staging folder as they arrive instead of held in memory. */
-const STREAM_ABOVE = 32 * 1024 * 1024;
-/** Verified bytes waiting to be written before the reader stops taking input. */
-const MAX_PENDING_BYTES = 64 * 1024 * 1024;
-/** Entries being written at once per pack; each holds one file open at a time, so this bounds open files. */
-const MAX_WRITING_ENTRIES = 32;
 /** Tar overhead allowed per entry on top of its bytes (headers, padding, PAX names of ~10 files). */
 const TAR_OVERHEAD_PER_ENTRY = 64 * 1024;
 
@@ -67,317 +42,210 @@ export function tarBytesLimit(pack: PackPromise): number {
   return pack.entryBytes + pack.entries * TAR_OVERHEAD_PER_ENTRY + 1024 * 1024;
 }
 
-interface StagedFile {
-  rel: string;
-  chunks: Buffer[];
-  /** Open descriptor of a large file being streamed to the staging folder. */
-  fd: number | null;
-  /** Written as it arrived (a large file), so not held in `chunks`. */
-  streamed: boolean;
-}
+/**
+ * Restores the wanted entries of one pack, fed its compressed bytes (`compressed`) and their
+ * decompressed tar stream (`tar`), synchronously. Every member is checked before a byte is written
+ * (see locateMember and StagedEntry); the pack may not run past its listed size, nor expand past its
+ * entries' bytes plus tar overhead. Entries are verified and placed as the pack is read, one at a
+ * time, so memory holds one decompression window and the entry's small relocatable files.
+ */
+export class PackRestorer {
+  readonly result: PackReadResult = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
+  private readonly byId: Map<string, WantedEntry>;
+  private readonly seen = new Set<string>();
+  private readonly hash = createHash("sha256");
+  private readonly reader: TarReader;
+  private readonly tarLimit: number;
+  private tarBytes = 0;
+  private current: StagedEntry | null = null;
+  private currentId = "";
 
-interface Current {
-  id: string;
-  entryName: string;
-  wanted: WantedEntry;
-  target: RestoreTarget;
-  digest: EntryDigest;
-  staged: string;
-  files: StagedFile[];
-  bytes: number;
-  bad: string | null;
+  constructor(
+    private readonly pack: PackPromise,
+    private readonly wanted: WantedEntry[],
+    private readonly targets: Map<string, RestoreTarget>,
+  ) {
+    this.byId = new Map(wanted.map((w) => [entryId(w), w]));
+    this.tarLimit = tarBytesLimit(pack);
+    this.reader = new TarReader((m) => this.member(m));
+  }
+
+  /** Compressed bytes as read from the store: counted, hashed and bounded by the manifest. */
+  compressed(chunk: Buffer): void {
+    this.result.bytes += chunk.length;
+    if (this.result.bytes > this.pack.size)
+      throw new Error(`object is longer than the ${this.pack.size} bytes its manifest says`);
+    this.hash.update(chunk);
+  }
+
+  /** Decompressed tar bytes, in order. */
+  tar(chunk: Buffer): void {
+    this.tarBytes += chunk.length;
+    if (this.tarBytes > this.tarLimit) {
+      throw new Error(
+        `pack expands past the ${this.tarLimit} bytes its manifest allows (a decompression bomb?)`,
+      );
+    }
+    this.reader.write(chunk);
+  }
+
+  /** Ends the read: `error` is why the pack could not be read to its end, if it could not. */
+  finish(error: Error | null): PackReadResult {
+    const r = this.result;
+    let fault = error;
+    if (!fault) {
+      try {
+        this.reader.end();
+      } catch (e) {
+        fault = e as Error;
+      }
+    }
+    if (fault) {
+      if (this.current) {
+        this.current.discard();
+        r.bad.push({
+          entry: this.label(this.current),
+          reason: `pack ended inside this entry (${fault.message})`,
+        });
+        this.current = null;
+      }
+      r.packError = fault.message;
+    } else {
+      this.closeEntry();
+      const got = this.hash.digest("hex");
+      if (r.bytes !== this.pack.size)
+        r.packError = `pack is ${r.bytes} bytes where the manifest says ${this.pack.size} (truncated?)`;
+      else if (got !== this.pack.sha256)
+        r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
+    }
+    for (const w of this.wanted) {
+      if (!this.seen.has(entryId(w))) {
+        r.bad.push({
+          entry: `${w.cache}/${w.name}`,
+          reason: r.packError ? "not read: pack unreadable" : "missing from pack",
+        });
+      }
+    }
+    return r;
+  }
+
+  private member(m: TarMember): MemberSink | null {
+    const located = locateMember(m, this.targets);
+    if (typeof located === "string") {
+      this.result.refused.push(`${m.path}: ${located}`);
+      const c = this.current;
+      if (c && m.path.startsWith(`${c.wanted.cache}/${c.wanted.name}/`)) c.fail(`unsafe member ${m.path}`);
+      return null;
+    }
+    const id = entryId({ cache: located.cache, name: located.entryName });
+    if (!this.current || this.currentId !== id) {
+      this.closeEntry();
+      const w = this.byId.get(id);
+      if (!w) return null;
+      const duplicate = this.seen.has(id);
+      this.seen.add(id);
+      this.current = new StagedEntry(
+        w,
+        located.entryName,
+        located.target,
+        duplicate ? "entry appears twice in the pack" : null,
+      );
+      this.currentId = id;
+    }
+    return this.current.file(located.rel, m.size);
+  }
+
+  /** Verifies and places the entry just read (or discards it). */
+  private closeEntry(): void {
+    const c = this.current;
+    if (!c) return;
+    this.current = null;
+    const reason = c.finish();
+    if (reason) this.result.bad.push({ entry: this.label(c), reason });
+    else this.result.restored.push(c.wanted);
+  }
+
+  private label(c: StagedEntry): string {
+    return `${c.wanted.cache}/${c.wanted.name}`;
+  }
 }
 
 /**
- * Reads one compressed pack and restores the wanted entries from it. Every member is checked before a
- * byte is written: only regular files whose path is `<cache>/<entry>[/<file>]` for a wanted entry are
- * accepted, and only while the entry's bytes and files stay within what the manifest lists for it; the
- * pack itself may not run past its listed size, nor expand past its entries' bytes plus tar overhead.
- * An entry is verified against the manifest's digest in memory, written to a staging folder (up to
- * MAX_WRITING_ENTRIES at once, on libuv's threads) and only then renamed into place, so a bad or
- * partial entry is never visible in the cache.
+ * A pack file's bytes in 1 MiB pieces, read synchronously. With `reuse`, every piece is the same
+ * buffer, refilled: for a consumer that is done with a piece before asking for the next (the
+ * in-thread decompressor), so reading a pack allocates nothing per piece.
+ */
+export async function* packFileChunks(file: string, reuse: boolean): AsyncIterable<Buffer> {
+  const fd = fs.openSync(file, "r");
+  try {
+    let buf = Buffer.allocUnsafe(1 << 20);
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) return;
+      yield buf.subarray(0, n);
+      if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Reads one compressed pack from `source` (a stream, or a local store's file) and restores the wanted entries from it (PackRestorer).
+ * Decompresses in this thread with zstd-napi when it loads, else through the system zstd.
  */
 export async function readPack(
-  source: Readable,
+  from: AsyncIterable<Buffer> | { file: string },
   pack: PackPromise,
   wanted: WantedEntry[],
   targets: Map<string, RestoreTarget>,
   onBytes?: (n: number) => void,
 ): Promise<PackReadResult> {
-  const result: PackReadResult = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
-  const byId = new Map(wanted.map((w) => [entryId(w), w]));
-  const seen = new Set<string>();
-  let current: Current | null = null;
-  const writes = new Set<Promise<void>>();
-  /** Verified entries waiting for a writer; started at most MAX_WRITING_ENTRIES at a time. */
-  const queued: Current[] = [];
-  let pendingBytes = 0;
-  let drained: (() => void) | null = null;
-  const full = () => pendingBytes > MAX_PENDING_BYTES || queued.length > 0;
-
-  const discard = (c: Current, reason: string) => {
-    for (const f of c.files) if (f.fd !== null) fs.closeSync(f.fd);
-    fs.rmSync(c.staged, { recursive: true, force: true });
-    result.bad.push({ entry: `${c.wanted.cache}/${c.wanted.name}`, reason });
-  };
-
-  const finish = (c: Current) => {
-    const w = c.wanted;
-    let reason = c.bad;
-    if (!reason) {
-      const got = c.digest.digest();
-      if (got !== w.sha256)
-        reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w.sha256.slice(0, 12)})`;
-      else if (c.digest.size !== w.size || c.digest.files !== w.files)
-        reason = "size or file count differs from manifest";
-    }
-    if (reason) {
-      discard(c, reason);
-      return;
-    }
-    pendingBytes += c.bytes;
-    queued.push(c);
-    pump();
-  };
-
-  const pump = () => {
-    while (queued.length && writes.size < MAX_WRITING_ENTRIES) {
-      const c = queued.shift() as Current;
-      const w = c.wanted;
-      const job = writeEntry(c)
-        .then(
-          () => {
-            place(c.staged, c.target.root, w.name, c.target.staging);
-            result.restored.push(w);
-          },
-          (e: Error) => discard(c, `could not be written: ${e.message}`),
-        )
-        .catch((e: Error) => discard(c, `could not be placed: ${e.message}`))
-        .finally(() => {
-          writes.delete(job);
-          pendingBytes -= c.bytes;
-          pump();
-          if (drained && !full() && pendingBytes <= MAX_PENDING_BYTES / 2) {
-            const d = drained;
-            drained = null;
-            d();
-          }
-        });
-      writes.add(job);
-    }
-  };
-
-  const onEntry = (member: ReadEntry) => {
-    const located = locate(member, targets);
-    if (typeof located === "string") {
-      result.refused.push(`${member.path}: ${located}`);
-      if (current && member.path.startsWith(`${current.wanted.cache}/${current.wanted.name}/`)) {
-        current.bad = `unsafe member ${member.path}`;
-      }
-      member.resume();
-      return;
-    }
-    const { cache, entryName, rel, target } = located;
-    const id = entryId({ cache, name: entryName });
-    if (!current || current.id !== id) {
-      if (current) finish(current);
-      current = null;
-      const w = byId.get(id);
-      if (w) {
-        const duplicate = seen.has(id);
-        seen.add(id);
-        current = {
-          id,
-          entryName,
-          wanted: w,
-          target,
-          digest: new EntryDigest(),
-          staged: path.join(target.staging, "e", entryName),
-          files: [],
-          bytes: 0,
-          bad: duplicate ? "entry appears twice in the pack" : null,
-        };
-      }
-    }
-    if (!current || current.bad) {
-      member.resume();
-      return;
-    }
-    const c = current;
-    // Bounded by the manifest before a byte is buffered or written: a pack that claims more bytes or
-    // files for an entry than the manifest promises is refused, however it compresses.
-    if (c.digest.size + member.size > c.wanted.size || c.digest.files + 1 > c.wanted.files) {
-      c.bad = `pack holds more than the manifest promises for this entry (${c.wanted.size} bytes in ${c.wanted.files} files)`;
-      member.resume();
-      return;
-    }
-    c.digest.beginFile(rel, member.size);
-    const file: StagedFile = { rel, chunks: [], fd: null, streamed: false };
-    c.files.push(file);
-    if (member.size > STREAM_ABOVE && !c.target.kind.isRelocatable(rel)) {
-      const dest = rel ? path.join(c.staged, rel) : c.staged;
-      fs.mkdirSync(path.dirname(dest), { recursive: true });
-      const fd = fs.openSync(dest, "wx");
-      file.fd = fd;
-      file.streamed = true;
-      member.on("data", (d: Buffer) => {
-        c.digest.update(d);
-        if (c.bad) return;
-        try {
-          writeFullySync(fd, d, dest);
-        } catch (e) {
-          c.bad = `could not be written: ${(e as Error).message}`;
-        }
-      });
-      member.on("end", () => {
-        fs.closeSync(fd);
-        file.fd = null;
-      });
-      return;
-    }
-    c.bytes += member.size;
-    member.on("data", (d: Buffer) => {
-      c.digest.update(d);
-      file.chunks.push(d);
-    });
-  };
-
-  const tarLimit = tarBytesLimit(pack);
-  let tarBytes = 0;
-  const parser = new Parser({ strict: true, onReadEntry: onEntry });
-  const sink = new Writable({
-    highWaterMark: 1 << 20,
-    write(chunk: Buffer, _enc, cb) {
+  const restorer = new PackRestorer(pack, wanted, targets);
+  const binding = process.env.KCACHE_ZSTD === "system" ? null : zstdBinding();
+  let error: Error | null = null;
+  try {
+    const source = "file" in from ? packFileChunks(from.file, binding !== null) : from;
+    if (binding) {
+      const dec = new SyncDecompressor(binding);
       try {
-        parser.write(chunk);
-      } catch (e) {
-        cb(e as Error);
-        return;
+        for await (const chunk of source) {
+          restorer.compressed(chunk);
+          onBytes?.(chunk.length);
+          dec.push(chunk, (tar) => restorer.tar(tar));
+        }
+        dec.end();
+      } finally {
+        dec.release();
       }
-      tarBytes += chunk.length;
-      if (tarBytes > tarLimit) {
-        cb(new Error(`pack expands past the ${tarLimit} bytes its manifest allows (a decompression bomb?)`));
-        return;
-      }
-      if (!full()) cb();
-      else drained = () => cb();
-    },
-    final(cb) {
-      const ended = once(parser, "end");
-      parser.end();
-      ended.then(() => cb(), cb);
-    },
-  });
-  parser.on("error", (e: Error) => sink.destroy(e));
-  const digest = new DigestStream(onBytes, pack.size);
-  try {
-    await pipeline(source, digest, await decompressStream(), sink);
-    if (current) finish(current);
-    current = null;
-    const got = digest.digest();
-    if (digest.bytes !== pack.size)
-      result.packError = `pack is ${digest.bytes} bytes where the manifest says ${pack.size} (truncated?)`;
-    else if (got !== pack.sha256)
-      result.packError = `pack digest mismatch (${got.slice(0, 12)} != ${pack.sha256.slice(0, 12)})`;
-  } catch (e) {
-    if (current) {
-      const c: Current = current;
-      discard(c, `pack ended inside this entry (${(e as Error).message})`);
-      current = null;
-    }
-    result.packError = (e as Error).message;
-  }
-  pump();
-  while (writes.size || queued.length) {
-    await Promise.all([...writes]);
-    pump();
-  }
-  result.bytes = digest.bytes;
-  for (const w of wanted) {
-    const id = entryId(w);
-    if (!seen.has(id)) {
-      result.bad.push({
-        entry: `${w.cache}/${w.name}`,
-        reason: result.packError ? "not read: pack unreadable" : "missing from pack",
+    } else {
+      const counted = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          try {
+            restorer.compressed(chunk);
+          } catch (e) {
+            cb(e as Error);
+            return;
+          }
+          onBytes?.(chunk.length);
+          cb(null, chunk);
+        },
       });
+      const sink = new Writable({
+        highWaterMark: 1 << 20,
+        write(chunk: Buffer, _enc, cb) {
+          try {
+            restorer.tar(chunk);
+            cb();
+          } catch (e) {
+            cb(e as Error);
+          }
+        },
+      });
+      await pipeline(source, counted, await decompressStream("system"), sink);
     }
-  }
-  return result;
-}
-
-/**
- * Writes a verified entry's files into its staging place, one at a time and every byte counted: the
- * other files first, then the files Triton looks up first (group files), rewritten for the restore
- * location, last.
- */
-async function writeEntry(c: Current): Promise<void> {
-  if (c.bad) throw new Error(c.bad);
-  const kind = c.target.kind;
-  const isDir = kind.entryShape === "folder";
-  await fs.promises.mkdir(isDir ? c.staged : path.dirname(c.staged), { recursive: true });
-  const dest = (rel: string) => (rel ? path.join(c.staged, rel) : c.staged);
-  // One file at a time per entry: with MAX_WRITING_ENTRIES entries per pack, open files stay bounded.
-  for (const f of c.files) {
-    if (f.streamed || kind.isRelocatable(f.rel)) continue;
-    await createFileFully(dest(f.rel), f.chunks);
-  }
-  for (const f of c.files.filter((x) => kind.isRelocatable(x.rel))) {
-    const data = kind.relocate(c.target.root, c.entryName, f.rel, Buffer.concat(f.chunks));
-    await createFileFully(dest(f.rel), [data]);
-  }
-}
-
-/** Maps a tar member to its cache, entry and file, or says why it is refused. */
-function locate(
-  member: ReadEntry,
-  targets: Map<string, RestoreTarget>,
-): { cache: string; entryName: string; rel: string; target: RestoreTarget } | string {
-  if (!REGULAR.has(member.type)) return `${member.type} members are never extracted`;
-  const p = member.path;
-  if (p.startsWith("/") || /^[A-Za-z]:/.test(p)) return "absolute path";
-  const parts = p.split("/");
-  if (parts.some((s) => s === "" || s === "." || s === ".." || s.includes("\\") || s.includes("\0"))) {
-    return "path with empty, '.' or '..' parts";
-  }
-  const [cache, ...rest] = parts;
-  const target = targets.get(cache ?? "");
-  if (!target) return "not a configured cache";
-  let entryName: string;
-  let rel: string;
-  if (target.kind.entryShape === "folder") {
-    if (rest.length !== 2) return "not <cache>/<entry>/<file>";
-    entryName = rest[0] as string;
-    rel = rest[1] as string;
-  } else {
-    entryName = rest.join("/");
-    rel = "";
-  }
-  if (!target.kind.isEntryName(entryName) || entryName.startsWith(KCACHE_PRIVATE_PREFIX))
-    return "bad entry name";
-  return { cache: cache as string, entryName, rel, target };
-}
-
-/**
- * Moves a verified entry into place. A file replaces atomically; a folder that already exists is
- * moved aside first, then removed, so the cache never holds a mix of old and new files.
- */
-function place(staged: string, root: string, entryName: string, staging: string): void {
-  ensureRealDirs(root, path.posix.dirname(entryName) === "." ? "" : path.posix.dirname(entryName));
-  const dest = path.join(root, entryName);
-  try {
-    fs.renameSync(staged, dest);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
-    const aside = path.join(staging, `old-${randomBytes(6).toString("hex")}`);
-    fs.renameSync(dest, aside);
-    fs.renameSync(staged, dest);
-    fs.rmSync(aside, { recursive: true, force: true });
+    error = e as Error;
   }
-}
-
-/** A fresh staging folder inside a cache root. */
-export function makeStaging(root: string): string {
-  fs.mkdirSync(root, { recursive: true });
-  return fs.mkdtempSync(path.join(root, `${KCACHE_PRIVATE_PREFIX}restore-${process.pid}-`));
+  return restorer.finish(error);
 }

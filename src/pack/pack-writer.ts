@@ -1,28 +1,17 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { StoreError } from "../errors.js";
-import type { CacheKind, FoundEntry } from "../kinds/kind.js";
+import { cacheKind } from "../kinds/registry.js";
 import type { Store } from "../store/store.js";
 import { DigestStream } from "./digest-stream.js";
-import { EntryDigest } from "./entry-digest.js";
-import { chunks, closeEntry, openEntry } from "./entry-source.js";
-import { END_OF_ARCHIVE, fileHeader, padding } from "./tar-header.js";
+import { type BuildInput, type BuiltPack, buildPack, type PackedEntry } from "./pack-builder.js";
+import type { JobMessage } from "./pack-jobs.js";
+import type { ThreadPool } from "./thread-pool.js";
 import { compressStream } from "./zstd.js";
+import { passThrough, SyncCompressor, zstdBinding } from "./zstd-sync.js";
 
-export interface PackInput {
-  cache: string;
-  kind: CacheKind;
-  root: string;
-  entry: FoundEntry;
-}
-
-export interface PackedEntry {
-  cache: string;
-  name: string;
-  sha256: string;
-  size: number;
-  files: number;
-}
+export type { BuildInput, PackedEntry } from "./pack-builder.js";
+export { tarPathOf } from "./pack-builder.js";
 
 export interface WrittenPack {
   object: string;
@@ -35,82 +24,77 @@ export interface WrittenPack {
   vanished: string[];
 }
 
-/** Where a file of an entry sits inside a pack. */
-export function tarPathOf(cache: string, entryName: string, rel: string): string {
-  return rel ? `${cache}/${entryName}/${rel}` : `${cache}/${entryName}`;
-}
-
-const BATCH = 1 << 20;
-
 /**
- * Streams entries as tar through zstd into one store object, hashing each entry in its stored form
- * on the way. The store makes the object visible only once it is complete.
+ * Packs entries as tar through zstd into one store object, hashing each entry in its stored form on
+ * the way (buildPack). With a pool and zstd-napi the pack is built on a worker thread and only its
+ * compressed bytes come back here to be stored; else it is built in this thread (compressed by
+ * zstd-napi, or by the system zstd when the addon is missing). zstd-napi compresses on `zstdThreads`
+ * native threads of its own, as `zstd -T` does. The store makes the object visible only once it is
+ * complete.
  */
 export async function writePack(
   store: Store,
   object: string,
-  inputs: PackInput[],
+  inputs: BuildInput[],
   level: number,
   onBytes?: (n: number) => void,
+  pool: ThreadPool | null = null,
+  zstdThreads = 1,
 ): Promise<WrittenPack> {
-  const entries: PackedEntry[] = [];
-  const vanished: string[] = [];
-
-  function* tar(): Generator<Buffer> {
-    let batch: Buffer[] = [];
-    let batched = 0;
-    const emit = function* (b: Buffer): Generator<Buffer> {
-      if (b.length >= BATCH) {
-        if (batched) yield Buffer.concat(batch, batched);
-        batch = [];
-        batched = 0;
-        yield b;
-        return;
-      }
-      batch.push(b);
-      batched += b.length;
-      if (batched >= BATCH) {
-        yield Buffer.concat(batch, batched);
-        batch = [];
-        batched = 0;
-      }
-    };
-    for (const input of inputs) {
-      const files = openEntry(input.kind, input.root, input.entry);
-      if (!files) {
-        vanished.push(`${input.cache}/${input.entry.name}`);
-        continue;
-      }
-      const digest = new EntryDigest();
-      try {
-        for (const f of files) {
-          digest.beginFile(f.rel, f.size);
-          yield* emit(fileHeader(tarPathOf(input.cache, input.entry.name, f.rel), f.size));
-          for (const c of chunks(f)) {
-            digest.update(c);
-            yield* emit(c);
-          }
-          const pad = padding(f.size);
-          if (pad.length) yield* emit(pad);
-        }
-      } finally {
-        closeEntry(files);
-      }
-      entries.push({
-        cache: input.cache,
-        name: input.entry.name,
-        sha256: digest.digest(),
-        size: digest.size,
-        files: digest.files,
-      });
-    }
-    yield* emit(END_OF_ARCHIVE);
-    if (batched) yield Buffer.concat(batch, batched);
-  }
-
-  const compressor = await compressStream(level);
+  const binding = process.env.KCACHE_ZSTD === "system" ? null : zstdBinding();
+  const built: BuiltPack = { entries: [], vanished: [] };
   const digest = new DigestStream(onBytes);
-  const produced = pipeline(Readable.from(tar(), { objectMode: false }), compressor, digest);
+  let produced: Promise<unknown>;
+  if (pool && binding) {
+    const body = new Readable({ read: () => release() });
+    let post: ((m: JobMessage) => void) | null = null;
+    let unacked: (() => void)[] = [];
+    const release = () => {
+      const acks = unacked;
+      unacked = [];
+      for (const a of acks) a();
+    };
+    produced = pool
+      .run(
+        (job, send) => {
+          post = send;
+          send({ op: "build", job, inputs, level, zstdThreads });
+        },
+        (m) => {
+          if (m.op === "packed") {
+            const chunk = Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength);
+            // Acknowledged once the store's side takes it: the thread stays a few MiB ahead.
+            const ack = () => post?.({ op: "ack", job: m.job, n: chunk.length });
+            if (body.push(chunk)) ack();
+            else unacked.push(ack);
+            return false;
+          }
+          if (m.op === "built") {
+            built.entries = m.result.entries;
+            built.vanished = m.result.vanished;
+            body.push(null);
+            return true;
+          }
+          if (m.op === "failed") throw new Error(m.message);
+          return false;
+        },
+      )
+      .catch((e: Error) => {
+        body.destroy(e);
+        throw e;
+      });
+    produced = Promise.all([produced, pipeline(body, digest)]);
+  } else if (binding) {
+    const chunks = buildPack(inputs, cacheKind, new SyncCompressor(binding, level, zstdThreads), built);
+    produced = pipeline(Readable.from(chunks, { objectMode: false }), digest);
+  } else {
+    const tar = buildPack(inputs, cacheKind, passThrough, built);
+    produced = pipeline(
+      Readable.from(tar, { objectMode: false }),
+      await compressStream(level, "system"),
+      digest,
+    );
+  }
   const stored = store.put(object, digest).catch((e: unknown) => {
     digest.destroy();
     throw e;
@@ -128,8 +112,8 @@ export async function writePack(
     object,
     sha256: digest.digest(),
     size: digest.bytes,
-    entryBytes: entries.reduce((s, e) => s + e.size, 0),
-    entries,
-    vanished,
+    entryBytes: built.entries.reduce((s, e) => s + e.size, 0),
+    entries: built.entries,
+    vanished: built.vanished,
   };
 }

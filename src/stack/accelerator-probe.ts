@@ -44,7 +44,7 @@ export async function probeAccelerator(
   const nvidia = (await nvidiaFromProc(roots.nvidiaProc)) ?? (await nvidiaFromSmi(roots.env));
   if (nvidia) return { ...nvidia, vendor: "nvidia", cann: null, cannHome: null };
   const cann = findCann(roots);
-  const ascend = await ascendFacts(roots);
+  const ascend = await ascendFacts(roots, cann !== null);
   if (ascend || cann) {
     return {
       models: ascend?.models ?? [],
@@ -118,11 +118,14 @@ export function npuSmiModels(out: string): string[] {
 
 async function ascendFacts(
   roots: AcceleratorProbeRoots,
+  hasCann: boolean,
 ): Promise<{ models: string[]; driver: string | null } | null> {
   const info = await fs.promises
     .readFile(path.join(roots.ascend, "driver", "version.info"), "utf8")
     .catch(() => null);
   const driver = info === null ? null : (ascendDriverVersion(info) ?? "unknown");
+  // Neither an Ascend driver nor CANN: not an Ascend machine, and npu-smi need not be started.
+  if (info === null && !hasCann) return null;
   const out = await runTool("npu-smi", ["info", "-m"], roots.env);
   const models = out ? npuSmiModels(out) : [];
   if (!driver && models.length === 0) return null;

@@ -1,4 +1,8 @@
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { stateDir } from "../state-dir.js";
 
 /**
  * What the interpreter reports about itself and its installed packages. The script reads dist-info
@@ -16,6 +20,8 @@ export interface PythonFacts {
   torchHip: string | null;
   /** The folder of the `triton` package that imports first: Triton-Ascend keys kernels on paths inside it. */
   tritonDir?: string | null;
+  /** Every file and folder the answer was read from, with its mtime in ns (-1: absent). */
+  readFrom?: Record<string, number>;
 }
 
 /** Distributions that decide which kernels get compiled; normalised as PEP 503 with '_' for '-'. */
@@ -35,6 +41,16 @@ const SCRIPT = String.raw`
 import json, os, re, sys
 import site
 want = set(sys.argv[1].split(","))
+# Every file and folder the answer was read from, with its mtime: kcache reuses the answer while
+# none of them changed (installing or removing a package changes its site-packages folder).
+read_from = {}
+def mark(p):
+    try:
+        read_from[p] = os.stat(p).st_mtime_ns
+    except OSError:
+        read_from[p] = -1
+mark(os.path.realpath(sys.executable))
+mark(os.path.join(sys.prefix, "pyvenv.cfg"))
 dirs = list(sys.path)
 prefixes = [sys.prefix]
 if sys.prefix != sys.base_prefix:
@@ -55,6 +71,7 @@ for d in site_dirs:
     except OSError:
         pth = []
     for n in pth:
+        mark(os.path.join(d, n))
         try:
             with open(os.path.join(d, n), encoding="utf-8", errors="replace") as f:
                 for line in f:
@@ -67,6 +84,8 @@ for d in site_dirs:
             pass
 pkgs, torch_dirs, triton_dir = {}, [], None
 for d in dirs:
+    if d:
+        mark(os.path.abspath(d))
     if not d or not os.path.isdir(d):
         continue
     try:
@@ -84,6 +103,7 @@ for d in dirs:
             norm = re.sub(r"[-_.]+", "_", n[: -len(suffix)].split("-")[0]).lower()
             if norm not in want or norm in pkgs:
                 continue
+            mark(os.path.join(d, n, meta))
             try:
                 with open(os.path.join(d, n, meta), encoding="utf-8", errors="replace") as f:
                     for line in f:
@@ -96,6 +116,7 @@ for d in dirs:
                 pass
 cuda = hip = None
 for t in torch_dirs:
+    mark(os.path.join(t, "version.py"))
     try:
         with open(os.path.join(t, "version.py"), encoding="utf-8") as f:
             text = f.read()
@@ -118,6 +139,7 @@ print(json.dumps({
     "torchCuda": cuda,
     "torchHip": hip,
     "tritonDir": triton_dir,
+    "readFrom": read_from,
 }))
 `;
 
@@ -134,11 +156,69 @@ export function probePython(python: string, env: NodeJS.ProcessEnv = process.env
   const key = JSON.stringify([python, ...INPUTS.map((k) => env[k] ?? null)]);
   let p = probes.get(key);
   if (!p) {
-    p = runProbe(python, env);
+    const cache = cacheFile(python, key, env);
+    const cached = cache ? readCached(cache.file, cache.id) : null;
+    p = cached
+      ? Promise.resolve(cached)
+      : runProbe(python, env).then((facts) => {
+          if (cache) writeCached(cache.file, cache.id, facts);
+          return facts;
+        });
     p.catch(() => {});
     probes.set(key, p);
   }
   return p;
+}
+
+/**
+ * Where the probe's answer is kept between commands (restore, run and save of one job each probe the
+ * same interpreter): keyed by the interpreter PATH finds (its real path) and the inputs, and reused
+ * only while every file and folder it was read from keeps its mtime. Null when the interpreter
+ * cannot be found on PATH here (the probe then runs and reports why).
+ */
+function cacheFile(python: string, key: string, env: NodeJS.ProcessEnv): { file: string; id: string } | null {
+  const exe = findOnPath(python, env);
+  if (!exe) return null;
+  const id = createHash("sha256").update(`${key}\0${exe}`).digest("hex").slice(0, 20);
+  return { file: path.join(stateDir(env), "python-probe", `${id}.json`), id };
+}
+
+function findOnPath(cmd: string, env: NodeJS.ProcessEnv): string | null {
+  const dirs = cmd.includes("/") ? [""] : (env.PATH ?? "").split(path.delimiter).filter(Boolean);
+  for (const d of dirs) {
+    try {
+      const p = d ? path.join(d, cmd) : cmd;
+      fs.accessSync(p, fs.constants.X_OK);
+      return fs.realpathSync(p);
+    } catch {}
+  }
+  return null;
+}
+
+function readCached(file: string, id: string): PythonFacts | null {
+  try {
+    const saved = JSON.parse(fs.readFileSync(file, "utf8")) as { id: string; facts: PythonFacts };
+    const from = saved.facts.readFrom;
+    if (saved.id !== id || !from || Object.keys(from).length === 0) return null;
+    for (const [p, mtime] of Object.entries(from)) {
+      const st = fs.statSync(p, { bigint: true, throwIfNoEntry: false });
+      if ((st ? Number(st.mtimeNs) : -1) !== mtime) return null;
+    }
+    return saved.facts;
+  } catch {
+    return null;
+  }
+}
+
+function writeCached(file: string, id: string, facts: PythonFacts): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ id, facts }));
+    fs.renameSync(tmp, file);
+  } catch {
+    // A cache of the probe only saves time: without one the next command probes again.
+  }
 }
 
 function runProbe(python: string, env: NodeJS.ProcessEnv): Promise<PythonFacts> {

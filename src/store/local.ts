@@ -90,6 +90,8 @@ export function localStore(root: string): Store {
         }
       }),
 
+    localFile: (name) => file(name),
+
     get: (name) =>
       wrap(`reading ${name}`, async () => {
         const p = file(name);

@@ -30,6 +30,8 @@ export interface Store {
   put(name: string, body: Readable): Promise<{ size: number }>;
   /** Writes a small object only if none of that name exists; false when one did. */
   createIfAbsent(name: string, body: Buffer): Promise<boolean>;
+  /** The file holding an object, for a store that is a folder on this machine (read in place by worker threads). */
+  localFile?(name: string): string;
   /** Streams an object; rejects with ObjectNotFound when it is absent. */
   get(name: string): Promise<Readable>;
   /** Reads a small object whole, or null when absent. */

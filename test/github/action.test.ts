@@ -112,10 +112,12 @@ describe("the kcache action", () => {
     }
   });
 
-  it("dist/action.mjs is built from the current source", () => {
+  it("dist/action.mjs and its pack worker are built from the current source", () => {
     const fresh = path.join(tempDir("bundle"), "action.mjs");
     execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), fresh], { cwd: ROOT });
     expect(fs.readFileSync(DIST_ACTION, "utf8") === fs.readFileSync(fresh, "utf8")).toBe(true);
+    const worker = (dir: string) => fs.readFileSync(path.join(dir, "pack-worker.js"), "utf8");
+    expect(worker(path.dirname(DIST_ACTION)) === worker(path.dirname(fresh))).toBe(true);
   });
 
   it("an actions/cache workflow with only `uses:` changed: restore, post-step save to GitHub's cache service, a hit at another path with 0 recompiles", async () => {

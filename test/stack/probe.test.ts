@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -8,6 +9,8 @@ import { probeAccelerator } from "../../src/stack/accelerator-probe.js";
 import { canonicalForm, fingerprintFrom, probeStack } from "../../src/stack/fingerprint.js";
 import { probePython } from "../../src/stack/python-probe.js";
 import { tempDir } from "../helpers/sandbox.js";
+
+const BUILD = path.resolve(import.meta.dirname, "../../build/src");
 
 /** A site-packages folder holding only metadata, as pip leaves it, and torch/version.py. */
 function fakeSitePackages(): string {
@@ -59,6 +62,61 @@ describe("stack probe", () => {
     const other = await probePython("python3", { PATH: process.env.PATH, PYTHONPATH: tempDir("empty-site") });
     expect((await a).packages.torch).toBe("2.11.0+cu128");
     expect(other.packages.torch).toBeUndefined();
+  });
+
+  it("reuses its answer in later commands while nothing it read changed; an upgrade or a new interpreter is probed again", () => {
+    const site = fakeSitePackages();
+    const bin = tempDir("bin");
+    const calls = path.join(bin, "calls.log");
+    const real = execFileSync("sh", ["-c", "command -v python3"]).toString().trim();
+    fs.writeFileSync(path.join(bin, "python3"), `#!/bin/sh\necho run >> ${calls}\nexec ${real} "$@"\n`, {
+      mode: 0o755,
+    });
+    const env = {
+      PATH: `${bin}:${process.env.PATH}`,
+      PYTHONPATH: site,
+      KCACHE_STATE_DIR: tempDir("state"),
+    };
+    // Each call is a new process, as restore, run and save of one job are.
+    const probe = () =>
+      JSON.parse(
+        execFileSync(
+          process.execPath,
+          [
+            "--input-type=module",
+            "-e",
+            `import { probePython } from ${JSON.stringify(path.join(BUILD, "stack/python-probe.js"))};
+             console.log(JSON.stringify(await probePython("python3", process.env)));`,
+          ],
+          { env },
+        ).toString(),
+      ) as { packages: Record<string, string>; torchCuda: string };
+    const runs = () => fs.readFileSync(calls, "utf8").trim().split("\n").length;
+    expect(probe().packages.torch).toBe("2.11.0+cu128");
+    expect(probe().packages.torch).toBe("2.11.0+cu128");
+    expect(runs()).toBe(1);
+    // pip install --upgrade torch: a new dist-info folder replaces the old one.
+    fs.rmSync(path.join(site, "torch-2.11.0+cu128.dist-info"), { recursive: true });
+    fs.mkdirSync(path.join(site, "torch-2.12.0.dist-info"));
+    fs.writeFileSync(
+      path.join(site, "torch-2.12.0.dist-info", "METADATA"),
+      "Name: torch\nVersion: 2.12.0\n\n",
+    );
+    expect(probe().packages.torch).toBe("2.12.0");
+    expect(runs()).toBe(2);
+    // torch/version.py rewritten in place (its folder's listing unchanged).
+    const version = path.join(site, "torch", "version.py");
+    fs.writeFileSync(version, fs.readFileSync(version, "utf8").replace("'12.8'", "'13.0'"));
+    fs.utimesSync(version, new Date(), new Date(Date.now() + 5000));
+    expect(probe().torchCuda).toBe("13.0");
+    expect(runs()).toBe(3);
+    // Another interpreter first on PATH.
+    const bin2 = tempDir("bin2");
+    fs.copyFileSync(path.join(bin, "python3"), path.join(bin2, "python3"));
+    fs.chmodSync(path.join(bin2, "python3"), 0o755);
+    env.PATH = `${bin2}:${env.PATH}`;
+    probe();
+    expect(runs()).toBe(4);
   });
 
   it("reads the NVIDIA model and driver from the driver's /proc files", async () => {

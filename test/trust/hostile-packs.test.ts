@@ -53,6 +53,26 @@ describe("hostile packs: every member is bounded by what the manifest promises",
     expect(fs.existsSync(path.join(p.cache, entry))).toBe(false);
   });
 
+  it("a member past its own entry's promise is refused before it is written, even when the pack promises more in all", async () => {
+    // The pack may expand to 400 MB by its manifest (another entry is promised that much), but the
+    // 300 MB member belongs to a 15-byte entry: not one byte of it may reach the disk.
+    const p = project();
+    const entry = tritonKeyName("entry-bomb");
+    await plantPack({
+      store: p.store,
+      key: await keyOf(p),
+      prefix: "trust",
+      members: [{ type: "Zeros", path: `triton/${entry}/k.so`, size: 300 * 1024 * 1024 }],
+      entries: [{ name: entry, ...tiny }],
+      entryBytes: 400 * 1024 * 1024,
+    });
+    const { run, peakDisk } = await restoreWatchingDisk(p, ["--verbose"]);
+    expect(run.code).toBe(0);
+    expect(peakDisk).toBeLessThan(1024 * 1024);
+    expect(JSON.parse(run.stdout)).toMatchObject({ entriesRestored: 0, entriesBad: 1 });
+    expect(run.stderr).toMatch(/pack holds more than the manifest promises for this entry/);
+  });
+
   it("a small pack of many 20 MB members for a 15-byte entry never holds them in memory", async () => {
     const p = project();
     const entry = tritonKeyName("memory-bomb");

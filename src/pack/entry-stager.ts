@@ -1,0 +1,206 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { writeFullySync } from "./checked-write.js";
+import { EntryDigest } from "./entry-digest.js";
+import type { RestoreTarget } from "./member-policy.js";
+import { ensureRealDirs } from "./real-dirs.js";
+import type { MemberSink } from "./tar-reader.js";
+
+/** An entry the manifest promises in a pack. */
+export interface WantedEntry {
+  cache: string;
+  name: string;
+  sha256: string;
+  size: number;
+  files: number;
+}
+
+/** Relocatable files (Triton's group files) are rewritten whole, so held in memory: never past this. */
+const MAX_RELOCATABLE = 64 * 1024 * 1024;
+
+/**
+ * One entry being restored. Its files stream straight into the entry's private staging place as the
+ * pack delivers them, one open file at a time, each counted against what the manifest promises for
+ * the entry before a byte is written; relocatable files are held until the end. `finish` verifies the
+ * entry's digest, size and file count, writes the relocatable files for this cache's location and
+ * renames the entry into place; anything else deletes the staging place. So nothing unverified is
+ * ever visible in the cache, and memory holds only the small relocatable files.
+ */
+export class StagedEntry {
+  readonly digest = new EntryDigest();
+  /** Why the entry will not be placed; set at the first fault. */
+  bad: string | null;
+  private readonly staged: string;
+  private readonly held: { rel: string; chunks: Buffer[]; bytes: number }[] = [];
+  private fd: number | null = null;
+  private created = false;
+
+  constructor(
+    readonly wanted: WantedEntry,
+    readonly entryName: string,
+    readonly target: RestoreTarget,
+    bad: string | null = null,
+  ) {
+    this.bad = bad;
+    this.staged = path.join(target.staging, "e", entryName);
+  }
+
+  /** The sink for one file of the entry, or null when its data is to be skipped. */
+  file(rel: string, size: number): MemberSink | null {
+    if (this.bad) return null;
+    // Bounded by the manifest before a byte is buffered or written: a pack that claims more bytes or
+    // files for an entry than the manifest promises is refused, however it compresses.
+    if (this.digest.size + size > this.wanted.size || this.digest.files + 1 > this.wanted.files) {
+      this.fail(
+        `pack holds more than the manifest promises for this entry (${this.wanted.size} bytes in ${this.wanted.files} files)`,
+      );
+      return null;
+    }
+    this.digest.beginFile(rel, size);
+    const kind = this.target.kind;
+    if (kind.isRelocatable(rel)) {
+      if (size > MAX_RELOCATABLE) {
+        this.fail(`${rel} is ${size} bytes; a relocatable file is at most ${MAX_RELOCATABLE}`);
+        return null;
+      }
+      const held = { rel, chunks: [] as Buffer[], bytes: 0 };
+      this.held.push(held);
+      return {
+        data: (chunk) => {
+          this.digest.update(chunk);
+          held.chunks.push(Buffer.from(chunk));
+        },
+        end: () => {},
+      };
+    }
+    const dest = this.dest(rel);
+    try {
+      this.prepare();
+      this.fd = fs.openSync(dest, "wx");
+    } catch (e) {
+      this.fail(`could not be written: ${(e as Error).message}`);
+    }
+    return {
+      data: (chunk) => {
+        this.digest.update(chunk);
+        if (this.bad || this.fd === null) return;
+        try {
+          writeFullySync(this.fd, chunk, dest);
+        } catch (e) {
+          this.fail(`could not be written: ${(e as Error).message}`);
+        }
+      },
+      end: () => this.closeFile(),
+    };
+  }
+
+  /** Marks the entry bad (its data is still read, to keep the digest honest, but never placed). */
+  fail(reason: string): void {
+    this.bad ??= reason;
+    this.closeFile();
+  }
+
+  /**
+   * Verifies the entry and places it: null when it is now in the cache, else why it is not (and its
+   * staging place is gone).
+   */
+  finish(): string | null {
+    this.closeFile();
+    const w = this.wanted;
+    let reason = this.bad;
+    if (!reason) {
+      const got = this.digest.digest();
+      if (got !== w.sha256)
+        reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w.sha256.slice(0, 12)})`;
+      else if (this.digest.size !== w.size || this.digest.files !== w.files)
+        reason = "size or file count differs from manifest";
+    }
+    if (!reason) {
+      try {
+        this.prepare();
+        for (const h of this.held) {
+          const data = this.target.kind.relocate(
+            this.target.root,
+            this.entryName,
+            h.rel,
+            Buffer.concat(h.chunks),
+          );
+          const fd = fs.openSync(this.dest(h.rel), "wx");
+          try {
+            writeFullySync(fd, data, this.dest(h.rel));
+          } finally {
+            fs.closeSync(fd);
+          }
+        }
+      } catch (e) {
+        reason = `could not be written: ${(e as Error).message}`;
+      }
+    }
+    if (!reason) {
+      try {
+        place(this.staged, this.target.root, this.entryName, this.target.staging);
+        return null;
+      } catch (e) {
+        reason = `could not be placed: ${(e as Error).message}`;
+      }
+    }
+    this.discard();
+    return reason;
+  }
+
+  /** Deletes whatever was staged. */
+  discard(): void {
+    this.closeFile();
+    this.held.length = 0;
+    fs.rmSync(this.staged, { recursive: true, force: true });
+  }
+
+  private dest(rel: string): string {
+    return rel ? path.join(this.staged, rel) : this.staged;
+  }
+
+  private prepare(): void {
+    if (this.created) return;
+    const isDir = this.target.kind.entryShape === "folder";
+    fs.mkdirSync(isDir ? this.staged : path.dirname(this.staged), { recursive: true });
+    this.created = true;
+  }
+
+  private closeFile(): void {
+    if (this.fd === null) return;
+    const fd = this.fd;
+    this.fd = null;
+    try {
+      fs.closeSync(fd);
+    } catch (e) {
+      this.bad ??= `could not be written: ${(e as Error).message}`;
+    }
+  }
+}
+
+/**
+ * Moves a verified entry into place. A file replaces atomically; a folder that already exists is
+ * moved aside first, then removed, so the cache never holds a mix of old and new files.
+ */
+function place(staged: string, root: string, entryName: string, staging: string): void {
+  ensureRealDirs(root, path.posix.dirname(entryName) === "." ? "" : path.posix.dirname(entryName));
+  const dest = path.join(root, entryName);
+  try {
+    fs.renameSync(staged, dest);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+    const aside = path.join(staging, `old-${randomBytes(6).toString("hex")}`);
+    fs.renameSync(dest, aside);
+    fs.renameSync(staged, dest);
+    fs.rmSync(aside, { recursive: true, force: true });
+  }
+}
+
+/** A fresh staging folder inside a cache root. */
+export function makeStaging(root: string): string {
+  fs.mkdirSync(root, { recursive: true });
+  return fs.mkdtempSync(path.join(root, `${KCACHE_PRIVATE_PREFIX}restore-${process.pid}-`));
+}

@@ -1,0 +1,113 @@
+/**
+ * A worker thread that restores whole packs (PackRestorer) and writes whole packs (PackBuilder) for
+ * the main thread's pool (thread-pool.ts). A restore reads a local store's pack file itself, or the
+ * chunks the main thread forwards from a remote store, acknowledging each so that at most a few MiB
+ * are in flight. It shares no memory with the main thread but the transferred chunks.
+ */
+import { parentPort } from "node:worker_threads";
+import { cacheKind } from "../kinds/registry.js";
+import { type BuildInput, type BuiltPack, buildPack } from "./pack-builder.js";
+import { type JobMessage, type ToMain, targetsFrom } from "./pack-jobs.js";
+import { readPack } from "./pack-reader.js";
+import { SyncCompressor, zstdBinding } from "./zstd-sync.js";
+
+const port = parentPort;
+if (!port) throw new Error("pack-worker.ts runs only as a worker thread");
+
+/** Chunks forwarded from the main thread for the restore in progress, as an async iterable. */
+class ForwardedChunks implements AsyncIterable<Buffer> {
+  private readonly queue: Buffer[] = [];
+  private ended = false;
+  private failed: Error | null = null;
+  private wake: (() => void) | null = null;
+
+  constructor(private readonly job: number) {}
+
+  push(data: Uint8Array | null, error?: string): void {
+    if (error) this.failed = new Error(error);
+    else if (data) this.queue.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    else this.ended = true;
+    this.wake?.();
+    this.wake = null;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    for (;;) {
+      const next = this.queue.shift();
+      if (next) {
+        yield next;
+        send({ op: "ack", job: this.job, n: next.length });
+        continue;
+      }
+      if (this.failed) throw this.failed;
+      if (this.ended) return;
+      await new Promise<void>((r) => {
+        this.wake = r;
+      });
+    }
+  }
+}
+
+function send(m: ToMain, transfer?: ArrayBuffer[]): void {
+  port?.postMessage(m, transfer);
+}
+
+const forwarded = new Map<number, ForwardedChunks>();
+/** Compressed bytes a build has sent that the main thread has not yet passed to the store. */
+const flows = new Map<number, { inFlight: number; wake: (() => void) | null }>();
+const IN_FLIGHT = 8 * 1024 * 1024;
+
+async function build(job: number, inputs: BuildInput[], level: number, zstdThreads: number): Promise<void> {
+  const binding = zstdBinding();
+  if (!binding) throw new Error("zstd-napi could not be loaded in the pack worker");
+  const flow = { inFlight: 0, wake: null as (() => void) | null };
+  flows.set(job, flow);
+  try {
+    const result: BuiltPack = { entries: [], vanished: [] };
+    for (const chunk of buildPack(
+      inputs,
+      cacheKind,
+      new SyncCompressor(binding, level, zstdThreads),
+      result,
+    )) {
+      const data = new Uint8Array(chunk);
+      flow.inFlight += data.length;
+      send({ op: "packed", job, data }, [data.buffer as ArrayBuffer]);
+      while (flow.inFlight > IN_FLIGHT) {
+        await new Promise<void>((r) => {
+          flow.wake = r;
+        });
+        flow.wake = null;
+      }
+    }
+    send({ op: "built", job, result });
+  } finally {
+    flows.delete(job);
+  }
+}
+
+port.on("message", (m: JobMessage) => {
+  if (m.op === "chunk") forwarded.get(m.job)?.push(m.data);
+  else if (m.op === "end") forwarded.get(m.job)?.push(null);
+  else if (m.op === "fail") forwarded.get(m.job)?.push(null, m.message);
+  else if (m.op === "restore") {
+    const source = m.file ? { file: m.file } : new ForwardedChunks(m.job);
+    if (source instanceof ForwardedChunks) forwarded.set(m.job, source);
+    readPack(source, m.pack, m.wanted, targetsFrom(m.targets, cacheKind), (n) =>
+      send({ op: "bytes", job: m.job, n }),
+    )
+      .then((result) => send({ op: "restored", job: m.job, result }))
+      .catch((e: Error) => send({ op: "failed", job: m.job, message: e.message }))
+      .finally(() => forwarded.delete(m.job));
+  } else if (m.op === "build") {
+    build(m.job, m.inputs, m.level, m.zstdThreads).catch((e: Error) =>
+      send({ op: "failed", job: m.job, message: e.message }),
+    );
+  } else if (m.op === "ack") {
+    const flow = flows.get(m.job);
+    if (flow) {
+      flow.inFlight -= m.n;
+      flow.wake?.();
+    }
+  }
+});

@@ -1,0 +1,83 @@
+import type { Store } from "../store/store.js";
+import type { WantedEntry } from "./entry-stager.js";
+import type { RestoreTarget } from "./member-policy.js";
+import { targetData } from "./pack-jobs.js";
+import type { PackPromise, PackReadResult } from "./pack-reader.js";
+import type { ThreadPool } from "./thread-pool.js";
+
+/** Compressed bytes forwarded to a thread and not yet read by it. */
+const IN_FLIGHT = 4 * 1024 * 1024;
+
+/**
+ * Restores one pack on a pool thread. A local store's pack is read by the thread from its file; any
+ * other store's is downloaded here and forwarded chunk by chunk, at most IN_FLIGHT bytes ahead of
+ * the thread, so a fast download never piles up in memory.
+ */
+export async function restoreOnThread(
+  pool: ThreadPool,
+  store: Store,
+  object: string,
+  pack: PackPromise,
+  wanted: WantedEntry[],
+  targets: Map<string, RestoreTarget>,
+  onBytes?: (n: number) => void,
+): Promise<PackReadResult> {
+  const file = store.localFile?.(object) ?? null;
+  let result: PackReadResult | null = null;
+  let failure: string | null = null;
+  let inFlight = 0;
+  let over = false;
+  let wake: (() => void) | null = null;
+  const rouse = () => {
+    const w = wake;
+    wake = null;
+    w?.();
+  };
+  const promise: PackPromise = {
+    sha256: pack.sha256,
+    size: pack.size,
+    entryBytes: pack.entryBytes,
+    entries: pack.entries,
+  };
+
+  await pool.run(
+    (job, post) => {
+      post({ op: "restore", job, pack: promise, wanted, targets: targetData(targets), file });
+      if (file) return;
+      const forward = async () => {
+        const source = await store.get(object);
+        try {
+          for await (const chunk of source as AsyncIterable<Buffer>) {
+            if (over) break;
+            const data = new Uint8Array(chunk);
+            inFlight += data.length;
+            post({ op: "chunk", job, data }, [data.buffer as ArrayBuffer]);
+            while (inFlight > IN_FLIGHT && !over) await new Promise<void>((r) => (wake = r));
+          }
+        } finally {
+          source.destroy();
+        }
+        if (!over) post({ op: "end", job });
+      };
+      forward().catch((e: Error) => {
+        if (!over) post({ op: "fail", job, message: e.message });
+      });
+    },
+    (m) => {
+      if (m.op === "bytes") onBytes?.(m.n);
+      else if (m.op === "ack") {
+        inFlight -= m.n;
+        rouse();
+      } else if (m.op === "restored" || m.op === "failed") {
+        if (m.op === "restored") result = m.result;
+        else failure = m.message;
+        over = true;
+        rouse();
+        return true;
+      }
+      return false;
+    },
+  );
+  if (result) return result;
+  throw new Error(failure ?? "the pack worker gave no result");
+}

@@ -1,0 +1,156 @@
+import fs from "node:fs";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
+import type { JobMessage, ToMain } from "./pack-jobs.js";
+
+/** Most threads a pool starts, whatever the core count: each holds a V8 isolate (~12 MB of RSS). */
+const MAX_THREADS = 4;
+
+type Handler = (m: ToMain) => void;
+
+interface Slot {
+  worker: Worker;
+  handler: Handler | null;
+  fail: ((e: Error) => void) | null;
+}
+
+/** The worker script: next to this module (build/, dist/), or build/'s when running from src/ (tests). */
+function workerScript(): URL | null {
+  for (const rel of ["./pack-worker.js", "../../build/src/pack/pack-worker.js"]) {
+    const url = new URL(rel, import.meta.url);
+    if (fs.existsSync(fileURLToPath(url))) return url;
+  }
+  return null;
+}
+
+/** The cores kcache may use: $KCACHE_THREADS, else every core. */
+export function coreCount(env: NodeJS.ProcessEnv = process.env): number {
+  const forced = Number(env.KCACHE_THREADS);
+  return Number.isInteger(forced) && forced > 0 ? forced : os.availableParallelism();
+}
+
+/** How many threads suit `jobs` jobs on this machine. */
+export function threadCount(jobs: number, env: NodeJS.ProcessEnv = process.env): number {
+  return Math.max(0, Math.min(jobs, coreCount(env), MAX_THREADS));
+}
+
+/**
+ * How a save spreads over the cores: `threads` JS threads building packs (reading and hashing, ~1
+ * GB/s each) and `zstd` native compression threads per pack. zstd's threads cost little memory, so
+ * small machines build in one thread and give zstd every core; large ones add a builder per 4 cores.
+ */
+export function saveThreads(
+  jobs: number,
+  env: NodeJS.ProcessEnv = process.env,
+): { threads: number; zstd: number } {
+  const cores = coreCount(env);
+  const threads = Math.max(1, Math.min(jobs, MAX_THREADS, Math.floor(cores / 4)));
+  return { threads, zstd: Math.max(1, Math.floor(cores / threads)) };
+}
+
+/**
+ * Worker threads running pack jobs (pack-worker.ts), one job per thread at a time, started as jobs
+ * need them. `open` gives null when no worker script is found: callers then run jobs in this thread.
+ */
+export class ThreadPool {
+  private readonly slots: Slot[] = [];
+  private readonly waiting: ((s: Slot) => void)[] = [];
+  private nextJob = 1;
+
+  private constructor(
+    private readonly script: URL,
+    private readonly size: number,
+  ) {}
+
+  static open(size: number): ThreadPool | null {
+    const script = workerScript();
+    if (!script || size < 1) return null;
+    return new ThreadPool(script, size);
+  }
+
+  /**
+   * Runs one job on a free thread: `start` gets the job's id and the thread's post function and sends
+   * the job; `onMessage` hears the thread's messages for it and returns true once the job is over.
+   */
+  async run(
+    start: (job: number, post: (m: JobMessage, transfer?: ArrayBuffer[]) => void) => void,
+    onMessage: (m: ToMain) => boolean,
+  ): Promise<void> {
+    const slot = await this.acquire();
+    const job = this.nextJob++;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        slot.fail = reject;
+        slot.handler = (m) => {
+          if (m.job !== job) return;
+          try {
+            if (onMessage(m)) resolve();
+          } catch (e) {
+            reject(e);
+          }
+        };
+        start(job, (m, transfer) => slot.worker.postMessage(m, transfer ?? []));
+      });
+    } finally {
+      slot.handler = null;
+      slot.fail = null;
+      this.release(slot);
+    }
+  }
+
+  /** Stops every thread; callers close the pool when their jobs are done (threads keep Node running). */
+  async close(): Promise<void> {
+    await Promise.all(this.slots.map((s) => s.worker.terminate()));
+    this.slots.length = 0;
+  }
+
+  private acquire(): Promise<Slot> {
+    const free = this.slots.find((s) => !s.handler && !busy.has(s));
+    if (free) {
+      busy.add(free);
+      return Promise.resolve(free);
+    }
+    if (this.slots.length < this.size) {
+      const slot = this.spawn();
+      busy.add(slot);
+      return Promise.resolve(slot);
+    }
+    return new Promise((r) => this.waiting.push(r));
+  }
+
+  private release(slot: Slot): void {
+    if (!this.slots.includes(slot)) {
+      // The thread died: a waiting job gets a fresh one.
+      busy.delete(slot);
+      const waiter = this.waiting.shift();
+      if (waiter) {
+        const fresh = this.spawn();
+        busy.add(fresh);
+        waiter(fresh);
+      }
+      return;
+    }
+    const next = this.waiting.shift();
+    if (next) next(slot);
+    else busy.delete(slot);
+  }
+
+  private spawn(): Slot {
+    // A small young generation: a worker allocates little that lives, and each MiB is RSS.
+    const worker = new Worker(this.script, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    const slot: Slot = { worker, handler: null, fail: null };
+    worker.on("message", (m: ToMain) => slot.handler?.(m));
+    const died = (e: Error) => {
+      const i = this.slots.indexOf(slot);
+      if (i >= 0) this.slots.splice(i, 1);
+      slot.fail?.(e);
+    };
+    worker.on("error", died);
+    worker.on("exit", (code) => died(new Error(`pack worker exited (${code})`)));
+    this.slots.push(slot);
+    return slot;
+  }
+}
+
+const busy = new WeakSet<Slot>();
