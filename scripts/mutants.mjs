@@ -21,7 +21,7 @@ const MUTANTS = [
   },
   {
     name: "a delta save re-uploads reused entries",
-    file: "src/cache/save.ts",
+    file: "src/cache/save-plan.ts",
     find: "const toPack = consolidate ? kept.filter((p) => !stay.includes(p)) : fresh;",
     replace: "const toPack = kept;",
     tests: ["test/cache/save.test.ts"],
@@ -141,7 +141,7 @@ const MUTANTS = [
   },
   {
     name: "a garbage manifest taken for 'the key exists'",
-    file: "src/cache/save.ts",
+    file: "src/cache/save-manifest.ts",
     find: "    decodeManifest(data, object);\n    return true;",
     replace: "    return true;",
     tests: ["test/trust/s3-faults.test.ts"],
@@ -260,10 +260,10 @@ const MUTANTS = [
   },
   {
     name: "consolidation rewrites large live packs (the store grows 8x over 100 commits)",
-    file: "src/cache/save.ts",
-    find: "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - ctx.save.maxDeadShare)",
+    file: "src/cache/save-plan.ts",
+    find: "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - settings.maxDeadShare)",
     replace:
-      "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - ctx.save.maxDeadShare && false)",
+      "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - settings.maxDeadShare && false)",
     tests: ["test/cache/storage-growth.test.ts"],
   },
   {

@@ -1,0 +1,130 @@
+import { IntegrityError, StoreError } from "../errors.js";
+import type { CacheKindName } from "../kinds/kind.js";
+import { entryId } from "../manifest/entry-id.js";
+import {
+  decodeManifest,
+  type EntryRef,
+  MANIFEST_FORMAT,
+  type Manifest,
+  type PackRef,
+} from "../manifest/manifest.js";
+import type { WrittenPack } from "../pack/pack-writer.js";
+import type { Store } from "../store/store.js";
+import { VERSION } from "../version.js";
+import type { JobContext } from "./job-context.js";
+import type { SavePlan } from "./save-plan.js";
+import { type Present, presentId } from "./save-scan.js";
+
+/**
+ * The manifest a save commits: the parent's packs it still references (re-indexed), then the packs
+ * it wrote, and every entry, sorted. Pure: it reads and writes nothing.
+ */
+export function manifestFor(
+  ctx: JobContext,
+  plan: SavePlan,
+  parent: Manifest | null,
+  parentRefs: Map<string, EntryRef>,
+  written: WrittenPack[],
+  kinds: Map<string, CacheKindName>,
+): Manifest {
+  const packs: PackRef[] = [];
+  const remap = new Map<number, number>();
+  const entries: EntryRef[] = [];
+  for (const p of plan.stay) {
+    const ref = parentRefs.get(presentId(p)) as EntryRef;
+    let idx = remap.get(ref.pack);
+    if (idx === undefined) {
+      idx = packs.length;
+      remap.set(ref.pack, idx);
+      packs.push(parent?.packs[ref.pack] as PackRef);
+    }
+    entries.push({ ...ref, pack: idx });
+  }
+  for (const w of written) {
+    const idx = packs.length;
+    packs.push({
+      object: w.object,
+      sha256: w.sha256,
+      size: w.size,
+      entryBytes: w.entryBytes,
+      entries: w.entries.length,
+      savedBy: ctx.key,
+    });
+    for (const e of w.entries) entries.push({ ...e, pack: idx });
+  }
+  entries.sort((a, b) => (entryId(a) < entryId(b) ? -1 : 1));
+  return {
+    format: MANIFEST_FORMAT,
+    key: ctx.key,
+    prefix: ctx.prefix,
+    stackId: ctx.stack.stackId,
+    stack: ctx.stack.components,
+    revision: ctx.revision,
+    scope: ctx.scopes.write,
+    createdAt: new Date().toISOString(),
+    producer: `kcache ${VERSION}`,
+    parent: plan.consolidate && plan.stay.length === 0 ? null : (parent?.key ?? null),
+    caches: ctx.caches
+      .filter((c) => kinds.has(c.name))
+      .map((c) => ({ name: c.name, kind: kinds.get(c.name) as CacheKindName })),
+    packs,
+    entries,
+  };
+}
+
+/** Entries of `present` now saved under the manifest, each with the digest it was saved with. */
+export function savedEntries(present: Present[], manifest: Manifest): Present[] {
+  const digests = new Map(manifest.entries.map((e) => [entryId(e), e.sha256]));
+  const out: Present[] = [];
+  for (const p of present) {
+    const d = digests.get(presentId(p));
+    if (d === undefined) continue;
+    p.digest ??= d;
+    out.push(p);
+  }
+  return out;
+}
+
+/**
+ * The commit phase: creates the manifest object only if no other saver did, and reads it back.
+ * "lost-race" when another run's manifest stands under this key; a store that acknowledges writes it
+ * does not keep is a fault (StoreError).
+ */
+export async function commitManifest(
+  store: Store,
+  object: string,
+  body: Buffer,
+): Promise<"committed" | "lost-race-before" | "lost-race-after"> {
+  if (!(await store.createIfAbsent(object, body))) {
+    // A store that answers "exists" to everything must not pass for a lost race.
+    if (!(await existingManifest(store, object)))
+      throw new StoreError(`${store.description}: refused to create ${object} but holds no such manifest`);
+    return "lost-race-before";
+  }
+  // Read back: on a server that ignores If-None-Match another saver's manifest may have replaced ours
+  // (then its save stands).
+  const stored = await store.read(object);
+  if (!stored?.equals(body)) {
+    if (await existingManifest(store, object)) return "lost-race-after";
+    throw new StoreError(`${store.description}: ${object} does not read back as written`);
+  }
+  return "committed";
+}
+
+/**
+ * Whether a valid manifest is stored at `object`. One that is there but does not verify (damaged, or
+ * a store answering garbage) is a data fault, never taken for "the key exists".
+ */
+export async function existingManifest(store: Store, object: string): Promise<boolean> {
+  const data = await store.read(object);
+  if (!data) return false;
+  try {
+    decodeManifest(data, object);
+    return true;
+  } catch (e) {
+    if (!(e instanceof IntegrityError)) throw e;
+    throw new IntegrityError(
+      `${store.description}: ${e.message}; nothing saved (delete the object, or check the store's endpoint)`,
+    );
+  }
+}

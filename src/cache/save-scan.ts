@@ -1,0 +1,119 @@
+import fs from "node:fs";
+import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
+import { entryId } from "../manifest/entry-id.js";
+import { EntryDigest } from "../pack/entry-digest.js";
+import { chunks, closeEntry, openEntry } from "../pack/entry-source.js";
+import { folderKind, scanFolder } from "./cache-folder.js";
+import { entrySignature } from "./entry-signature.js";
+import type { JobContext } from "./job-context.js";
+import type { LocalState } from "./local-state.js";
+
+/** A complete entry found in a cache folder, as a save sees it. */
+export interface Present {
+  cache: string;
+  kind: CacheKind;
+  root: string;
+  entry: FoundEntry;
+  /** Its files' stat signature. */
+  sig: string;
+  /** Its digest, when known (recorded by the last restore or save with this signature, or hashed). */
+  digest: string | null;
+  size: number;
+}
+
+/** What a scan left out, by reason (SaveReport.skipped). */
+export interface Skipped {
+  incomplete: number;
+  tempDirs: number;
+  lockFiles: number;
+  /** Precompiled headers and other files valid only on the machine that built them. */
+  localFiles: number;
+  otherFiles: number;
+  vanished: number;
+}
+
+/** The id of a present entry ("cache/name"), as manifests key entries. */
+export const presentId = (p: Present) => entryId({ cache: p.cache, name: p.entry.name });
+
+/**
+ * The scan phase of a save: the complete entries of every configured cache, each with its digest
+ * when the last restore or save recorded it with the same stats. Incomplete entries, compiler temp
+ * folders, locks and machine-local files are counted in `skipped`, never returned; a folder that
+ * gives nothing gets a warning that names it and says why.
+ */
+export async function scanForSave(
+  ctx: JobContext,
+  state: LocalState | null,
+  skipped: Skipped,
+): Promise<{ present: Present[]; kinds: Map<string, CacheKindName> }> {
+  const present: Present[] = [];
+  const kinds = new Map<string, CacheKindName>();
+  for (const c of ctx.caches) {
+    const kind = folderKind(c);
+    if (!kind) {
+      nothingToSave(ctx, c, fs.existsSync(c.path) ? "the folder is empty" : "the folder does not exist");
+      continue;
+    }
+    kinds.set(c.name, kind.kind);
+    const scan = await scanFolder(c, kind);
+    const before = present.length;
+    let incomplete = 0;
+    skipped.tempDirs += scan.tempDirs;
+    skipped.lockFiles += scan.lockFiles;
+    skipped.localFiles += scan.localFiles;
+    skipped.otherFiles += scan.otherFiles;
+    const known = state?.index[c.name] ?? {};
+    for (const entry of scan.entries) {
+      const sig = entrySignature(entry);
+      const k = known[entry.name];
+      const size = entry.files.reduce((s, f) => s + f.size, 0);
+      if (k && k[0] === sig) {
+        present.push({ cache: c.name, kind, root: c.path, entry, sig, digest: k[1], size });
+        continue;
+      }
+      const why = kind.incompleteReason(c.path, entry);
+      if (why) {
+        skipped.incomplete++;
+        incomplete++;
+        ctx.log.debug(`not saving ${c.name}/${entry.name}: ${why}`);
+        continue;
+      }
+      present.push({ cache: c.name, kind, root: c.path, entry, sig, digest: null, size });
+    }
+    if (present.length === before) {
+      nothingToSave(
+        ctx,
+        c,
+        incomplete
+          ? `its ${incomplete} entries are incomplete (compiles that did not finish)`
+          : scan.filtered
+            ? `the patterns left out all ${scan.filtered} of its entries${c.exclude?.length ? ` (excluded by ${c.exclude.map((x) => `!${x}`).join(", ")})` : ""}`
+            : scan.entries.length === 0 && fs.existsSync(c.path)
+              ? "the folder has nothing a save keeps (only temp folders, locks or links)"
+              : "the folder does not exist",
+      );
+    }
+  }
+  return { present, kinds };
+}
+
+/** A folder that gives nothing to save is worth a warning that names it and says why. */
+function nothingToSave(ctx: JobContext, c: CacheFolder, why: string): void {
+  ctx.log.warn(`path ${c.path} (cache ${c.name}): nothing to save: ${why}`);
+}
+
+/** Digest of an entry as it would be packed, without packing it; null when its files vanished. */
+export function hashEntry(p: Present): string | null {
+  const files = openEntry(p.kind, p.root, p.entry);
+  if (!files) return null;
+  const d = new EntryDigest();
+  try {
+    for (const f of files) {
+      d.beginFile(f.rel, f.size);
+      for (const c of chunks(f)) d.update(c);
+    }
+  } finally {
+    closeEntry(files);
+  }
+  return d.digest();
+}
