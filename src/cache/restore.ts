@@ -41,6 +41,8 @@ export interface RestoreReport {
   entriesMovedAside: number;
   /** Store and data faults met (damaged manifests, unreadable packs, bad entries); --strict fails on any. */
   faults: string[];
+  /** Worker threads that read packs (0: read in the main thread). */
+  threads: number;
   seconds: number;
   caches: { name: string; path: string; entries: number; bytes: number }[];
 }
@@ -71,6 +73,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     membersRefused: 0,
     entriesMovedAside: 0,
     faults: [],
+    threads: 0,
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, path: c.path, entries: 0, bytes: 0 })),
   };
@@ -130,7 +133,8 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
       const keep = new Set(match.manifest.entries.filter((e) => e.cache === name).map((e) => e.name));
       report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep, scans.get(name));
     }
-    const results = await readPacks(ctx, match.manifest, targets, new Set(present.map(entryId)));
+    const { results, threads } = await readPacks(ctx, match.manifest, targets, new Set(present.map(entryId)));
+    report.threads = threads;
     const packErrors: string[] = [];
     const problems: string[] = [];
     for (const { refs, result } of results) {
@@ -217,7 +221,7 @@ async function readPacks(
   manifest: Manifest,
   targets: Map<string, RestoreTarget>,
   skip: Set<string>,
-): Promise<{ refs: EntryRef[]; result: PackReadResult }[]> {
+): Promise<{ results: { refs: EntryRef[]; result: PackReadResult }[]; threads: number }> {
   const byPack = new Map<number, EntryRef[]>();
   for (const e of manifest.entries) {
     if (!targets.has(e.cache) || skip.has(entryId(e))) continue;
@@ -232,7 +236,9 @@ async function readPacks(
   const out: { refs: EntryRef[]; result: PackReadResult }[] = [];
   const total = jobs.reduce((s, [i]) => s + (manifest.packs[i]?.size ?? 0), 0);
   const progress = ctx.progress?.("restoring", total);
-  const threads = jobs.length > 1 && total > THREADS_ABOVE ? threadCount(jobs.length) : 0;
+  // Threads pay off on several packs of some size, or whenever $KCACHE_THREADS asks for them.
+  const asked = Number(process.env.KCACHE_THREADS) > 1;
+  const threads = jobs.length > 1 && (total > THREADS_ABOVE || asked) ? threadCount(jobs.length) : 0;
   const pool = threads > 1 ? ThreadPool.open(threads) : null;
   let next = 0;
   const worker = async () => {
@@ -270,7 +276,7 @@ async function readPacks(
     progress?.done();
     await pool?.close();
   }
-  return out;
+  return { results: out, threads: pool ? threads : 0 };
 }
 
 /** Records what was restored, with each entry's stat signature as it now lies on disk. */

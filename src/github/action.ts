@@ -107,7 +107,7 @@ async function restoreStep(log: Log, postSave: boolean): Promise<void> {
     log.info(`found ${r.matchedKey}${r.cacheHit ? " (exact)" : ""} (lookup only, nothing downloaded)`);
   else
     log.info(
-      `restored ${r.entriesRestored} entries from ${r.matchedKey}${r.cacheHit ? " (exact)" : ` (${r.matchedScope})`}`,
+      `restored ${r.entriesRestored} entries from ${r.matchedKey}${r.cacheHit ? " (exact)" : ` (${r.matchedScope})`}${r.threads ? ` on ${r.threads} threads` : ""}`,
     );
   if (postSave) {
     core.saveState(State.saveInPost, "true");

@@ -35,10 +35,14 @@ export function threadCount(jobs: number, env: NodeJS.ProcessEnv = process.env):
   return Math.max(0, Math.min(jobs, coreCount(env), MAX_THREADS));
 }
 
+/** zstd compression threads a save runs in all: each holds ~16 MB of job buffers at level 3. */
+const MAX_ZSTD_THREADS = 8;
+
 /**
  * How a save spreads over the cores: `threads` JS threads building packs (reading and hashing, ~1
- * GB/s each) and `zstd` native compression threads per pack. zstd's threads cost little memory, so
- * small machines build in one thread and give zstd every core; large ones add a builder per 4 cores.
+ * GB/s each) and `zstd` native compression threads per pack (as `zstd -T`). Small machines build in
+ * one thread and give zstd every core; large ones add a builder per 4 cores, and zstd's threads stop
+ * at MAX_ZSTD_THREADS in all, which keeps a save's memory bounded on any machine.
  */
 export function saveThreads(
   jobs: number,
@@ -46,7 +50,7 @@ export function saveThreads(
 ): { threads: number; zstd: number } {
   const cores = coreCount(env);
   const threads = Math.max(1, Math.min(jobs, MAX_THREADS, Math.floor(cores / 4)));
-  return { threads, zstd: Math.max(1, Math.floor(cores / threads)) };
+  return { threads, zstd: Math.max(1, Math.floor(Math.min(cores, MAX_ZSTD_THREADS) / threads)) };
 }
 
 /**

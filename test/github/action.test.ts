@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Inputs, Outputs, SAVE_ALWAYS_ENV } from "../../src/github/io-names.js";
+import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { actionYml, ROOT, RunnerJob } from "../helpers/action-runner.js";
 import { type GhaCacheServer, startGhaCacheServer } from "../helpers/gha-cache-server.js";
 import { tempDir } from "../helpers/sandbox.js";
@@ -290,6 +291,30 @@ describe("the kcache action", () => {
     const b = job(root, "runner-b");
     expect((await b.uses("", { mode: "restore", config: "kcache.yml" })).outputs["cache-hit"]).toBe("true");
     expect(fs.readdirSync(path.join(b.dir, "temp", "triton-cache")).length).toBeGreaterThan(5);
+  });
+
+  it("the bundled action reads packs on worker threads (dist/pack-worker.js)", async () => {
+    const root = project();
+    const yml = path.join(root, "kcache.yml");
+    fs.writeFileSync(yml, `${fs.readFileSync(yml, "utf8")}save:\n  pack-mib: 1\n`);
+    const a = job(root, "runner-a");
+    a.env.KCACHE_THREADS = "2";
+    await a.uses("", { mode: "restore", config: "kcache.yml" });
+    generateTritonCache(path.join(a.dir, "temp", "triton-cache"), {
+      entries: 24,
+      totalBytes: 4_000_000,
+      seed: 8,
+    });
+    const saved = await a.uses("", { mode: "save", config: "kcache.yml" });
+    expect(saved.outputs).toMatchObject({ saved: "true" });
+    const b = job(root, "runner-b");
+    b.env.KCACHE_THREADS = "2";
+    const hit = await b.uses("", { mode: "restore", config: "kcache.yml" });
+    expect(hit.outputs["cache-hit"]).toBe("true");
+    expect(hit.log).toMatch(/restored 24 entries from \S+ \(exact\) on 2 threads/);
+    expect(
+      fs.readdirSync(path.join(b.dir, "temp", "triton-cache")).filter((n) => !n.startsWith(".")),
+    ).toHaveLength(24);
   });
 
   it("falls back through restore-keys, and fails on a miss when asked", async () => {

@@ -20,7 +20,7 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
       );
     } else {
       log.info(
-        `restored ${report.entriesRestored} entries${report.entriesPresent ? ` (${report.entriesPresent} more already present)` : ""} (${formatBytes(report.bytesRestored)}, ${formatBytes(report.bytesDownloaded)} read) from ${report.matchedKey}${report.cacheHit ? " (exact)" : ` (${report.matchedScope})`} in ${formatSeconds(report.seconds)}`,
+        `restored ${report.entriesRestored} entries${report.entriesPresent ? ` (${report.entriesPresent} more already present)` : ""} (${formatBytes(report.bytesRestored)}, ${formatBytes(report.bytesDownloaded)} read) from ${report.matchedKey}${report.cacheHit ? " (exact)" : ` (${report.matchedScope})`} in ${formatSeconds(report.seconds)}${report.threads ? ` on ${report.threads} threads` : ""}`,
       );
       for (const c of report.caches) log.info(`  ${c.name}: ${c.entries} entries at ${c.path}`);
       if (report.entriesBad)

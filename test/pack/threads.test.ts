@@ -1,0 +1,129 @@
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { restore } from "../../src/cache/restore.js";
+import { save } from "../../src/cache/save.js";
+import { decodeManifest } from "../../src/manifest/manifest.js";
+import { generateTritonCache } from "../fixtures/triton-cache.js";
+import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
+import { type Sandbox, sandbox } from "../helpers/sandbox.js";
+import { treeDigests } from "../helpers/tree.js";
+
+const REV = "3".repeat(40);
+let server: S3Server;
+beforeAll(async () => {
+  Object.assign(process.env, S3RVER_CREDENTIALS);
+  server = await startS3rver();
+});
+afterAll(async () => {
+  delete process.env.KCACHE_THREADS;
+  await server?.stop();
+});
+
+/** Runs `fn` with $KCACHE_THREADS set (this test file's process only). */
+async function withThreads<T>(n: number, fn: () => Promise<T>): Promise<T> {
+  const before = process.env.KCACHE_THREADS;
+  process.env.KCACHE_THREADS = String(n);
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env.KCACHE_THREADS;
+    else process.env.KCACHE_THREADS = before;
+  }
+}
+
+/** Entries in `dest`, each byte-identical to the source (group files are rewritten for their path). */
+function identicalEntries(src: string, dest: string): number {
+  const s = treeDigests(src);
+  const d = treeDigests(dest);
+  const entries = new Set([...d.keys()].map((k) => k.split("/")[0]));
+  for (const e of entries) {
+    const want = [...s.keys()].filter((k) => k.startsWith(`${e}/`)).sort();
+    const got = [...d.keys()].filter((k) => k.startsWith(`${e}/`)).sort();
+    expect(got).toEqual(want);
+    for (const k of got) if (!k.includes("__grp__")) expect(d.get(k)).toBe(s.get(k));
+  }
+  return entries.size;
+}
+
+function config(sb: Sandbox, cache: string, store: "local" | "s3", prefix: string) {
+  return sb.config({
+    caches: [{ name: "triton", kind: "triton", path: cache }],
+    store:
+      store === "local"
+        ? { path: sb.store }
+        : {
+            type: "s3",
+            bucket: server.bucket,
+            prefix,
+            region: "us-east-1",
+            endpoint: server.endpoint,
+            "path-style": true,
+          },
+    key: { prefix: "threads" },
+    save: { "pack-mib": 1 },
+  });
+}
+
+describe("packs read and written by worker threads", () => {
+  it.each(["local", "s3"] as const)(
+    "a %s store: packs built on threads restore on threads, entry for entry as saved, at another path",
+    async (store) => {
+      const sb = sandbox();
+      const src = path.join(sb.dir, "triton");
+      generateTritonCache(src, { entries: 40, totalBytes: 6_000_000, seed: 5 });
+      const prefix = `threads-${Date.now()}/`;
+      // Eight cores' worth: two builder threads, each with its own zstd threads.
+      const saved = await withThreads(8, async () =>
+        save(await sb.context({ config: config(sb, src, store, prefix), revision: REV })),
+      );
+      expect(saved).toMatchObject({ outcome: "saved", entriesNew: 40 });
+      expect(saved.packsWritten).toBeGreaterThan(2);
+      const dest = path.join(sb.dir, "elsewhere");
+      const r = await withThreads(2, async () =>
+        restore(
+          await sb.context({
+            config: config(sb, dest, store, prefix),
+            revision: REV,
+            stateDir: path.join(sb.dir, "s2"),
+          }),
+        ),
+      );
+      expect(r).toMatchObject({ threads: 2, entriesRestored: 40, entriesBad: 0, faults: [] });
+      expect(identicalEntries(src, dest)).toBe(40);
+      expect(fs.readdirSync(dest).filter((n) => n.startsWith(".kcache-restore"))).toEqual([]);
+    },
+  );
+
+  it("a corrupted pack read by a thread costs only its own entries; the threads' other packs restore whole", async () => {
+    const sb = sandbox();
+    const src = path.join(sb.dir, "triton");
+    generateTritonCache(src, { entries: 40, totalBytes: 6_000_000, seed: 6 });
+    await save(await sb.context({ config: config(sb, src, "local", ""), revision: REV }));
+    const manifestFile = fs
+      .readdirSync(path.join(sb.store, "manifests"), { recursive: true, withFileTypes: true })
+      .filter((d) => d.isFile())
+      .map((d) => path.join(d.parentPath, d.name))[0] as string;
+    const manifest = decodeManifest(fs.readFileSync(manifestFile), manifestFile);
+    const victim = path.join(sb.store, ...(manifest.packs[1]?.object as string).split("/"));
+    const bytes = fs.readFileSync(victim);
+    for (let i = 300; i < bytes.length; i += 101) bytes[i] = (bytes[i] as number) ^ 0x55;
+    fs.writeFileSync(victim, bytes);
+    const dest = path.join(sb.dir, "elsewhere");
+    const r = await withThreads(2, async () =>
+      restore(
+        await sb.context({
+          config: config(sb, dest, "local", ""),
+          revision: REV,
+          stateDir: path.join(sb.dir, "s2"),
+        }),
+      ),
+    );
+    const inVictim = manifest.entries.filter((e) => e.pack === 1).length;
+    expect(r.threads).toBe(2);
+    expect(r.entriesBad).toBeGreaterThan(0);
+    expect(r.entriesBad).toBeLessThanOrEqual(inVictim);
+    expect(r.entriesRestored).toBe(40 - r.entriesBad);
+    expect(identicalEntries(src, dest)).toBe(r.entriesRestored);
+  });
+});
