@@ -3832,7 +3832,10 @@ var SyncCompressor = class {
       const ctx = new b2.CCtx();
       ctx.setParameter(b2.CParameter.compressionLevel, level);
       ctx.setParameter(b2.CParameter.checksumFlag, 1);
-      if (threads > 1) ctx.setParameter(b2.CParameter.nbWorkers, threads);
+      if (threads > 1) {
+        ctx.setParameter(b2.CParameter.nbWorkers, threads);
+        ctx.setParameter(b2.CParameter.jobSize, 2 * 1024 * 1024);
+      }
       reused = { ctx, out: Buffer.allocUnsafe(b2.cStreamOutSize() * 4) };
     }
     reused.ctx.reset(b2.ResetDirective.sessionOnly);
