@@ -3323,6 +3323,7 @@ import { createHash as createHash2 } from "node:crypto";
 import fs8 from "node:fs";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { setImmediate } from "node:timers/promises";
 
 // src/manifest/entry-id.ts
 function entryId(e) {
@@ -3993,6 +3994,7 @@ async function* packFileChunks(file, reuse) {
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
+      await setImmediate();
     }
   } finally {
     fs8.closeSync(fd);

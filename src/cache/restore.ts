@@ -239,16 +239,19 @@ async function readPacks(
   // Threads pay off on several packs of some size, or whenever $KCACHE_THREADS asks for them.
   const asked = Number(process.env.KCACHE_THREADS) > 1;
   const threads = jobs.length > 1 && (total > THREADS_ABOVE || asked) ? threadCount(jobs.length) : 0;
-  const pool = threads > 1 ? ThreadPool.open(threads) : null;
+  // This thread reads packs too (a local store's, whose reads yield to the event loop between
+  // pieces), so n threads take n - 1 workers: each worker costs ~16 MB.
+  const mainReads = ctx.store.localFile !== undefined;
+  const pool = threads > 1 ? ThreadPool.open(mainReads ? threads - 1 : threads) : null;
   let next = 0;
-  const worker = async () => {
+  const worker = async (lane: number) => {
     while (next < jobs.length) {
       const [packIndex, refs] = jobs[next++] as [number, EntryRef[]];
       const pack = manifest.packs[packIndex];
       if (!pack) continue;
       let result: PackReadResult;
       try {
-        if (pool)
+        if (pool && !(mainReads && lane === 0))
           result = await restoreOnThread(pool, ctx.store, pack.object, pack, refs, targets, (n) =>
             progress?.add(n),
           );
@@ -271,7 +274,7 @@ async function readPacks(
   };
   try {
     const lanes = pool ? threads : Math.min(PACK_CONCURRENCY, jobs.length);
-    await Promise.all(Array.from({ length: lanes }, worker));
+    await Promise.all(Array.from({ length: lanes }, (_, lane) => worker(lane)));
   } finally {
     progress?.done();
     await pool?.close();

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { setImmediate } from "node:timers/promises";
 import { entryId } from "../manifest/entry-id.js";
 import { StagedEntry, type WantedEntry } from "./entry-stager.js";
 import { locateMember, type RestoreTarget } from "./member-policy.js";
@@ -184,6 +185,8 @@ export async function* packFileChunks(file: string, reuse: boolean): AsyncIterab
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
+      // Let the event loop run between pieces: the main thread reads packs beside its workers.
+      await setImmediate();
     }
   } finally {
     fs.closeSync(fd);

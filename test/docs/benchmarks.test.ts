@@ -140,6 +140,27 @@ describe("BENCHMARKS.md's store tables match the raw rows npm run bench keeps", 
   );
 });
 
+describe("BENCHMARKS.md's end-to-end speed tables are their raw files rendered", () => {
+  const cpu = path.join(ROOT, "bench/results/bench-speed.json");
+  const gpu = fs
+    .readdirSync(path.join(ROOT, "bench/results"))
+    .filter((f) => /^gpu-speed-.*\.json$/.test(f))
+    .sort()
+    .at(-1);
+
+  it.skipIf(!fs.existsSync(cpu))("this machine's table (npm run bench)", async () => {
+    const { speedTable } = await import("../../bench/tables.js");
+    expect(doc()).toContain(speedTable(JSON.parse(fs.readFileSync(cpu, "utf8")).rows).join("\n"));
+  });
+
+  it.skipIf(!gpu)("the GPU machine's table (bench/gpu/speed-on-device.sh)", async () => {
+    const { speedTable } = await import("../../bench/tables.js");
+    const raw = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results", gpu as string), "utf8"));
+    expect(doc()).toContain(speedTable(raw).join("\n"));
+    expect(doc()).toContain(`Raw: bench/results/${gpu}.`);
+  });
+});
+
 describe("BENCHMARKS.md's two-GPU matrix table matches bench/results/gpu-matrix-2026-12-01.json", () => {
   it("each worker on its own GPU, no save when one failed, nothing compiled warm", () => {
     interface Cmd {
