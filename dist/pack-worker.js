@@ -2,6 +2,7 @@
 import { createRequire as __kcacheCreateRequire } from 'node:module'; const require = __kcacheCreateRequire(import.meta.url);
 
 // src/pack/pack-worker.ts
+import { createHash as createHash3 } from "node:crypto";
 import { parentPort } from "node:worker_threads";
 
 // src/kinds/dir.ts
@@ -4098,12 +4099,12 @@ async function build(job, inputs, level, zstdThreads) {
   flows.set(job, flow);
   try {
     const result = { entries: [], vanished: [] };
-    for (const chunk of buildPack(
-      inputs,
-      cacheKind,
-      new SyncCompressor(binding2, level, zstdThreads),
-      result
-    )) {
+    const hash = createHash3("sha256");
+    let size = 0;
+    const compressor = new SyncCompressor(binding2, level, zstdThreads);
+    for (const chunk of buildPack(inputs, cacheKind, compressor, result)) {
+      hash.update(chunk);
+      size += chunk.length;
       const data = new Uint8Array(chunk);
       flow.inFlight += data.length;
       send({ op: "packed", job, data }, [data.buffer]);
@@ -4114,6 +4115,8 @@ async function build(job, inputs, level, zstdThreads) {
         flow.wake = null;
       }
     }
+    result.sha256 = hash.digest("hex");
+    result.size = size;
     send({ op: "built", job, result });
   } finally {
     flows.delete(job);

@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import { Transform, type TransformCallback } from "node:stream";
 
 /** A pass-through that counts bytes and computes their sha256 (a pack's digest as stored). */
 export class DigestStream extends Transform {
-  private readonly hash = createHash("sha256");
+  private readonly hash: Hash | null;
   bytes = 0;
 
   /**
@@ -13,8 +13,11 @@ export class DigestStream extends Transform {
   constructor(
     private readonly onBytes?: (n: number) => void,
     private readonly limit = Number.POSITIVE_INFINITY,
+    /** False when the bytes were hashed already (by the thread that compressed them): count only. */
+    hashing = true,
   ) {
     super();
+    this.hash = hashing ? createHash("sha256") : null;
   }
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
@@ -23,13 +26,14 @@ export class DigestStream extends Transform {
       cb(new Error(`object is longer than the ${this.limit} bytes its manifest says`));
       return;
     }
-    this.hash.update(chunk);
+    this.hash?.update(chunk);
     this.onBytes?.(chunk.length);
     cb(null, chunk);
   }
 
   /** The hex digest; call once, after the stream has ended. */
   digest(): string {
+    if (!this.hash) throw new Error("DigestStream made without hashing has no digest");
     return this.hash.digest("hex");
   }
 }

@@ -26,6 +26,9 @@ export interface BuiltPack {
   entries: PackedEntry[];
   /** "cache/name" of entries whose files disappeared between scan and pack. */
   vanished: string[];
+  /** The compressed pack's sha256 and bytes, when the thread that built it hashed them. */
+  sha256?: string;
+  size?: number;
 }
 
 /** Where a file of an entry sits inside a pack. */

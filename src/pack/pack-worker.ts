@@ -4,6 +4,7 @@
  * chunks the main thread forwards from a remote store, acknowledging each so that at most a few MiB
  * are in flight. It shares no memory with the main thread but the transferred chunks.
  */
+import { createHash } from "node:crypto";
 import { parentPort } from "node:worker_threads";
 import { cacheKind } from "../kinds/registry.js";
 import { type BuildInput, type BuiltPack, buildPack } from "./pack-builder.js";
@@ -64,12 +65,13 @@ async function build(job: number, inputs: BuildInput[], level: number, zstdThrea
   flows.set(job, flow);
   try {
     const result: BuiltPack = { entries: [], vanished: [] };
-    for (const chunk of buildPack(
-      inputs,
-      cacheKind,
-      new SyncCompressor(binding, level, zstdThreads),
-      result,
-    )) {
+    // The pack's digest is taken here, on this thread, not on the main one that stores the bytes.
+    const hash = createHash("sha256");
+    let size = 0;
+    const compressor = new SyncCompressor(binding, level, zstdThreads);
+    for (const chunk of buildPack(inputs, cacheKind, compressor, result)) {
+      hash.update(chunk);
+      size += chunk.length;
       const data = new Uint8Array(chunk);
       flow.inFlight += data.length;
       send({ op: "packed", job, data }, [data.buffer as ArrayBuffer]);
@@ -80,6 +82,8 @@ async function build(job: number, inputs: BuildInput[], level: number, zstdThrea
         flow.wake = null;
       }
     }
+    result.sha256 = hash.digest("hex");
+    result.size = size;
     send({ op: "built", job, result });
   } finally {
     flows.delete(job);

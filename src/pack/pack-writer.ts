@@ -43,9 +43,11 @@ export async function writePack(
 ): Promise<WrittenPack> {
   const binding = process.env.KCACHE_ZSTD === "system" ? null : zstdBinding();
   const built: BuiltPack = { entries: [], vanished: [] };
-  const digest = new DigestStream(onBytes);
+  const onThread = pool !== null && binding !== null;
+  // A pack built on a thread is hashed there; here its bytes are only counted on their way.
+  const digest = new DigestStream(onBytes, Number.POSITIVE_INFINITY, !onThread);
   let produced: Promise<unknown>;
-  if (pool && binding) {
+  if (onThread) {
     const body = new Readable({ read: () => release() });
     let post: ((m: JobMessage) => void) | null = null;
     let unacked: (() => void)[] = [];
@@ -70,8 +72,7 @@ export async function writePack(
             return false;
           }
           if (m.op === "built") {
-            built.entries = m.result.entries;
-            built.vanished = m.result.vanished;
+            Object.assign(built, m.result);
             body.push(null);
             return true;
           }
@@ -104,13 +105,13 @@ export async function writePack(
   const [made, put] = await Promise.allSettled([produced, stored]);
   if (put.status === "rejected") throw put.reason;
   if (made.status === "rejected") throw made.reason;
-  if (put.value.size !== digest.bytes)
+  if (put.value.size !== digest.bytes || (built.size !== undefined && built.size !== digest.bytes))
     throw new StoreError(
       `${store.description}: ${object}: stored ${put.value.size} bytes of ${digest.bytes}`,
     );
   return {
     object,
-    sha256: digest.digest(),
+    sha256: built.sha256 ?? digest.digest(),
     size: digest.bytes,
     entryBytes: built.entries.reduce((s, e) => s + e.size, 0),
     entries: built.entries,
