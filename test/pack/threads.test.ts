@@ -105,7 +105,9 @@ describe("packs read and written by worker threads", () => {
       .filter((d) => d.isFile())
       .map((d) => path.join(d.parentPath, d.name))[0] as string;
     const manifest = decodeManifest(fs.readFileSync(manifestFile), manifestFile);
-    const victim = path.join(sb.store, ...(manifest.packs[1]?.object as string).split("/"));
+    const object = manifest.packs[1]?.object;
+    if (!object) throw new Error("the fixture saved fewer than two packs");
+    const victim = path.join(sb.store, ...object.split("/"));
     const bytes = fs.readFileSync(victim);
     for (let i = 300; i < bytes.length; i += 101) bytes[i] = (bytes[i] as number) ^ 0x55;
     fs.writeFileSync(victim, bytes);
