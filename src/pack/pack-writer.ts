@@ -11,7 +11,6 @@ import { compressStream } from "./zstd.js";
 import { passThrough, SyncCompressor, zstdBinding } from "./zstd-sync.js";
 
 export type { BuildInput, PackedEntry } from "./pack-builder.js";
-export { tarPathOf } from "./pack-builder.js";
 
 export interface WrittenPack {
   object: string;
