@@ -4095,7 +4095,7 @@ var IN_FLIGHT = 8 * 1024 * 1024;
 async function build(job, inputs, level, zstdThreads) {
   const binding2 = zstdBinding();
   if (!binding2) throw new Error("zstd-napi could not be loaded in the pack worker");
-  const flow = { inFlight: 0, wake: null };
+  const flow = { inFlight: 0, wake: null, cancelled: false };
   flows.set(job, flow);
   try {
     const result = { entries: [], vanished: [] };
@@ -4108,12 +4108,13 @@ async function build(job, inputs, level, zstdThreads) {
       const data = new Uint8Array(chunk);
       flow.inFlight += data.length;
       send({ op: "packed", job, data }, [data.buffer]);
-      while (flow.inFlight > IN_FLIGHT) {
+      while (flow.inFlight > IN_FLIGHT && !flow.cancelled) {
         await new Promise((r) => {
           flow.wake = r;
         });
         flow.wake = null;
       }
+      if (flow.cancelled) throw new Error("cancelled: the store did not take the pack");
     }
     result.sha256 = hash.digest("hex");
     result.size = size;
@@ -4140,10 +4141,11 @@ port.on("message", (m2) => {
     build(m2.job, m2.inputs, m2.level, m2.zstdThreads).catch(
       (e) => send({ op: "failed", job: m2.job, message: e.message })
     );
-  } else if (m2.op === "ack") {
+  } else if (m2.op === "ack" || m2.op === "cancel") {
     const flow = flows.get(m2.job);
     if (flow) {
-      flow.inFlight -= m2.n;
+      if (m2.op === "ack") flow.inFlight -= m2.n;
+      else flow.cancelled = true;
       flow.wake?.();
     }
   }

@@ -217,8 +217,10 @@ async function writePacks(ctx: JobContext, groups: Present[][], leaseId: string)
   const { threads, zstd } = saveThreads(groups.length);
   const pool = threads > 1 ? ThreadPool.open(threads) : null;
   let next = 0;
+  let failed = false;
   const lane = async () => {
-    while (next < groups.length) {
+    // After a failure no further pack is started: the save fails as a whole.
+    while (next < groups.length && !failed) {
       const i = next++;
       const inputs: BuildInput[] = (groups[i] as Present[]).map((p) => ({
         cache: p.cache,
@@ -234,7 +236,10 @@ async function writePacks(ctx: JobContext, groups: Present[][], leaseId: string)
         (n) => progress?.add(n),
         pool,
         zstd,
-      );
+      ).catch((e: unknown) => {
+        failed = true;
+        throw e;
+      });
     }
   };
   try {

@@ -27,7 +27,8 @@ export type JobMessage =
   | { op: "end"; job: number }
   | { op: "fail"; job: number; message: string }
   | { op: "build"; job: number; inputs: BuildInput[]; level: number; zstdThreads: number }
-  | { op: "ack"; job: number; n: number };
+  | { op: "ack"; job: number; n: number }
+  | { op: "cancel"; job: number };
 
 /** Messages from a pack worker to the main thread. */
 export type ToMain =

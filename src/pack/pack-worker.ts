@@ -55,13 +55,13 @@ function send(m: ToMain, transfer?: ArrayBuffer[]): void {
 
 const forwarded = new Map<number, ForwardedChunks>();
 /** Compressed bytes a build has sent that the main thread has not yet passed to the store. */
-const flows = new Map<number, { inFlight: number; wake: (() => void) | null }>();
+const flows = new Map<number, { inFlight: number; wake: (() => void) | null; cancelled: boolean }>();
 const IN_FLIGHT = 8 * 1024 * 1024;
 
 async function build(job: number, inputs: BuildInput[], level: number, zstdThreads: number): Promise<void> {
   const binding = zstdBinding();
   if (!binding) throw new Error("zstd-napi could not be loaded in the pack worker");
-  const flow = { inFlight: 0, wake: null as (() => void) | null };
+  const flow = { inFlight: 0, wake: null as (() => void) | null, cancelled: false };
   flows.set(job, flow);
   try {
     const result: BuiltPack = { entries: [], vanished: [] };
@@ -75,12 +75,14 @@ async function build(job: number, inputs: BuildInput[], level: number, zstdThrea
       const data = new Uint8Array(chunk);
       flow.inFlight += data.length;
       send({ op: "packed", job, data }, [data.buffer as ArrayBuffer]);
-      while (flow.inFlight > IN_FLIGHT) {
+      while (flow.inFlight > IN_FLIGHT && !flow.cancelled) {
         await new Promise<void>((r) => {
           flow.wake = r;
         });
         flow.wake = null;
       }
+      // The store gave up on this pack (a failed upload): stop building it.
+      if (flow.cancelled) throw new Error("cancelled: the store did not take the pack");
     }
     result.sha256 = hash.digest("hex");
     result.size = size;
@@ -107,10 +109,11 @@ port.on("message", (m: JobMessage) => {
     build(m.job, m.inputs, m.level, m.zstdThreads).catch((e: Error) =>
       send({ op: "failed", job: m.job, message: e.message }),
     );
-  } else if (m.op === "ack") {
+  } else if (m.op === "ack" || m.op === "cancel") {
     const flow = flows.get(m.job);
     if (flow) {
-      flow.inFlight -= m.n;
+      if (m.op === "ack") flow.inFlight -= m.n;
+      else flow.cancelled = true;
       flow.wake?.();
     }
   }

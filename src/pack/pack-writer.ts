@@ -46,6 +46,8 @@ export async function writePack(
   // A pack built on a thread is hashed there; here its bytes are only counted on their way.
   const digest = new DigestStream(onBytes, Number.POSITIVE_INFINITY, !onThread);
   let produced: Promise<unknown>;
+  /** Stops the thread building this pack when the store fails it (else the thread waits for acks). */
+  let cancel = () => {};
   if (onThread) {
     const body = new Readable({ read: () => release() });
     let post: ((m: JobMessage) => void) | null = null;
@@ -59,6 +61,7 @@ export async function writePack(
       .run(
         (job, send) => {
           post = send;
+          cancel = () => send({ op: "cancel", job });
           send({ op: "build", job, inputs, level, zstdThreads });
         },
         (m) => {
@@ -97,6 +100,7 @@ export async function writePack(
   }
   const stored = store.put(object, digest).catch((e: unknown) => {
     digest.destroy();
+    cancel();
     throw e;
   });
   // When the store fails (a full disk, a server error), the producing side fails too, with a vaguer

@@ -3,7 +3,9 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
+import { StoreError } from "../../src/errors.js";
 import { decodeManifest } from "../../src/manifest/manifest.js";
+import type { Store } from "../../src/store/store.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { corruptEntries } from "../helpers/entry-compare.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
@@ -86,6 +88,28 @@ describe("packs read and written by worker threads", () => {
       expect(fs.readdirSync(dest).filter((n) => n.startsWith(".kcache-restore"))).toEqual([]);
     },
   );
+
+  it("a store that fails uploads ends a save on threads with the store's error, starting no further pack", async () => {
+    const sb = sandbox();
+    const src = path.join(sb.dir, "triton");
+    generateTritonCache(src, { entries: 40, totalBytes: 6_000_000, seed: 7 });
+    const ctx = await sb.context({ config: config(sb, src, "local", ""), revision: REV });
+    let puts = 0;
+    const failing: Store = {
+      ...ctx.store,
+      put: async (_name, body) => {
+        puts++;
+        for await (const _chunk of body) break;
+        throw new StoreError("local store: no space left on device (injected)");
+      },
+    };
+    const t0 = Date.now();
+    await expect(withThreads(8, async () => save({ ...ctx, store: failing }))).rejects.toThrow(/injected/);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    // Two threads: at most the two packs under way when the first failed were started.
+    expect(puts).toBeLessThanOrEqual(2);
+    expect(fs.existsSync(path.join(sb.store, "manifests"))).toBe(false);
+  });
 
   it("a corrupted pack read by a thread costs only its own entries; the threads' other packs restore whole", async () => {
     const sb = sandbox();
