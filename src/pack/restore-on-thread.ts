@@ -40,44 +40,54 @@ export async function restoreOnThread(
     entries: pack.entries,
   };
 
-  await pool.run(
-    (job, post) => {
-      post({ op: "restore", job, pack: promise, wanted, targets: targetData(targets), file });
-      if (file) return;
-      const forward = async () => {
-        const source = await store.get(object);
-        try {
-          for await (const chunk of source as AsyncIterable<Buffer>) {
-            if (over) break;
-            const data = new Uint8Array(chunk);
-            inFlight += data.length;
-            post({ op: "chunk", job, data }, [data.buffer as ArrayBuffer]);
-            while (inFlight > IN_FLIGHT && !over) await new Promise<void>((r) => (wake = r));
-          }
-        } finally {
-          source.destroy();
-        }
-        if (!over) post({ op: "end", job });
-      };
-      forward().catch((e: Error) => {
-        if (!over) post({ op: "fail", job, message: e.message });
-      });
-    },
-    (m) => {
-      if (m.op === "bytes") onBytes?.(m.n);
-      else if (m.op === "ack") {
-        inFlight -= m.n;
-        rouse();
-      } else if (m.op === "restored" || m.op === "failed") {
-        if (m.op === "restored") result = m.result;
-        else failure = m.message;
-        over = true;
-        rouse();
-        return true;
-      }
-      return false;
-    },
-  );
+  try {
+    await runOnPool();
+  } finally {
+    // However the job ended (a thread that died included), the download loop stops and its stream closes.
+    over = true;
+    rouse();
+  }
   if (result) return result;
   throw new Error(failure ?? "the pack worker gave no result");
+
+  function runOnPool(): Promise<void> {
+    return pool.run(
+      (job, post) => {
+        post({ op: "restore", job, pack: promise, wanted, targets: targetData(targets), file });
+        if (file) return;
+        const forward = async () => {
+          const source = await store.get(object);
+          try {
+            for await (const chunk of source as AsyncIterable<Buffer>) {
+              if (over) break;
+              const data = new Uint8Array(chunk);
+              inFlight += data.length;
+              post({ op: "chunk", job, data }, [data.buffer as ArrayBuffer]);
+              while (inFlight > IN_FLIGHT && !over) await new Promise<void>((r) => (wake = r));
+            }
+          } finally {
+            source.destroy();
+          }
+          if (!over) post({ op: "end", job });
+        };
+        forward().catch((e: Error) => {
+          if (!over) post({ op: "fail", job, message: e.message });
+        });
+      },
+      (m) => {
+        if (m.op === "bytes") onBytes?.(m.n);
+        else if (m.op === "ack") {
+          inFlight -= m.n;
+          rouse();
+        } else if (m.op === "restored" || m.op === "failed") {
+          if (m.op === "restored") result = m.result;
+          else failure = m.message;
+          over = true;
+          rouse();
+          return true;
+        }
+        return false;
+      },
+    );
+  }
 }
