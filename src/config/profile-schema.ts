@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { CronSyntaxError, parseCron } from "./cron.js";
 import { parseDuration } from "./durations.js";
 

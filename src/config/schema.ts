@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 import { parseDuration } from "./durations.js";
 import { profileSchema } from "./profile-schema.js";

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { z } from "zod";
+import * as z from "zod";
 import { IntegrityError } from "../errors.js";
 import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 
