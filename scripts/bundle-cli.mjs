@@ -6,28 +6,20 @@
 // bin/kcache.js falls back to build/src/ when build/cli/ is missing.
 import fs from "node:fs";
 import { build } from "esbuild";
+import { nodeEsm } from "./esbuild-node.mjs";
 
 const outdir = process.argv[2] ?? "build/cli";
 // Chunk names change with their content: start empty so old ones do not pile up.
 fs.rmSync(outdir, { recursive: true, force: true });
 await build({
+  ...nodeEsm(),
   entryPoints: ["src/cli/main.ts", "src/pack/pack-worker.ts", "src/stack/python-probe.ts"],
   outdir,
   entryNames: "[name]",
-  bundle: true,
   splitting: true,
   minifyWhitespace: true,
   minifySyntax: true,
-  platform: "node",
   // The ESM builds of the SDK's packages: their CommonJS builds lose named exports when a split
   // chunk imports them dynamically (NodeHttpHandler came back undefined).
   mainFields: ["module", "main"],
-  target: "node20",
-  format: "esm",
-  external: ["zstd-napi"],
-  legalComments: "none",
-  logLevel: "warning",
-  banner: {
-    js: "import { createRequire as __kcacheCreateRequire } from 'node:module'; const require = __kcacheCreateRequire(import.meta.url);",
-  },
 });
