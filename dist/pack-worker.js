@@ -196,8 +196,7 @@ function cacheKind(kind) {
 }
 
 // src/pack/pack-builder.ts
-import fs4 from "node:fs";
-import path3 from "node:path";
+import fs5 from "node:fs";
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -217,6 +216,35 @@ var EntryDigest = class {
     return this.hash.digest("hex");
   }
 };
+
+// src/pack/entry-source.ts
+import fs3 from "node:fs";
+import path3 from "node:path";
+function openEntry(kind, root, entry) {
+  const opened = [];
+  try {
+    for (const f2 of kind.packOrder(entry.files)) {
+      const p2 = f2.rel ? path3.join(root, entry.name, f2.rel) : path3.join(root, entry.name);
+      if (kind.isRelocatable(f2.rel)) {
+        const data = kind.normalize(root, entry.name, f2.rel, fs3.readFileSync(p2));
+        opened.push({ rel: f2.rel, size: data.length, data, fd: null });
+        continue;
+      }
+      const fd = fs3.openSync(p2, "r");
+      opened.push({ rel: f2.rel, size: fs3.fstatSync(fd).size, data: null, fd });
+    }
+    return opened;
+  } catch {
+    closeEntry(opened);
+    return null;
+  }
+}
+function closeEntry(files) {
+  for (const f2 of files) {
+    if (f2.fd !== null) fs3.closeSync(f2.fd);
+    f2.fd = null;
+  }
+}
 
 // node_modules/tar/dist/esm/index.min.js
 import Qr from "events";
@@ -2155,7 +2183,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs3 = /* @__PURE__ */ Symbol("ondrain");
+var fs4 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -2189,8 +2217,8 @@ var wt = class extends A {
       if ((t.gzip ? 1 : 0) + (t.brotli ? 1 : 0) + (t.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t.gzip && (typeof t.gzip != "object" && (t.gzip = {}), this.portable && (t.gzip.portable = true), this.zip = new ze(t.gzip)), t.brotli && (typeof t.brotli != "object" && (t.brotli = {}), this.zip = new We(t.brotli)), t.zstd && (typeof t.zstd != "object" && (t.zstd = {}), this.zip = new Ye(t.zstd)), !this.zip) throw new Error("impossible");
       let e = this.zip;
-      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs3]()), this.on("resume", () => e.resume());
-    } else this.on("drain", this[fs3]);
+      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs4]()), this.on("resume", () => e.resume());
+    } else this.on("drain", this[fs4]);
     this.noDirRecurse = !!t.noDirRecurse, this.follow = !!t.follow, this.noMtime = !!t.noMtime, t.mtime && (this.mtime = t.mtime), this.filter = typeof t.filter == "function" ? t.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t) {
@@ -2303,7 +2331,7 @@ var wt = class extends A {
       this.emit("error", e);
     }
   }
-  [fs3]() {
+  [fs4]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t) {
@@ -3259,21 +3287,21 @@ function* buildPack(inputs, kindOf, compressor, result) {
           let pos = 0;
           while (pos < f2.size) {
             const want = Math.min(BATCH - fill, f2.size - pos);
-            const n = fs4.readSync(f2.fd, batch, fill, want, pos);
+            const n = fs5.readSync(f2.fd, batch, fill, want, pos);
             if (n === 0) throw new Error(`${input.entry.name}/${f2.rel} shrank while being packed`);
             digest.update(batch.subarray(fill, fill + n));
             fill += n;
             pos += n;
             if (fill === BATCH) yield* flush();
           }
-          fs4.closeSync(f2.fd);
+          fs5.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);
         if (pad.length) yield* put(pad);
       }
     } finally {
-      closeAll(files);
+      closeEntry(files);
     }
     result.entries.push({
       cache: input.cache,
@@ -3288,31 +3316,6 @@ function* buildPack(inputs, kindOf, compressor, result) {
   compressor.end(emit);
   yield* out;
 }
-function openEntry(kind, root, entry) {
-  const opened = [];
-  try {
-    for (const f2 of kind.packOrder(entry.files)) {
-      const p2 = f2.rel ? path3.join(root, entry.name, f2.rel) : path3.join(root, entry.name);
-      if (kind.isRelocatable(f2.rel)) {
-        const data = kind.normalize(root, entry.name, f2.rel, fs4.readFileSync(p2));
-        opened.push({ rel: f2.rel, size: data.length, fd: null, data });
-        continue;
-      }
-      const fd = fs4.openSync(p2, "r");
-      opened.push({ rel: f2.rel, size: fs4.fstatSync(fd).size, fd, data: null });
-    }
-    return opened;
-  } catch {
-    closeAll(opened);
-    return null;
-  }
-}
-function closeAll(files) {
-  for (const f2 of files) {
-    if (f2.fd !== null) fs4.closeSync(f2.fd);
-    f2.fd = null;
-  }
-}
 
 // src/pack/pack-jobs.ts
 function targetsFrom(data, kindOf) {
@@ -3321,7 +3324,7 @@ function targetsFrom(data, kindOf) {
 
 // src/pack/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs8 from "node:fs";
+import fs9 from "node:fs";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -3333,11 +3336,11 @@ function entryId(e) {
 
 // src/pack/entry-stager.ts
 import { randomBytes } from "node:crypto";
-import fs7 from "node:fs";
+import fs8 from "node:fs";
 import path5 from "node:path";
 
 // src/pack/checked-write.ts
-import fs5 from "node:fs";
+import fs6 from "node:fs";
 function noProgress(file) {
   const e = new Error(`${file}: write made no progress (disk full?)`);
   e.code = "ENOSPC";
@@ -3346,14 +3349,14 @@ function noProgress(file) {
 function writeFullySync(fd, data, file) {
   let off = 0;
   while (off < data.length) {
-    const n = fs5.writeSync(fd, data, off, data.length - off);
+    const n = fs6.writeSync(fd, data, off, data.length - off);
     if (n <= 0) throw noProgress(file);
     off += n;
   }
 }
 
 // src/pack/real-dirs.ts
-import fs6 from "node:fs";
+import fs7 from "node:fs";
 import path4 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
@@ -3361,15 +3364,15 @@ function ensureRealDirs(root, rel) {
     at2 = path4.join(at2, part);
     let st2;
     try {
-      st2 = fs6.lstatSync(at2);
+      st2 = fs7.lstatSync(at2);
     } catch (e) {
       if (e.code !== "ENOENT") throw e;
       try {
-        fs6.mkdirSync(at2);
+        fs7.mkdirSync(at2);
       } catch (m2) {
         if (m2.code !== "EEXIST") throw m2;
       }
-      st2 = fs6.lstatSync(at2);
+      st2 = fs7.lstatSync(at2);
     }
     if (st2.isSymbolicLink())
       throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
@@ -3427,7 +3430,7 @@ var StagedEntry = class {
     const dest = this.dest(rel);
     try {
       this.prepare();
-      this.fd = fs7.openSync(dest, "wx");
+      this.fd = fs8.openSync(dest, "wx");
     } catch (e) {
       this.fail(`could not be written: ${e.message}`);
     }
@@ -3474,11 +3477,11 @@ var StagedEntry = class {
             h.rel,
             Buffer.concat(h.chunks)
           );
-          const fd = fs7.openSync(this.dest(h.rel), "wx");
+          const fd = fs8.openSync(this.dest(h.rel), "wx");
           try {
             writeFullySync(fd, data, this.dest(h.rel));
           } finally {
-            fs7.closeSync(fd);
+            fs8.closeSync(fd);
           }
         }
       } catch (e) {
@@ -3500,7 +3503,7 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs7.rmSync(this.staged, { recursive: true, force: true });
+    fs8.rmSync(this.staged, { recursive: true, force: true });
   }
   dest(rel) {
     return rel ? path5.join(this.staged, rel) : this.staged;
@@ -3508,7 +3511,7 @@ var StagedEntry = class {
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs7.mkdirSync(isDir ? this.staged : path5.dirname(this.staged), { recursive: true });
+    fs8.mkdirSync(isDir ? this.staged : path5.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -3516,7 +3519,7 @@ var StagedEntry = class {
     const fd = this.fd;
     this.fd = null;
     try {
-      fs7.closeSync(fd);
+      fs8.closeSync(fd);
     } catch (e) {
       this.bad ??= `could not be written: ${e.message}`;
     }
@@ -3526,14 +3529,14 @@ function place(staged, root, entryName, staging) {
   ensureRealDirs(root, path5.posix.dirname(entryName) === "." ? "" : path5.posix.dirname(entryName));
   const dest = path5.join(root, entryName);
   try {
-    fs7.renameSync(staged, dest);
+    fs8.renameSync(staged, dest);
   } catch (e) {
     const code = e.code;
     if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
     const aside = path5.join(staging, `old-${randomBytes(6).toString("hex")}`);
-    fs7.renameSync(dest, aside);
-    fs7.renameSync(staged, dest);
-    fs7.rmSync(aside, { recursive: true, force: true });
+    fs8.renameSync(dest, aside);
+    fs8.renameSync(staged, dest);
+    fs8.rmSync(aside, { recursive: true, force: true });
   }
 }
 
@@ -3987,18 +3990,18 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs8.openSync(file, "r");
+  const fd = fs9.openSync(file, "r");
   try {
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs8.readSync(fd, buf, 0, buf.length, null);
+      const n = fs9.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs8.closeSync(fd);
+    fs9.closeSync(fd);
   }
 }
 async function readPack(from, pack, wanted, targets, onBytes) {

@@ -11,7 +11,7 @@ import { makeStaging } from "../pack/entry-stager.js";
 import type { RestoreTarget } from "../pack/member-policy.js";
 import { type PackReadResult, readPack } from "../pack/pack-reader.js";
 import { restoreOnThread } from "../pack/restore-on-thread.js";
-import { ThreadPool, threadCount } from "../pack/thread-pool.js";
+import { askedThreads, ThreadPool, threadCount } from "../pack/thread-pool.js";
 import { processAlive } from "../process-alive.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
@@ -237,7 +237,7 @@ async function readPacks(
   const total = jobs.reduce((s, [i]) => s + (manifest.packs[i]?.size ?? 0), 0);
   const progress = ctx.progress?.("restoring", total);
   // Threads pay off on several packs of some size, or whenever $KCACHE_THREADS asks for them.
-  const asked = Number(process.env.KCACHE_THREADS) > 1;
+  const asked = (askedThreads(process.env) ?? 0) > 1;
   const threads = jobs.length > 1 && (total > THREADS_ABOVE || asked) ? threadCount(jobs.length) : 0;
   // This thread reads packs too (a local store's, whose reads yield to the event loop between
   // pieces), so n threads take n - 1 workers: each worker costs ~16 MB.

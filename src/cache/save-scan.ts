@@ -102,15 +102,19 @@ function nothingToSave(ctx: JobContext, c: CacheFolder, why: string): void {
   ctx.log.warn(`path ${c.path} (cache ${c.name}): nothing to save: ${why}`);
 }
 
+/** One buffer every hashed file is read through (hashEntry is synchronous: one file at a time). */
+let readBuffer: Buffer | undefined;
+
 /** Digest of an entry as it would be packed, without packing it; null when its files vanished. */
 export function hashEntry(p: Present): string | null {
   const files = openEntry(p.kind, p.root, p.entry);
   if (!files) return null;
   const d = new EntryDigest();
+  readBuffer ??= Buffer.allocUnsafe(1 << 20);
   try {
     for (const f of files) {
       d.beginFile(f.rel, f.size);
-      for (const c of chunks(f)) d.update(c);
+      for (const c of chunks(f, readBuffer)) d.update(c);
     }
   } finally {
     closeEntry(files);

@@ -167,7 +167,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     const body = encodeManifest(manifest);
     const committed = await commitManifest(store, object, body);
     if (committed !== "committed") {
-      if (committed === "lost-race-before") await deletePacks(written);
+      if (committed === "lost-race-before") await deletePacks(store, written);
       return done(
         "lost-race",
         `key ${ctx.key} was saved by another run at the same time; its save stands, ours was ${committed === "lost-race-before" ? "discarded" : "replaced"}`,
@@ -200,10 +200,6 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
       "saved",
       `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${parent?.key ?? "(no parent)"}, ${plan.dropped} dropped`,
     );
-  }
-
-  async function deletePacks(written: WrittenPack[]): Promise<void> {
-    await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
   }
 }
 
@@ -247,7 +243,7 @@ async function writePacks(ctx: JobContext, groups: Present[][], leaseId: string)
     const written = slots.filter((w): w is WrittenPack => w !== undefined);
     const failed = settled.find((r) => r.status === "rejected");
     if (failed) {
-      await Promise.all(written.map((w) => ctx.store.delete(w.object).catch(() => {})));
+      await deletePacks(ctx.store, written);
       throw (failed as PromiseRejectedResult).reason;
     }
     return written;
@@ -255,6 +251,11 @@ async function writePacks(ctx: JobContext, groups: Present[][], leaseId: string)
     progress?.done();
     await pool?.close();
   }
+}
+
+/** Deletes packs this save wrote and will not reference (best effort: prune reaps what stays). */
+async function deletePacks(store: JobContext["store"], written: WrittenPack[]): Promise<void> {
+  await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
 }
 
 function nextState(key: string, parent: LocalState["parent"], present: Present[]): LocalState {

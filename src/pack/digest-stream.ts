@@ -6,13 +6,9 @@ export class DigestStream extends Transform {
   private readonly hash: Hash | null;
   bytes = 0;
 
-  /**
-   * `onBytes` hears of every chunk that passes (for progress); past `limit` bytes the stream fails,
-   * so a download can never run longer than the manifest says the object is.
-   */
+  /** `onBytes` hears of every chunk that passes (for progress). */
   constructor(
     private readonly onBytes?: (n: number) => void,
-    private readonly limit = Number.POSITIVE_INFINITY,
     /** False when the bytes were hashed already (by the thread that compressed them): count only. */
     hashing = true,
   ) {
@@ -22,10 +18,6 @@ export class DigestStream extends Transform {
 
   override _transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback): void {
     this.bytes += chunk.length;
-    if (this.bytes > this.limit) {
-      cb(new Error(`object is longer than the ${this.limit} bytes its manifest says`));
-      return;
-    }
     this.hash?.update(chunk);
     this.onBytes?.(chunk.length);
     cb(null, chunk);

@@ -2,17 +2,13 @@ import fs from "node:fs";
 import path from "node:path";
 import type { CacheKind, FoundEntry } from "../kinds/kind.js";
 
-/** Files larger than this are streamed in chunks rather than read whole. */
-const WHOLE_FILE_LIMIT = 16 * 1024 * 1024;
-const CHUNK = 4 * 1024 * 1024;
-
 /** One file of an entry in stored form, opened and sized, ready to be hashed or packed. */
 export interface OpenedFile {
   rel: string;
   size: number;
-  /** Stored bytes, when read whole (small or relocatable files). */
+  /** Stored bytes of a relocatable file (read whole and normalised for its location). */
   data: Buffer | null;
-  /** Open descriptor for large files, read by `chunks`. */
+  /** Open descriptor of any other file, read in pieces (`chunks`, or the pack builder's own loop). */
   fd: number | null;
 }
 
@@ -25,18 +21,13 @@ export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): Ope
   try {
     for (const f of kind.packOrder(entry.files)) {
       const p = f.rel ? path.join(root, entry.name, f.rel) : path.join(root, entry.name);
-      const fd = fs.openSync(p, "r");
-      const size = fs.fstatSync(fd).size;
-      if (size <= WHOLE_FILE_LIMIT || kind.isRelocatable(f.rel)) {
-        let data: Buffer = Buffer.allocUnsafe(size);
-        const n = readFully(fd, data, 0, size);
-        fs.closeSync(fd);
-        data = n === size ? data : data.subarray(0, n);
-        if (kind.isRelocatable(f.rel)) data = kind.normalize(root, entry.name, f.rel, data);
+      if (kind.isRelocatable(f.rel)) {
+        const data = kind.normalize(root, entry.name, f.rel, fs.readFileSync(p));
         opened.push({ rel: f.rel, size: data.length, data, fd: null });
-      } else {
-        opened.push({ rel: f.rel, size, data: null, fd });
+        continue;
       }
+      const fd = fs.openSync(p, "r");
+      opened.push({ rel: f.rel, size: fs.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch {
@@ -45,8 +36,11 @@ export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): Ope
   }
 }
 
-/** The stored bytes of one opened file, in chunks; closes a streamed file's descriptor at the end. */
-export function* chunks(file: OpenedFile): Generator<Buffer> {
+/**
+ * The stored bytes of one opened file, read through `buf`: each piece is a view of `buf`, to be used
+ * before the next is asked for. Closes a read file's descriptor at its end.
+ */
+export function* chunks(file: OpenedFile, buf: Buffer): Generator<Buffer> {
   if (file.data) {
     yield file.data;
     return;
@@ -55,11 +49,10 @@ export function* chunks(file: OpenedFile): Generator<Buffer> {
   try {
     let pos = 0;
     while (pos < file.size) {
-      const buf = Buffer.allocUnsafe(Math.min(CHUNK, file.size - pos));
-      const n = readFully(fd, buf, pos, buf.length);
-      if (n !== buf.length) throw new Error(`file shrank while being read (${file.rel})`);
+      const n = fs.readSync(fd, buf, 0, Math.min(buf.length, file.size - pos), pos);
+      if (n === 0) throw new Error(`file shrank while being read (${file.rel})`);
       pos += n;
-      yield buf;
+      yield buf.subarray(0, n);
     }
   } finally {
     fs.closeSync(fd);
@@ -73,14 +66,4 @@ export function closeEntry(files: OpenedFile[]): void {
     if (f.fd !== null) fs.closeSync(f.fd);
     f.fd = null;
   }
-}
-
-function readFully(fd: number, buf: Buffer, position: number, length: number): number {
-  let done = 0;
-  while (done < length) {
-    const n = fs.readSync(fd, buf, done, length - done, position + done);
-    if (n === 0) break;
-    done += n;
-  }
-  return done;
 }

@@ -1,7 +1,7 @@
 import fs from "node:fs";
-import path from "node:path";
 import type { CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
 import { EntryDigest } from "./entry-digest.js";
+import { closeEntry, openEntry } from "./entry-source.js";
 import { END_OF_ARCHIVE, fileHeader, padding } from "./tar-header.js";
 import type { ChunkCompressor } from "./zstd-sync.js";
 
@@ -38,14 +38,6 @@ export function tarPathOf(cache: string, entryName: string, rel: string): string
 
 /** Tar bytes gathered before each compressor call; file reads go through a buffer of the same size. */
 const BATCH = 1 << 20;
-
-interface OpenFile {
-  rel: string;
-  size: number;
-  fd: number | null;
-  /** Stored bytes of a relocatable file (normalised for its location). */
-  data: Buffer | null;
-}
 
 /**
  * Packs entries as tar, in their stored form, through a zstd compressor, yielding compressed pieces.
@@ -117,7 +109,7 @@ export function* buildPack(
         if (pad.length) yield* put(pad);
       }
     } finally {
-      closeAll(files);
+      closeEntry(files);
     }
     result.entries.push({
       cache: input.cache,
@@ -131,35 +123,4 @@ export function* buildPack(
   yield* flush();
   compressor.end(emit);
   yield* out;
-}
-
-/**
- * Opens an entry's files in pack order; relocatable files are read whole and normalised. Null when a
- * file vanished since the scan.
- */
-function openEntry(kind: CacheKind, root: string, entry: FoundEntry): OpenFile[] | null {
-  const opened: OpenFile[] = [];
-  try {
-    for (const f of kind.packOrder(entry.files)) {
-      const p = f.rel ? path.join(root, entry.name, f.rel) : path.join(root, entry.name);
-      if (kind.isRelocatable(f.rel)) {
-        const data = kind.normalize(root, entry.name, f.rel, fs.readFileSync(p));
-        opened.push({ rel: f.rel, size: data.length, fd: null, data });
-        continue;
-      }
-      const fd = fs.openSync(p, "r");
-      opened.push({ rel: f.rel, size: fs.fstatSync(fd).size, fd, data: null });
-    }
-    return opened;
-  } catch {
-    closeAll(opened);
-    return null;
-  }
-}
-
-function closeAll(files: OpenFile[]): void {
-  for (const f of files) {
-    if (f.fd !== null) fs.closeSync(f.fd);
-    f.fd = null;
-  }
 }

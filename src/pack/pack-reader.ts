@@ -10,9 +10,6 @@ import { type MemberSink, type TarMember, TarReader } from "./tar-reader.js";
 import { decompressStream } from "./zstd.js";
 import { SyncDecompressor, zstdBinding } from "./zstd-sync.js";
 
-export type { WantedEntry } from "./entry-stager.js";
-export type { RestoreTarget } from "./member-policy.js";
-
 /** What the manifest says of the pack as a whole: reading stops as soon as the pack exceeds it. */
 export interface PackPromise {
   sha256: string;

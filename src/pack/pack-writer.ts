@@ -44,7 +44,7 @@ export async function writePack(
   const built: BuiltPack = { entries: [], vanished: [] };
   const onThread = pool !== null && binding !== null;
   // A pack built on a thread is hashed there; here its bytes are only counted on their way.
-  const digest = new DigestStream(onBytes, Number.POSITIVE_INFINITY, !onThread);
+  const digest = new DigestStream(onBytes, !onThread);
   let produced: Promise<unknown>;
   /** Stops the thread building this pack when the store fails it (else the thread waits for acks). */
   let cancel = () => {};

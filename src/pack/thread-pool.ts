@@ -17,6 +17,8 @@ type Handler = (m: ToMain) => void;
 
 interface Slot {
   worker: Worker;
+  /** Given to a job: from acquire to release. */
+  busy: boolean;
   handler: Handler | null;
   fail: ((e: Error) => void) | null;
 }
@@ -31,7 +33,7 @@ function workerScript(): URL | null {
 }
 
 /** $KCACHE_THREADS when set to a whole number above 0. */
-function askedThreads(env: NodeJS.ProcessEnv): number | null {
+export function askedThreads(env: NodeJS.ProcessEnv): number | null {
   const asked = Number(env.KCACHE_THREADS);
   return Number.isInteger(asked) && asked > 0 ? asked : null;
 }
@@ -124,14 +126,14 @@ export class ThreadPool {
   }
 
   private acquire(): Promise<Slot> {
-    const free = this.slots.find((s) => !s.handler && !busy.has(s));
+    const free = this.slots.find((s) => !s.busy);
     if (free) {
-      busy.add(free);
+      free.busy = true;
       return Promise.resolve(free);
     }
     if (this.slots.length < this.size) {
       const slot = this.spawn();
-      busy.add(slot);
+      slot.busy = true;
       return Promise.resolve(slot);
     }
     return new Promise((r) => this.waiting.push(r));
@@ -140,24 +142,24 @@ export class ThreadPool {
   private release(slot: Slot): void {
     if (!this.slots.includes(slot)) {
       // The thread died: a waiting job gets a fresh one.
-      busy.delete(slot);
+      slot.busy = false;
       const waiter = this.waiting.shift();
       if (waiter) {
         const fresh = this.spawn();
-        busy.add(fresh);
+        fresh.busy = true;
         waiter(fresh);
       }
       return;
     }
     const next = this.waiting.shift();
     if (next) next(slot);
-    else busy.delete(slot);
+    else slot.busy = false;
   }
 
   private spawn(): Slot {
     // A small young generation: a worker allocates little that lives, and each MiB is RSS.
     const worker = new Worker(this.script, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
-    const slot: Slot = { worker, handler: null, fail: null };
+    const slot: Slot = { worker, busy: false, handler: null, fail: null };
     worker.on("message", (m: ToMain) => slot.handler?.(m));
     const died = (e: Error) => {
       const i = this.slots.indexOf(slot);
@@ -170,5 +172,3 @@ export class ThreadPool {
     return slot;
   }
 }
-
-const busy = new WeakSet<Slot>();
