@@ -6,7 +6,7 @@
 // bin/kcache.js falls back to build/src/ when build/cli/ is missing.
 import fs from "node:fs";
 import { build } from "esbuild";
-import { nodeEsm } from "./esbuild-node.mjs";
+import { copyZstdWasm, nodeEsm } from "./esbuild-node.mjs";
 
 const outdir = process.argv[2] ?? "build/cli";
 // Chunk names change with their content: start empty so old ones do not pile up.
@@ -23,3 +23,4 @@ await build({
   // chunk imports them dynamically (NodeHttpHandler came back undefined).
   mainFields: ["module", "main"],
 });
+copyZstdWasm(outdir);

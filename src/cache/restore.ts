@@ -12,6 +12,7 @@ import type { RestoreTarget } from "../pack/member-policy.js";
 import { type PackReadResult, readPack } from "../pack/pack-reader.js";
 import { restoreOnThread } from "../pack/restore-on-thread.js";
 import { askedThreads, ThreadPool, threadCount } from "../pack/thread-pool.js";
+import { zstdEngine } from "../pack/zstd.js";
 import { processAlive } from "../process-alive.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
@@ -22,6 +23,8 @@ import { moveAsideUnlisted } from "./reconcile.js";
 
 export interface RestoreReport {
   primaryKey: string;
+  /** The store looked in, as a person reads it ("GitHub Actions cache", "local store /path"). */
+  store: string;
   matchedKey: string | null;
   matchedScope: string | null;
   /** The primary key matched exactly (actions/cache's cache-hit). */
@@ -61,6 +64,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   const { log } = ctx;
   const report: RestoreReport = {
     primaryKey: ctx.key,
+    store: ctx.store.description,
     matchedKey: null,
     matchedScope: null,
     cacheHit: false,
@@ -104,6 +108,8 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     return finishRestore(ctx, report);
   }
 
+  // No Zstandard engine (ZstdUnavailableError, naming the fix): a miss, before the folders are touched.
+  if (match.manifest.entries.length > 0) await zstdEngine();
   const targets = new Map<string, RestoreTarget>();
   const folders = new Map<string, CacheFolder>();
   for (const c of ctx.caches) {
@@ -176,6 +182,9 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     report.entriesRestored++;
     report.bytesRestored += r.size;
   }
+  // actions/cache's cache-hit: the exact key, and every one of its entries now in place.
+  const wanted = match.manifest.entries.filter((e) => targets.has(e.cache)).length;
+  report.cacheHit = match.exact && report.entriesRestored + report.entriesPresent === wanted;
   writeState(ctx.stateFile, await stateAfterRestore(ctx, match, [...restored, ...present], targets, folders));
   report.seconds = (performance.now() - t0) / 1000;
   return finishRestore(ctx, report);

@@ -3,6 +3,7 @@ import { formatBytes } from "../format.js";
 import { encodeManifest } from "../manifest/manifest.js";
 import { type BuildInput, type WrittenPack, writePack } from "../pack/pack-writer.js";
 import { saveThreads, ThreadPool } from "../pack/thread-pool.js";
+import { zstdEngine } from "../pack/zstd.js";
 import { manifestObject, packObject } from "../store/layout.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
@@ -16,6 +17,8 @@ export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lo
 
 export interface SaveReport {
   primaryKey: string;
+  /** The store written to, as a person reads it. */
+  store: string;
   scope: string;
   outcome: SaveOutcome;
   /** One line a person reads: what happened and why. */
@@ -48,6 +51,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
   const scope = ctx.scopes.write;
   const report: SaveReport = {
     primaryKey: ctx.key,
+    store: store.description,
     scope,
     outcome: "saved",
     message: "",
@@ -208,6 +212,8 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
  * and compressed on the way to the store. On any failure the packs already written are deleted.
  */
 async function writePacks(ctx: JobContext, groups: Present[][], leaseId: string): Promise<WrittenPack[]> {
+  // No Zstandard engine (ZstdUnavailableError, naming the fix) fails the save before any upload.
+  await zstdEngine();
   const slots: (WrittenPack | undefined)[] = new Array(groups.length);
   const progress = ctx.progress?.("uploading", null);
   const { threads, zstd } = saveThreads(groups.length);

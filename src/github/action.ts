@@ -102,12 +102,15 @@ async function restoreStep(log: Log, postSave: boolean): Promise<void> {
     [Outputs.cacheHit]: String(Boolean(r?.cacheHit)),
     [Outputs.matchedKey]: r?.matchedKey ?? "",
   });
-  if (!r?.matchedKey) log.info(`cache miss: no saved key matched ${ctx.key}`);
+  const store = ctx.store.description;
+  if (!r?.matchedKey) log.info(`cache miss: no saved key matched ${ctx.key} (${store})`);
   else if (r.lookupOnly)
-    log.info(`found ${r.matchedKey}${r.cacheHit ? " (exact)" : ""} (lookup only, nothing downloaded)`);
+    log.info(
+      `found ${r.matchedKey}${r.cacheHit ? " (exact)" : ""} in ${store} (lookup only, nothing downloaded)`,
+    );
   else
     log.info(
-      `restored ${r.entriesRestored} entries from ${r.matchedKey}${r.cacheHit ? " (exact)" : ` (${r.matchedScope})`}${r.threads ? ` on ${r.threads} threads` : ""}`,
+      `restored ${r.entriesRestored} entries from ${r.matchedKey}${r.cacheHit ? " (exact)" : ` (${r.matchedScope})`} of ${store}${r.threads ? ` on ${r.threads} threads` : ""}`,
     );
   if (postSave) {
     core.saveState(State.saveInPost, "true");
@@ -123,7 +126,7 @@ async function saveStep(log: Log, key?: string): Promise<void> {
   const { ctx } = await job(log, key);
   setOutputs({ [Outputs.primaryKey]: ctx.key });
   const r = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx));
-  if (r) log.info(r.message);
+  if (r) log.info(`${r.message} (${r.store})`);
   setOutputs({ [Outputs.saved]: String(r?.outcome === "saved") });
 }
 

@@ -7,8 +7,7 @@ import { entryId } from "../manifest/entry-id.js";
 import { StagedEntry, type WantedEntry } from "./entry-stager.js";
 import { locateMember, type RestoreTarget } from "./member-policy.js";
 import { type MemberSink, type TarMember, TarReader } from "./tar-reader.js";
-import { decompressStream } from "./zstd.js";
-import { SyncDecompressor, zstdBinding } from "./zstd-sync.js";
+import { zstdEngine } from "./zstd.js";
 
 /** What the manifest says of the pack as a whole: reading stops as soon as the pack exceeds it. */
 export interface PackPromise {
@@ -192,7 +191,8 @@ export async function* packFileChunks(file: string, reuse: boolean): AsyncIterab
 
 /**
  * Reads one compressed pack from `source` (a stream, or a local store's file) and restores the wanted entries from it (PackRestorer).
- * Decompresses in this thread with zstd-napi when it loads, else through the system zstd.
+ * Decompresses in this thread with an in-process engine (zstd-napi, the WebAssembly one), else
+ * through a stream engine (Node's zlib, the system zstd).
  */
 export async function readPack(
   from: AsyncIterable<Buffer> | { file: string },
@@ -202,12 +202,12 @@ export async function readPack(
   onBytes?: (n: number) => void,
 ): Promise<PackReadResult> {
   const restorer = new PackRestorer(pack, wanted, targets);
-  const binding = process.env.KCACHE_ZSTD === "system" ? null : zstdBinding();
   let error: Error | null = null;
   try {
-    const source = "file" in from ? packFileChunks(from.file, binding !== null) : from;
-    if (binding) {
-      const dec = new SyncDecompressor(binding);
+    const engine = await zstdEngine();
+    const source = "file" in from ? packFileChunks(from.file, engine.chunks !== null) : from;
+    if (engine.chunks) {
+      const dec = engine.chunks.decompressor();
       try {
         for await (const chunk of source) {
           restorer.compressed(chunk);
@@ -242,7 +242,7 @@ export async function readPack(
           }
         },
       });
-      await pipeline(source, counted, await decompressStream("system"), sink);
+      await pipeline(source, counted, engine.decompressStream(), sink);
     }
   } catch (e) {
     error = e as Error;

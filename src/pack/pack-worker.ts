@@ -10,7 +10,7 @@ import { cacheKind } from "../kinds/registry.js";
 import { type BuildInput, type BuiltPack, buildPack } from "./pack-builder.js";
 import { type JobMessage, type ToMain, targetsFrom } from "./pack-jobs.js";
 import { readPack } from "./pack-reader.js";
-import { SyncCompressor, zstdBinding } from "./zstd-sync.js";
+import { zstdEngine } from "./zstd.js";
 
 const port = parentPort;
 if (!port) throw new Error("pack-worker.ts runs only as a worker thread");
@@ -59,8 +59,8 @@ const flows = new Map<number, { inFlight: number; wake: (() => void) | null; can
 const IN_FLIGHT = 8 * 1024 * 1024;
 
 async function build(job: number, inputs: BuildInput[], level: number, zstdThreads: number): Promise<void> {
-  const binding = zstdBinding();
-  if (!binding) throw new Error("zstd-napi could not be loaded in the pack worker");
+  const { chunks } = await zstdEngine();
+  if (!chunks) throw new Error("the pack worker has no in-process zstd engine");
   const flow = { inFlight: 0, wake: null as (() => void) | null, cancelled: false };
   flows.set(job, flow);
   try {
@@ -68,7 +68,7 @@ async function build(job: number, inputs: BuildInput[], level: number, zstdThrea
     // The pack's digest is taken here, on this thread, not on the main one that stores the bytes.
     const hash = createHash("sha256");
     let size = 0;
-    const compressor = new SyncCompressor(binding, level, zstdThreads);
+    const compressor = chunks.compressor(level, zstdThreads);
     for (const chunk of buildPack(inputs, cacheKind, compressor, result)) {
       hash.update(chunk);
       size += chunk.length;

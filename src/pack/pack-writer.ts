@@ -7,8 +7,8 @@ import { DigestStream } from "./digest-stream.js";
 import { type BuildInput, type BuiltPack, buildPack, type PackedEntry } from "./pack-builder.js";
 import type { JobMessage } from "./pack-jobs.js";
 import type { ThreadPool } from "./thread-pool.js";
-import { compressStream } from "./zstd.js";
-import { passThrough, SyncCompressor, zstdBinding } from "./zstd-sync.js";
+import { zstdEngine } from "./zstd.js";
+import { passThrough } from "./zstd-sync.js";
 
 export type { BuildInput, PackedEntry } from "./pack-builder.js";
 
@@ -25,9 +25,9 @@ export interface WrittenPack {
 
 /**
  * Packs entries as tar through zstd into one store object, hashing each entry in its stored form on
- * the way (buildPack). With a pool and zstd-napi the pack is built on a worker thread and only its
- * compressed bytes come back here to be stored; else it is built in this thread (compressed by
- * zstd-napi, or by the system zstd when the addon is missing). zstd-napi compresses on `zstdThreads`
+ * the way (buildPack). With a pool and an in-process engine the pack is built on a worker thread and
+ * only its compressed bytes come back here to be stored; else it is built in this thread (compressed
+ * in-process, or by a stream engine: Node's zlib, the system zstd). zstd-napi compresses on `zstdThreads`
  * native threads of its own, as `zstd -T` does. The store makes the object visible only once it is
  * complete.
  */
@@ -40,9 +40,9 @@ export async function writePack(
   pool: ThreadPool | null = null,
   zstdThreads = 1,
 ): Promise<WrittenPack> {
-  const binding = process.env.KCACHE_ZSTD === "system" ? null : zstdBinding();
+  const engine = await zstdEngine();
   const built: BuiltPack = { entries: [], vanished: [] };
-  const onThread = pool !== null && binding !== null;
+  const onThread = pool !== null && engine.chunks !== null;
   // A pack built on a thread is hashed there; here its bytes are only counted on their way.
   const digest = new DigestStream(onBytes, !onThread);
   let produced: Promise<unknown>;
@@ -87,16 +87,12 @@ export async function writePack(
         throw e;
       });
     produced = Promise.all([produced, pipeline(body, digest)]);
-  } else if (binding) {
-    const chunks = buildPack(inputs, cacheKind, new SyncCompressor(binding, level, zstdThreads), built);
+  } else if (engine.chunks) {
+    const chunks = buildPack(inputs, cacheKind, engine.chunks.compressor(level, zstdThreads), built);
     produced = pipeline(Readable.from(chunks, { objectMode: false }), digest);
   } else {
     const tar = buildPack(inputs, cacheKind, passThrough, built);
-    produced = pipeline(
-      Readable.from(tar, { objectMode: false }),
-      await compressStream(level, "system"),
-      digest,
-    );
+    produced = pipeline(Readable.from(tar, { objectMode: false }), engine.compressStream(level), digest);
   }
   const stored = store.put(object, digest).catch((e: unknown) => {
     digest.destroy();

@@ -3,7 +3,7 @@ import { createRequire } from "node:module";
 /**
  * zstd-napi's streaming contexts, driven synchronously: what a worker thread uses to (de)compress a
  * pack in place, with no child process, no pipe and one reused output buffer. Null when the native
- * addon cannot load (the bundled GitHub Action ships without it): callers use the system zstd.
+ * addon cannot load (the bundled GitHub Action ships without it): zstd.ts picks another engine.
  */
 type Binding = typeof import("zstd-napi/binding.js");
 
@@ -32,8 +32,18 @@ export function zstdBinding(): Binding | null {
   return binding;
 }
 
+/** Something that turns pushed compressed pieces into decompressed pieces, synchronously. */
+export interface ChunkDecompressor {
+  /** `emit` may get a view of a reused buffer: it must use or copy it before returning. */
+  push(input: Buffer, emit: (chunk: Buffer) => void): void;
+  /** The input ended: an error when it ended inside a frame. */
+  end(): void;
+  /** Gives reusable state back; this decompressor is not used again. */
+  release(): void;
+}
+
 /** Decompresses a zstd stream pushed in pieces, handing each decompressed piece (a reused buffer) on. */
-export class SyncDecompressor {
+export class SyncDecompressor implements ChunkDecompressor {
   private readonly dctx: DCtx;
   private readonly out: Buffer;
   /** 0 once the last frame ended; else more input is needed. */

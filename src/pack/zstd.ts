@@ -1,39 +1,203 @@
 import { spawn, spawnSync } from "node:child_process";
 import { Duplex, PassThrough } from "node:stream";
+import zlib from "node:zlib";
+import { StoreError } from "../errors.js";
+import { FrameCompressor, JsDecompressor, loadWasm, wasmFile } from "./zstd-portable.js";
+import {
+  type ChunkCompressor,
+  type ChunkDecompressor,
+  SyncCompressor,
+  SyncDecompressor,
+  zstdBinding,
+} from "./zstd-sync.js";
 
 /**
- * Zstandard streams for packs. The system `zstd` runs in its own process (a second core for
- * (de)compression while Node parses or writes tar); zstd-napi is the in-process fallback.
+ * Which Zstandard engine compresses and decompresses packs here, best first:
+ * - `napi`: zstd-napi, in-process on the pack threads, with zstd's own compression threads;
+ * - `zlib`: Node's built-in zstd (Node 22.15+, 23.8+; the action runs on node24), a stream;
+ * - `system`: the `zstd` binary in its own process, a stream;
+ * - `wasm`: zstd's compressor built to WebAssembly and fzstd's decompressor, in-process, nothing
+ *   native (Node 20 in a container without zstd).
+ * $KCACHE_ZSTD names one outright. All write and read the same zstd format: packs saved by any
+ * engine restore with any other.
  */
-export type ZstdEngine = "system" | "napi";
+export type ZstdEngineName = "napi" | "zlib" | "system" | "wasm";
+export const ZSTD_ENGINES: readonly ZstdEngineName[] = ["napi", "zlib", "system", "wasm"];
 
-let systemZstd: boolean | undefined;
-
-/** The engine to use: $KCACHE_ZSTD (system|napi) wins, else the system zstd when it runs. */
-export function zstdEngine(env: NodeJS.ProcessEnv = process.env): ZstdEngine {
-  const forced = env.KCACHE_ZSTD;
-  if (forced === "system" || forced === "napi") return forced;
-  systemZstd ??= spawnSync("zstd", ["--version"], { stdio: "ignore" }).status === 0;
-  return systemZstd ? "system" : "napi";
+export interface ZstdEngine {
+  name: ZstdEngineName;
+  /** In-process engines, driven synchronously (worker threads run them); null for stream engines. */
+  chunks: {
+    compressor(level: number, threads: number): ChunkCompressor;
+    decompressor(): ChunkDecompressor;
+  } | null;
+  compressStream(level: number): Duplex;
+  decompressStream(): Duplex;
 }
 
-/** A duplex that compresses what is written to it. */
-export async function compressStream(level: number, engine: ZstdEngine = zstdEngine()): Promise<Duplex> {
-  if (engine === "system") return processDuplex("zstd", [`-${level}`, "-T0", "-q", "-c"]);
-  const { CompressStream } = await import("zstd-napi");
-  return new CompressStream({ compressionLevel: level, checksumFlag: true });
+/** No Zstandard engine works here: restores miss and saves skip (a store fault: exit 3 under --strict). */
+export class ZstdUnavailableError extends StoreError {}
+
+/** Node 22.15+'s zstd (node:zlib), which Node 20's type definitions lack. */
+interface ZlibZstd {
+  createZstdCompress?: (o: { params: Record<number, number> }) => Duplex;
+  createZstdDecompress?: () => Duplex;
+  constants: Record<string, number>;
 }
 
-/** A duplex that decompresses what is written to it; corrupt input makes it emit an error. */
-export async function decompressStream(engine: ZstdEngine = zstdEngine()): Promise<Duplex> {
-  if (engine === "system") return processDuplex("zstd", ["-d", "-q", "-c"]);
-  const { DecompressStream } = await import("zstd-napi");
-  return new DecompressStream();
+const chosen = new Map<string, Promise<ZstdEngine>>();
+
+/** The engine for this process ($KCACHE_ZSTD, else the best that works), found once per thread. */
+export function zstdEngine(env: NodeJS.ProcessEnv = process.env): Promise<ZstdEngine> {
+  const forced = env.KCACHE_ZSTD ?? "";
+  let found = chosen.get(forced);
+  if (!found) {
+    found = pickEngine(forced);
+    chosen.set(forced, found);
+  }
+  return found;
+}
+
+async function pickEngine(forced: string): Promise<ZstdEngine> {
+  if (forced && !ZSTD_ENGINES.includes(forced as ZstdEngineName))
+    throw new ZstdUnavailableError(
+      `KCACHE_ZSTD=${forced} names no engine: use one of ${ZSTD_ENGINES.join(", ")}, or unset it`,
+    );
+  const order = forced ? [forced as ZstdEngineName] : ZSTD_ENGINES;
+  const why: string[] = [];
+  for (const name of order) {
+    const engine = await tryEngine(name, why);
+    if (engine) return engine;
+  }
+  throw new ZstdUnavailableError(
+    `no Zstandard engine works here (${why.join("; ")}). Fix: install zstd (apt-get install -y zstd, ` +
+      `apk add zstd, dnf install zstd)${forced ? `, or unset KCACHE_ZSTD=${forced}` : ""}, or run on Node 22.15 or later`,
+  );
+}
+
+async function tryEngine(name: ZstdEngineName, why: string[]): Promise<ZstdEngine | null> {
+  if (name === "napi") {
+    const b = zstdBinding();
+    if (!b) {
+      why.push("zstd-napi is not installed");
+      return null;
+    }
+    return {
+      name,
+      chunks: {
+        compressor: (level, threads) => new SyncCompressor(b, level, threads),
+        decompressor: () => new SyncDecompressor(b),
+      },
+      compressStream: (level) => chunkDuplex(new SyncCompressor(b, level, 1)),
+      decompressStream: () => decompressDuplex(new SyncDecompressor(b)),
+    };
+  }
+  if (name === "zlib") {
+    const z = zlib as unknown as ZlibZstd;
+    const { createZstdCompress: compress, createZstdDecompress: decompress } = z;
+    const level = z.constants.ZSTD_c_compressionLevel;
+    const checksum = z.constants.ZSTD_c_checksumFlag;
+    if (!compress || !decompress || level === undefined || checksum === undefined) {
+      why.push(`Node ${process.version} has no built-in zstd`);
+      return null;
+    }
+    return {
+      name,
+      chunks: null,
+      // No nbWorkers: Node 24's zlib pushes after EOF with zstd's threads on.
+      compressStream: (l) => compress({ params: { [level]: l, [checksum]: 1 } }),
+      decompressStream: () => decompress(),
+    };
+  }
+  if (name === "system") {
+    const probe = spawnSync("zstd", ["-V"], { stdio: "ignore", timeout: 10_000 });
+    if (probe.status !== 0) {
+      why.push(
+        probe.error ? "no zstd on PATH" : `zstd -V failed (${probe.signal ?? `exit ${probe.status}`})`,
+      );
+      return null;
+    }
+    return {
+      name,
+      chunks: null,
+      compressStream: (level) => processDuplex("zstd", [`-${level}`, "-T0", "-q", "-c"]),
+      decompressStream: () => processDuplex("zstd", ["-d", "-q", "-c"]),
+    };
+  }
+  const file = wasmFile();
+  try {
+    const [wasm, fzstd] = await Promise.all([loadWasm(), import("fzstd")]);
+
+    return {
+      name,
+      chunks: {
+        compressor: (level) => new FrameCompressor(wasm, level),
+        decompressor: () => new JsDecompressor(fzstd),
+      },
+      compressStream: (level) => chunkDuplex(new FrameCompressor(wasm, level)),
+      decompressStream: () => decompressDuplex(new JsDecompressor(fzstd)),
+    };
+  } catch (e) {
+    why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${(e as Error).message})`);
+    return null;
+  }
+}
+
+/** A synchronous compressor as a duplex stream. */
+function chunkDuplex(c: ChunkCompressor): Duplex {
+  return new Duplex({
+    readableHighWaterMark: 1 << 20,
+    write(chunk: Buffer, _enc, cb) {
+      try {
+        c.push(chunk, (out) => this.push(out));
+        cb();
+      } catch (e) {
+        cb(e as Error);
+      }
+    },
+    final(cb) {
+      try {
+        c.end((out) => this.push(out));
+        this.push(null);
+        cb();
+      } catch (e) {
+        cb(e as Error);
+      }
+    },
+    read() {},
+  });
+}
+
+/** A synchronous decompressor as a duplex stream. */
+function decompressDuplex(d: ChunkDecompressor): Duplex {
+  return new Duplex({
+    readableHighWaterMark: 1 << 20,
+    write(chunk: Buffer, _enc, cb) {
+      try {
+        d.push(chunk, (out) => this.push(Buffer.from(out)));
+        cb();
+      } catch (e) {
+        cb(e as Error);
+      }
+    },
+    final(cb) {
+      try {
+        d.end();
+        d.release();
+        this.push(null);
+        cb();
+      } catch (e) {
+        cb(e as Error);
+      }
+    },
+    read() {},
+  });
 }
 
 /**
  * Wraps a child process as a duplex: writes go to its stdin, reads come from its stdout, and a
- * non-zero exit becomes an 'error' carrying its stderr. Destroying the duplex kills the process.
+ * non-zero exit or a failure to start becomes an 'error' carrying its stderr. Destroying the duplex
+ * kills the process.
  */
 function processDuplex(cmd: string, args: string[]): Duplex {
   const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
@@ -43,21 +207,23 @@ function processDuplex(cmd: string, args: string[]): Duplex {
     stderr += d.toString();
   });
   child.stdout.pipe(out, { end: false });
+  const duplex = Duplex.from({ writable: child.stdin, readable: out });
+  const fail = (e: Error) => {
+    out.destroy(e);
+    // Both sides, or a writer still pushing into a process that never started waits forever.
+    duplex.destroy(e);
+  };
   child.on("close", (code, signal) => {
     if (code === 0) out.end();
-    else
-      out.destroy(
-        new Error(`${cmd} ${args.join(" ")} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`),
-      );
+    else fail(new Error(`${cmd} ${args.join(" ")} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`));
   });
-  child.on("error", (e) => out.destroy(e));
+  child.on("error", (e) => fail(new Error(`${cmd} could not be started: ${e.message}`)));
   // EPIPE when the process died early is reported through its exit status instead.
   child.stdin.on("error", () => {});
   const stop = () => {
     if (child.exitCode === null && child.signalCode === null) child.kill();
   };
   out.on("close", stop);
-  const duplex = Duplex.from({ writable: child.stdin, readable: out });
   // A reader that gives up early (a pack past its bounds) destroys the duplex: the process must go
   // too, or it keeps the job alive.
   duplex.on("close", () => {

@@ -149,8 +149,8 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
       summary: !restored
         ? "store failed (warned)"
         : restored.matchedKey
-          ? `${restored.cacheHit ? "hit (exact)" : `partial (${restored.matchedKey})`}, ${restored.entriesRestored} entries`
-          : "miss",
+          ? `${restored.cacheHit ? "hit (exact)" : `partial (${restored.matchedKey})`}, ${restored.entriesRestored} entries from ${restored.store}`
+          : `miss (${restored.store})`,
     });
   } else {
     stages.push({
@@ -321,7 +321,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   else {
     saved = await tolerateCacheFailure("save", strict, log, () => save(ctx));
     if (!saved) saveSkipped = "the store failed (warned)";
-    else log.info(saved.message);
+    else log.info(`${saved.message} (${saved.store})`);
   }
   stages.push({
     name: "save",

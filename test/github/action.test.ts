@@ -192,7 +192,7 @@ describe("the kcache action", () => {
       "lookup-only": "true",
     });
     expect(looked.log).toContain(
-      `found ${restored.outputs["cache-primary-key"]} (exact) (lookup only, nothing downloaded)`,
+      `found ${restored.outputs["cache-primary-key"]} (exact) in local store ${store} (lookup only, nothing downloaded)`,
     );
   });
 
@@ -311,7 +311,7 @@ describe("the kcache action", () => {
     b.env.KCACHE_THREADS = "2";
     const hit = await b.uses("", { mode: "restore", config: "kcache.yml" });
     expect(hit.outputs["cache-hit"]).toBe("true");
-    expect(hit.log).toMatch(/restored 24 entries from \S+ \(exact\) on 2 threads/);
+    expect(hit.log).toMatch(/restored 24 entries from \S+ \(exact\) of local store \S+ on 2 threads/);
     expect(
       fs.readdirSync(path.join(b.dir, "temp", "triton-cache")).filter((n) => !n.startsWith(".")),
     ).toHaveLength(24);

@@ -39,7 +39,8 @@ interface PendingPost {
  * GITHUB_STATE files per step, variables exported by earlier steps in the environment, and at the end
  * of the job each action's `post:` in reverse order, in a new process with its saved state as STATE_*,
  * when its `post-if` (evaluated with GitHub's expression library) holds. `bundle` is the action's
- * JavaScript (built from src/ by the test), standing in for runs.main and runs.post.
+ * JavaScript (built from src/ by the test, or dist/action.mjs of the action as a runner downloads
+ * it), standing in for runs.main and runs.post; `node` is the Node.js that runs it.
  */
 export class RunnerJob {
   readonly dir: string;
@@ -57,6 +58,7 @@ export class RunnerJob {
     event: Record<string, string>,
     private readonly bundle: string,
     private readonly workspace = root,
+    private readonly nodeBin = process.execPath,
   ) {
     this.dir = path.join(root, name);
     for (const d of ["temp", "home"]) fs.mkdirSync(path.join(this.dir, d), { recursive: true });
@@ -171,7 +173,7 @@ export class RunnerJob {
       env[`INPUT_${name.replace(/ /g, "_").toUpperCase()}`] = inputs[name] ?? spec.default ?? "";
     for (const [k, v] of Object.entries(state)) env[`STATE_${k}`] = v;
     return new Promise((resolve) => {
-      const child = spawn(process.execPath, [this.bundle], { env, cwd: this.workspace });
+      const child = spawn(this.nodeBin, [this.bundle], { env, cwd: this.workspace });
       let log = "";
       child.stdout.on("data", (d) => {
         log += d;

@@ -13,14 +13,14 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
     restore(ctx, { lookupOnly: o.lookupOnly }),
   );
   if (report) {
-    if (!report.matchedKey) log.info("cache miss: no saved key matched");
+    if (!report.matchedKey) log.info(`cache miss: no saved key matched (${report.store})`);
     else if (report.lookupOnly) {
       log.info(
-        `found ${report.matchedKey} in ${report.matchedScope}${report.cacheHit ? " (exact)" : ""} (lookup only, nothing downloaded)`,
+        `found ${report.matchedKey} in ${report.matchedScope}${report.cacheHit ? " (exact)" : ""} of ${report.store} (lookup only, nothing downloaded)`,
       );
     } else {
       log.info(
-        `restored ${report.entriesRestored} entries${report.entriesPresent ? ` (${report.entriesPresent} more already present)` : ""} (${formatBytes(report.bytesRestored)}, ${formatBytes(report.bytesDownloaded)} read) from ${report.matchedKey}${report.cacheHit ? " (exact)" : ` (${report.matchedScope})`} in ${formatSeconds(report.seconds)}${report.threads ? ` on ${report.threads} threads` : ""}`,
+        `restored ${report.entriesRestored} entries${report.entriesPresent ? ` (${report.entriesPresent} more already present)` : ""} (${formatBytes(report.bytesRestored)}, ${formatBytes(report.bytesDownloaded)} read) from ${report.matchedKey}${report.cacheHit ? " (exact)" : ` (${report.matchedScope})`} of ${report.store} in ${formatSeconds(report.seconds)}${report.threads ? ` on ${report.threads} threads` : ""}`,
       );
       for (const c of report.caches) log.info(`  ${c.name}: ${c.entries} entries at ${c.path}`);
       if (report.entriesBad)

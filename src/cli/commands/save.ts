@@ -9,7 +9,7 @@ export async function saveCommand(o: GlobalOptions) {
   const { log } = ctx;
   const report = await tolerateCacheFailure("save", o.strict, log, () => save(ctx));
   if (report) {
-    log.info(report.message);
+    log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {
       log.info(
         `uploaded ${formatBytes(report.bytesUploaded)} in ${report.packsWritten} pack(s)${report.consolidated ? " (consolidated)" : ""}; ${report.entries} entries in the key; ${formatSeconds(report.seconds)}`,
