@@ -139,6 +139,10 @@ export async function main(argv: string[]): Promise<void> {
       )
       .requiredOption("-p, --profile <names...>", "profiles to write workflows for")
       .addOption(new Option("--out <dir>", "where to write them").default(".github/workflows"))
+      .option(
+        "--step",
+        "print only the step that runs the profile, to put into a workflow you already have (with the permissions it needs)",
+      )
       .option("--utc", "write UTC crons (exact all year, or refused with the reason) instead of timezone:")
       .option("--jitter", "move schedules off minute 0, to a minute fixed by the repository name")
       .option(

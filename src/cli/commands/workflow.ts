@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { UsageError } from "../../errors.js";
+import { workflowStep } from "../../github/workflow-step.js";
 import { generateWorkflows } from "../../github/workflows.js";
 import type { GlobalOptions } from "../options.js";
 import { commandBasics } from "../setup.js";
@@ -13,12 +14,18 @@ export async function workflowCommand(
     jitter?: boolean;
     check?: boolean;
     seed?: string;
+    step?: boolean;
   },
 ) {
   const { config, log } = commandBasics(o);
   const configPath =
     path.relative(process.cwd(), config.source === "(defaults)" ? "kcache.yml" : config.source) ||
     "kcache.yml";
+  if (o.step) {
+    if (o.check) throw new UsageError("--step prints a step and --check compares files: give one of them");
+    process.stdout.write(o.profile.map((p) => workflowStep(config, p, configPath)).join("\n"));
+    return;
+  }
   const stale: string[] = [];
   for (const profile of o.profile) {
     for (const w of generateWorkflows(config, profile, {

@@ -1,0 +1,134 @@
+import path from "node:path";
+import { NoOperationTraceWriter, parseWorkflow } from "@actions/workflow-parser";
+import { describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+const EXAMPLE = path.resolve(import.meta.dirname, "../../examples/fla-kda/kcache.yml");
+
+/**
+ * The shape of flash-linear-attention's .github/workflows/ascend-a2-benchmark-ci.yml (read on
+ * 2026-12-01), rebuilt here: a `changes` job, `paths:` filters, pull_request types, a matrix,
+ * concurrency, a 150-minute timeout, a container with its own env, environment-info steps, the
+ * benchmark step, and an artifact upload that runs always.
+ */
+function flaBenchmarkWorkflow() {
+  const paths = ["**/*.py", "pyproject.toml", ".github/workflows/*.yml"];
+  return {
+    name: "ascend-a2-benchmark-ci",
+    on: {
+      workflow_dispatch: null,
+      push: { branches: ["main"], paths },
+      pull_request: { branches: ["main"], types: ["opened", "synchronize", "reopened", "edited"], paths },
+    },
+    jobs: {
+      changes: {
+        name: "Detect NPU-related changes",
+        "runs-on": "ubuntu-latest",
+        "timeout-minutes": 5,
+        outputs: { npu_related: "${{ steps.detect.outputs.npu_related }}" },
+        steps: [
+          {
+            name: "Detect NPU-related diff",
+            id: "detect",
+            uses: "actions/github-script@v9.0.0",
+            with: { script: "core.setOutput('npu_related', 'false');" },
+          },
+        ],
+      },
+      "benchmark-a2-npu-pytorch-2-9": {
+        name: "Benchmark A2 NPU (PyTorch 2.9.0)",
+        needs: "changes",
+        if: "github.event_name == 'push' || needs.changes.outputs.npu_related == 'true'",
+        strategy: { "fail-fast": false, matrix: { python: ["3.12"], os: ["linux-aarch64-a2-4"] } },
+        "runs-on": "${{ matrix.os }}",
+        "timeout-minutes": 150,
+        concurrency: {
+          group: "${{ github.workflow }}-${{ github.ref }}-${{ matrix.os }}-${{ matrix.python }}",
+          "cancel-in-progress": "${{ github.ref != 'refs/heads/main' }}",
+        },
+        container: {
+          image: "ascendai/cann:9.1.0-910b-ubuntu22.04-py3.12",
+          options: "--shm-size 16g",
+          env: { HF_ENDPOINT: "https://hf-mirror.com" },
+        },
+        env: { FLA_CI_ENV: 1, ASCEND_RT_VISIBLE_DEVICES: "0,1,2,3", MPLBACKEND: "Agg" },
+        steps: [
+          { name: "Checkout", uses: "actions/checkout@v7.0.0" },
+          { name: "Check NPU and CANN info", run: "npu-smi info" },
+          { name: "Install dependencies", run: 'python -m pip install ".[npu,test]"' },
+          { name: "Verify environment", shell: "bash", run: "python -c 'import torch_npu'" },
+          {
+            name: "Benchmark chunk_gdn, chunk_gdn2, chunk_kda, fused_attnres, and conv1d",
+            shell: "bash",
+            env: { FLA_BENCH_WARMUP_MS: "25" },
+            run: "python -m benchmarks.ops.run --op chunk_kda --base '' --json benchmark_chunk_kda.json",
+          },
+          {
+            name: "Upload benchmark results",
+            if: "always()",
+            uses: "actions/upload-artifact@v7.0.1",
+            with: { name: "ascend-a2-benchmark-results", path: "benchmark_chunk_kda.json" },
+          },
+        ],
+      },
+    },
+  };
+}
+
+function parserErrors(content: string): string[] {
+  const result = parseWorkflow({ name: "ascend-a2-benchmark-ci.yml", content }, new NoOperationTraceWriter());
+  return result.context.errors.getErrors().map((e) => e.message);
+}
+
+describe("kcache workflow --step", () => {
+  it("prints the one step that replaces FLA's benchmark step; the workflow keeps everything else and GitHub's parser accepts it", async () => {
+    const r = await runCli(["workflow", "--step", "-p", "kda-bench", "-c", EXAMPLE], {
+      env: { ...process.env, HOME: tempDir("step-home") },
+      cwd: path.dirname(EXAMPLE),
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^# Replaces the step that runs kda-bench's commands/);
+    expect(r.stdout).toMatch(/Permissions: none beyond `contents: read`/);
+    const printed = parse(r.stdout) as Record<string, unknown>[];
+    expect(printed).toEqual([
+      {
+        name: "kcache run kda-bench",
+        id: "kcache",
+        uses: "kcache/kcache@v0",
+        with: { mode: "run", profile: "kda-bench", config: "kcache.yml" },
+      },
+    ]);
+
+    const workflow = flaBenchmarkWorkflow();
+    expect(parserErrors(stringify(workflow))).toEqual([]);
+    const job = workflow.jobs["benchmark-a2-npu-pytorch-2-9"];
+    const at = job.steps.findIndex((s) => s.name?.startsWith("Benchmark "));
+    const before = structuredClone(workflow);
+    job.steps.splice(at, 1, ...(printed as typeof job.steps));
+    const edited = stringify(workflow);
+    expect(parserErrors(edited)).toEqual([]);
+    // Only the benchmark step changed: triggers, filters, the changes job, concurrency, the timeout,
+    // the container's env and the artifact upload are the maintainer's, untouched.
+    const reread = parse(edited) as ReturnType<typeof flaBenchmarkWorkflow>;
+    expect(reread.on).toEqual(before.on);
+    expect(reread.jobs.changes).toEqual(before.jobs.changes);
+    const { steps: newSteps, ...rest } = reread.jobs["benchmark-a2-npu-pytorch-2-9"];
+    const { steps: oldSteps, ...restBefore } = before.jobs["benchmark-a2-npu-pytorch-2-9"];
+    expect(rest).toEqual(restBefore);
+    expect(newSteps.map((s) => s.name)).toEqual(
+      oldSteps.map((s) => (s.name.startsWith("Benchmark ") ? "kcache run kda-bench" : s.name)),
+    );
+    expect(newSteps.at(-1)).toEqual(oldSteps.at(-1));
+  });
+
+  it("names the profiles there are when the profile is unknown (exit 2)", async () => {
+    const r = await runCli(["workflow", "--step", "-p", "nope", "-c", EXAMPLE], {
+      env: { ...process.env, HOME: tempDir("step-home") },
+      cwd: path.dirname(EXAMPLE),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no profile "nope"; profiles: kda-bench, kda-graph-recurrent, kda-tests/);
+  });
+});
