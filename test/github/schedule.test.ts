@@ -155,13 +155,20 @@ const ZONES = [
   "America/St_Johns",
 ];
 
-describe("--utc on 1,000 random crons x 20 zones", () => {
+/**
+ * Crons in the fuzz: fixed, so the work is bounded and the same on every machine (FUZZ_N=1000 for a
+ * longer run). No wall-clock limit: a loaded 2-core machine takes minutes where an idle one takes
+ * seconds, and that is no failure.
+ */
+const FUZZ_N = Number(process.env.FUZZ_N ?? 300);
+
+describe(`--utc on ${FUZZ_N} random crons x 20 zones`, () => {
   it("is exact (every fire instant of a year, by croner's parse of both sides) or refused with a reason", () => {
     const r = rng(20261201);
     let exact = 0;
     let refused = 0;
     const sample: [string, string, string[]][] = [];
-    for (let i = 0; i < Number(process.env.FUZZ_N ?? 1000); i++) {
+    for (let i = 0; i < FUZZ_N; i++) {
       const cron = Array.from({ length: 5 }, (_, f) => randomField(r, f)).join(" ");
       for (const zone of ZONES) {
         const answer = toUtcCron(cron, zone, FROM);
@@ -188,11 +195,10 @@ describe("--utc on 1,000 random crons x 20 zones", () => {
       }
     }
     // Most fixed-offset cases convert; daylight-saving zones never do.
-    const n = Number(process.env.FUZZ_N ?? 1000);
-    expect(exact).toBeGreaterThan(n * 5);
-    expect(refused).toBeGreaterThan(n * 5);
+    expect(exact).toBeGreaterThan(FUZZ_N * 5);
+    expect(refused).toBeGreaterThan(FUZZ_N * 5);
     // The instant-by-instant oracle agrees with croner's own scheduler in the real time zone.
     for (const [cron, zone, crons] of sample)
       expect(sameFireTimes(cron, zone, crons, FROM), `${cron} in ${zone}`).toBe(true);
-  }, 120_000);
+  }, 0);
 });
