@@ -55,7 +55,9 @@ describe("README promises of the CLI", () => {
       entriesRestored: 0,
     });
     expect(r.stderr).toMatch(
-      new RegExp(`found ${key} in branch/main \\(exact\\) of local store \\S+ \\(lookup only, nothing downloaded\\)`),
+      new RegExp(
+        `found ${key} in branch/main \\(exact\\) of local store \\S+ \\(lookup only, nothing downloaded\\)`,
+      ),
     );
     expect(fs.existsSync(elsewhere)).toBe(false);
   });

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { NoOperationTraceWriter, parseWorkflow } from "@actions/workflow-parser";
 import { describe, expect, it } from "vitest";
@@ -130,5 +131,24 @@ describe("kcache workflow --step", () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no profile "nope"; profiles: kda-bench, kda-graph-recurrent, kda-tests/);
+  });
+});
+
+describe("the release workflow", () => {
+  it("parses, runs only on v0.x.y tags, publishes with provenance and moves v0 after the release", () => {
+    const file = path.resolve(import.meta.dirname, "../../.github/workflows/release.yml");
+    const content = fs.readFileSync(file, "utf8");
+    expect(parserErrors(content)).toEqual([]);
+    const wf = parse(content) as {
+      on: { push: { tags: string[] } };
+      jobs: { release: { permissions: Record<string, string>; steps: { run?: string }[] } };
+    };
+    expect(wf.on.push.tags).toEqual(["v0.*.*"]);
+    expect(wf.jobs.release.permissions).toEqual({ contents: "write", "id-token": "write" });
+    const runs = wf.jobs.release.steps.map((s) => s.run ?? "");
+    const at = (re: RegExp) => runs.findIndex((r) => re.test(r));
+    expect(at(/npm publish --provenance/)).toBeGreaterThan(at(/^npm test$/));
+    expect(at(/git tag -f v0/)).toBeGreaterThan(at(/gh release create/));
+    expect(at(/gh release create/)).toBeGreaterThan(at(/npm publish/));
   });
 });
