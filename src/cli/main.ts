@@ -12,7 +12,8 @@ export async function main(argv: string[]): Promise<void> {
     .description("Keep Triton and other kernel JIT caches warm between CI runs.")
     .version(VERSION)
     .exitOverride()
-    .showHelpAfterError();
+    // The error and a pointer, not 40 lines of help that scroll the error away.
+    .showHelpAfterError("(kcache --help lists the commands; kcache <command> --help its options)");
 
   const common = (
     cmd: Command,

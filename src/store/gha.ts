@@ -35,7 +35,7 @@ const SERVICE = "twirp/github.actions.results.api.v1.CacheService/";
  * downloaded as its bytes (no tar, no second compression, no staging folder). Lookups follow GitHub:
  * exact key, then the newest key with a prefix. Without a token for GitHub's REST API, `list` answers
  * with the newest match only and nothing can be deleted (GitHub evicts by itself: 7 days unused, 10 GB
- * per repository); with GITHUB_TOKEN (actions: write) and GITHUB_REPOSITORY, `ls` and `prune` work
+ * per repository); with GITHUB_TOKEN and GITHUB_REPOSITORY, `ls` and `stats` (actions: read) and `prune` (actions: write) work
  * through the REST API's caches endpoints.
  */
 export function ghaStore(settings: GhaSettings): Store {
@@ -193,7 +193,7 @@ export function ghaStore(settings: GhaSettings): Store {
       ? {}
       : {
           capabilityHint:
-            "give it a token for GitHub's REST API: GITHUB_TOKEN (or KCACHE_GITHUB_TOKEN) with permissions actions: write, and GITHUB_REPOSITORY",
+            "give it a token for GitHub's REST API: GITHUB_TOKEN (or KCACHE_GITHUB_TOKEN) with permissions actions: read (ls, stats) or actions: write (prune), and GITHUB_REPOSITORY",
         }),
 
     put: async (name, body) => {
@@ -235,7 +235,7 @@ export function ghaStore(settings: GhaSettings): Store {
       if (rest) return rest.list(key(prefix));
       if (!prefix.startsWith(`${MANIFESTS}/`)) {
         throw new StoreError(
-          "GitHub's cache service cannot list packs without a token: set GITHUB_TOKEN (permissions: actions: write) and GITHUB_REPOSITORY for ls and prune",
+          "GitHub's cache service cannot list packs without a token: set GITHUB_TOKEN and GITHUB_REPOSITORY (permissions: actions: read for ls and stats, actions: write for prune)",
         );
       }
       const hit = await lookup(prefix, [prefix]);
@@ -272,7 +272,7 @@ function restApi(env: NodeJS.ProcessEnv) {
     }
     if (!res.ok && res.status !== 404)
       throw new StoreError(
-        `GitHub REST API: ${method} ${repo} caches answered ${res.status}${res.status === 403 ? " (the token needs permissions: actions: write)" : ""}: ${(await res.text()).slice(0, 200)}`,
+        `GitHub REST API: ${method} ${repo} caches answered ${res.status}${res.status === 403 ? ` (the token needs permissions: actions: ${method === "GET" ? "read" : "write"})` : ""}: ${(await res.text()).slice(0, 200)}`,
       );
     return res;
   };

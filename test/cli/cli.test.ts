@@ -48,6 +48,24 @@ describe("kcache CLI", () => {
     expect(r.stderr).toMatch(/use one of "triton", "dir"/);
   });
 
+  it("answers a mistyped command or option with the suggestion and a pointer to --help, not the whole help (exit 2)", async () => {
+    const p = project();
+    for (const args of [["restor"], ["restore", "--restore-keys", "x"]]) {
+      const r = await runCli(args, { env: p.env, cwd: p.dir });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/Did you mean (restore|--restore-key)\?/);
+      expect(r.stderr).toContain("kcache --help lists the commands");
+      expect(r.stderr.trim().split("\n").length).toBeLessThanOrEqual(3);
+    }
+  });
+
+  it("says that a bare prune deletes no key (no policy given)", async () => {
+    const p = project();
+    const r = await runCli(["prune"], { env: p.env, cwd: p.dir });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/no policy given \(--keep, --older-than or --max-size\): no key is deleted/);
+  });
+
   it("reports YAML syntax errors with their line", async () => {
     const p = cliProject("caches:\n  - name: [unclosed\n");
     const r = await runCli(["save"], { env: p.env, cwd: p.dir });

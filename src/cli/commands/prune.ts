@@ -31,6 +31,10 @@ export async function pruneCommand(
     return;
   }
   const verb = report.dryRun ? "would delete" : "deleted";
+  if (keep === undefined && !o.olderThan && !o.maxSize)
+    log.info(
+      "no policy given (--keep, --older-than or --max-size): no key is deleted, only packs no key uses and leftovers of killed saves",
+    );
   for (const m of report.manifestsDeleted) log.info(`${verb} ${m.scope} ${m.key}: ${m.reason}`);
   log.info(
     `${verb} ${report.manifestsDeleted.length} keys and ${report.packsDeleted.length} packs (${formatBytes(report.bytesFreed)}); kept ${report.manifestsKept} keys (${formatBytes(report.bytesKept)})`,
