@@ -13,6 +13,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { makeFakeAscend } from "./sim/ascend-toolkit.js";
+import { installPackages } from "./sim/installed-packages.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin", "kcache.js");
@@ -25,6 +26,11 @@ const env: NodeJS.ProcessEnv = {
   KCACHE_STORE: path.join(work, "store"),
   KCACHE_STATE_DIR: path.join(work, "state"),
   TRITON_SIM_COMPILE_MS: process.env.TRITON_SIM_COMPILE_MS ?? "250",
+  // The job's installed stack, as kcache's probe sees it after an install step.
+  PYTHONPATH: installPackages(path.join(work, "site-packages"), {
+    torch: "2.11.0+kcache.sim",
+    triton: "3.6.0+kcache.sim",
+  }),
 };
 delete env.GITHUB_ACTIONS;
 delete env.GITHUB_REF;
@@ -179,7 +185,16 @@ function ascendDemo(): void {
       [BIN, "run", "--profile", "npu-bench", "--revision", REVISION, "--out", path.join(dir, `out-${label}`)],
       {
         cwd: dir,
-        env: { ...env, TRITON_CACHE_DIR: cacheDir, KCACHE_STATE_DIR: path.join(dir, `state-${label}`) },
+        env: {
+          ...env,
+          PYTHONPATH: installPackages(path.join(dir, "site-packages"), {
+            torch: "2.6.0+kcache.sim",
+            torch_npu: "2.6.0+kcache.sim",
+            triton_ascend: "3.2.0+kcache.sim",
+          }),
+          TRITON_CACHE_DIR: cacheDir,
+          KCACHE_STATE_DIR: path.join(dir, `state-${label}`),
+        },
       },
     );
     if (r.status !== 0) throw new Error(`kcache run (${label}) exited ${r.status}: ${r.stderr}`);
@@ -273,7 +288,9 @@ function historyDemo(): void {
   console.log(`pull request 42, chunk_kda 20% slower: exit ${pr.status}; ${check?.message}`);
   const same = run(12, 1.0, "refs/pull/43/merge");
   console.log(`pull request 43, unchanged: exit ${same.status}`);
-  const stats = spawnSync(process.execPath, [BIN, "stats", "--html", path.join(dir, "stats.html")], {
+  // Outside the demo's folder, which is deleted at the end: the page it names stays to be opened.
+  const page = path.join(os.tmpdir(), "kcache-demo-stats.html");
+  const stats = spawnSync(process.execPath, [BIN, "stats", "--html", page], {
     cwd: dir,
     env: { ...env, GITHUB_ACTIONS: "true", GITHUB_REF: "refs/heads/main" },
   });

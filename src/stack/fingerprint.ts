@@ -141,6 +141,14 @@ export function fingerprintFrom(
   }
   const mismatches: string[] = [];
   const errors: string[] = [];
+  // A cache step placed before the install step (where actions/cache steps usually stand) finds no
+  // compiler yet: the key would silently cover only the platform and Python.
+  if (py && Object.keys(py.packages).length === 0) {
+    const what = acc.vendor === "ascend" ? "torch, torch_npu, triton or triton-ascend" : "torch or triton";
+    errors.push(
+      `no ${what} is installed for the Python kcache probes (stack.python, default python3), so the key covers only Python and the platform (os, arch, python): put the kcache step after the step that installs them, or set stack.python to the job's interpreter`,
+    );
+  }
   if (acc.vendor === "ascend") {
     if (acc.cann) probed.cann = acc.cann;
     else if (!("cann" in pins)) {

@@ -59,6 +59,27 @@ describe("kcache CLI", () => {
     }
   });
 
+  it("warns once when no torch or triton is installed (the step placed before the install step), and --strict exits 4", async () => {
+    const p = cliProject();
+    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+    const bare = { ...p.env, PYTHONPATH: "" };
+    for (const cmd of ["restore", "save"]) {
+      const r = await runCli([cmd], { env: bare, cwd: p.dir });
+      expect(r.code, r.stderr).toBe(0);
+      const warnings = r.stderr.split("\n").filter((l) => /no torch or triton is installed/.test(l));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /the key covers only Python and the platform .*put the kcache step after the step that installs them/,
+      );
+      const strict = await runCli([cmd, "--strict"], { env: bare, cwd: p.dir });
+      expect(strict.code).toBe(4);
+    }
+    // Installed (dist-info on PYTHONPATH, as after pip install): no such warning, and torch and triton are keyed.
+    const key = await runCli(["stack", "--json"], { env: p.env, cwd: p.dir });
+    expect(key.stderr).not.toMatch(/no torch or triton/);
+    expect(JSON.parse(key.stdout).components).toMatchObject({ torch: "2.11.0", triton: "3.6.0" });
+  });
+
   it("says that a bare prune deletes no key (no policy given)", async () => {
     const p = project();
     const r = await runCli(["prune"], { env: p.env, cwd: p.dir });

@@ -4,6 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { ROOT, RunnerJob } from "../helpers/action-runner.js";
 import { downloadedAction, node24, pathWithoutZstd } from "../helpers/bare-runner.js";
@@ -135,6 +136,7 @@ describe("kcache as a runner downloads it, with no zstd binary", () => {
       generateTritonCache(source, { entries: 24, totalBytes: 6_000_000, seed: 11 });
       const env = {
         PATH: bare,
+        PYTHONPATH: installedStack(),
         HOME: dir,
         GITHUB_SHA: "c".repeat(40),
         GITHUB_REF: "refs/heads/main",
@@ -173,6 +175,7 @@ describe("kcache as a runner downloads it, with no zstd binary", () => {
     const store = path.join(dir, "store");
     const base = {
       PATH: process.env.PATH,
+      PYTHONPATH: installedStack(),
       HOME: dir,
       GITHUB_SHA: "e".repeat(40),
       GITHUB_REF: "refs/heads/main",

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
 import { corruptEntries, entryNames } from "../helpers/entry-compare.js";
 import { runMeasured } from "../helpers/measured-cli.js";
@@ -13,6 +14,7 @@ function projectWith(yml: string) {
   fs.writeFileSync(path.join(dir, "kcache.yml"), yml);
   const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
+    PYTHONPATH: installedStack(),
     HOME: dir,
     GITHUB_REF: "refs/heads/main",
     GITHUB_SHA: "9".repeat(40),

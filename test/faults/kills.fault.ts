@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { corruptEntries, entryNames } from "../helpers/entry-compare.js";
 import { runMeasured } from "../helpers/measured-cli.js";
@@ -20,6 +21,7 @@ function killProject() {
   generateTritonCache(source, { entries: 60, totalBytes: 8_000_000, seed: 11 });
   const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
+    PYTHONPATH: installedStack(),
     HOME: dir,
     GITHUB_REF: "refs/heads/main",
     GITHUB_SHA: "c".repeat(40),

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
 import { corruptEntries } from "../helpers/entry-compare.js";
 import { runMeasured } from "../helpers/measured-cli.js";
@@ -19,6 +20,7 @@ function raceProject(entries: number) {
   generateTritonCache(source, { entries, totalBytes: entries * 40_000, seed: 21 });
   const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
+    PYTHONPATH: installedStack(),
     HOME: dir,
     GITHUB_REF: "refs/heads/main",
     GITHUB_SHA: "a".repeat(40),

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
 import { corruptEntries } from "../helpers/entry-compare.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
@@ -60,6 +61,7 @@ describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
       );
       const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
         PATH: process.env.PATH,
+        PYTHONPATH: installedStack(),
         HOME: dir,
         ...S3RVER_CREDENTIALS,
         GITHUB_REF: "refs/heads/main",

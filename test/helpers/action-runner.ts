@@ -4,6 +4,7 @@ import path from "node:path";
 import { data, Evaluator, Lexer, Parser } from "@actions/expressions";
 import { truthy } from "@actions/expressions/result";
 import { parse } from "yaml";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { readCommandFile } from "./runner-files.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -66,6 +67,7 @@ export class RunnerJob {
     fs.writeFileSync(this.summary, "");
     this.env = {
       PATH: process.env.PATH,
+      PYTHONPATH: installedStack(),
       HOME: path.join(this.dir, "home"),
       GITHUB_ACTIONS: "true",
       GITHUB_WORKSPACE: workspace,

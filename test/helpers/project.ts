@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { tempDir } from "./sandbox.js";
 
 export interface Project {
@@ -27,6 +28,7 @@ export function project(
   );
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
+    PYTHONPATH: installedStack(),
     HOME: dir,
     CACHE_ROOT: cache,
     KCACHE_STATE_DIR: path.join(dir, "state"),

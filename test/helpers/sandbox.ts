@@ -6,6 +6,7 @@ import type { JobContext } from "../../src/cache/job-context.js";
 import { type Config, resolveConfig } from "../../src/config/load.js";
 import { jobContext } from "../../src/job/job-context.js";
 import { silentLog } from "../../src/log.js";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { TEST_STACK } from "./test-stack.js";
 
 const made: string[] = [];
@@ -44,6 +45,7 @@ export function sandbox(): Sandbox {
   const env: NodeJS.ProcessEnv = {
     HOME: dir,
     PATH: process.env.PATH,
+    PYTHONPATH: installedStack(),
     KCACHE_STATE_DIR: state,
     GITHUB_REF: "refs/heads/main",
     GITHUB_SHA: "1111111111111111111111111111111111111111",

@@ -24,7 +24,10 @@ describe("the demo's run-history section (npm run demo -- --history)", () => {
         /^10 runs of branch\/main in local store .*; the store holds [\d.]+ [kM]?B for demo-history$/m,
       );
       expect(out).toMatch(/\| demo-history \| \d{4}-W\d\d \| 10 \| 10 \| 0 \/ 9 \/ 1 \| 90% \|/);
-      const html = path.join(work, "history", "stats.html");
+      // Named in the output and still there after the demo deleted its own folder.
+      const html = /wrote (\S+kcache-demo-stats\.html)/.exec(out)?.[1] as string;
+      expect(path.dirname(html)).not.toContain(work);
+      expect(fs.existsSync(html)).toBe(true);
       const dom = dumpDom(html, work);
       expect(dom.match(/<rect class="hit"/g)).toHaveLength(1);
       expect(dom).toMatch(/<rect class="hit"[^>]*data-value="0\.900"/);

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
 import { type GhaCacheServer, startGhaCacheServer } from "../helpers/gha-cache-server.js";
@@ -17,6 +18,7 @@ afterAll(async () => {
 function runner(dir: string, name: string): NodeJS.ProcessEnv {
   return {
     PATH: process.env.PATH,
+    PYTHONPATH: installedStack(),
     HOME: dir,
     ...server.env,
     KCACHE_STORE: "gha",

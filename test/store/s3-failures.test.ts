@@ -6,6 +6,7 @@ import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { tolerateCacheFailure } from "../../src/cache/tolerate.js";
 import { DEFAULT_S3, s3Store } from "../../src/store/s3.js";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
@@ -158,6 +159,7 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     generateTritonCache(path.join(dir, "c"), { entries: 3, totalBytes: 60_000 });
     const env = {
       PATH: process.env.PATH,
+      PYTHONPATH: installedStack(),
       HOME: dir,
       ...S3RVER_CREDENTIALS,
       GITHUB_SHA: "a".repeat(40),
