@@ -106,9 +106,12 @@ export function scopePlan(env: NodeJS.ProcessEnv, cwd: string, configuredDefault
     const own = `ref/${ref.replace(/^refs\//, "") || "unknown"}`;
     return { write: own, read: uniq([own, def]), defaultBranch };
   }
-  const branch = gitBranch(cwd) ?? defaultBranch;
+  // Outside GitHub there is no payload naming the default branch: the clone's origin/HEAD does.
+  const outsideDefault = configuredDefault ?? facts.defaultBranch ?? gitDefaultBranch(cwd) ?? "main";
+  const outsideDef = defaultBranchScope(outsideDefault);
+  const branch = gitBranch(cwd) ?? outsideDefault;
   const own = `branch/${branch}`;
-  return { write: own, read: uniq([own, def]), defaultBranch };
+  return { write: own, read: uniq([own, outsideDef]), defaultBranch: outsideDefault };
 }
 
 /**
@@ -192,6 +195,21 @@ function num(v: unknown): number | null {
 
 function str(v: unknown): string | null {
   return typeof v === "string" && v !== "" ? v : null;
+}
+
+/** The branch origin/HEAD points at ("master" in a repository made before "main"), when git knows it. */
+function gitDefaultBranch(cwd: string): string | undefined {
+  try {
+    const ref = execFileSync("git", ["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], {
+      cwd,
+      stdio: ["ignore", "pipe", "ignore"],
+    })
+      .toString()
+      .trim();
+    return ref.startsWith("origin/") ? ref.slice("origin/".length) || undefined : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function gitBranch(cwd: string): string | undefined {

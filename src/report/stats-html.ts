@@ -1,3 +1,4 @@
+import { formatBytes } from "../format.js";
 import type { WeekStats } from "../history/stats.js";
 import { escapeHtml } from "./html-escape.js";
 
@@ -25,6 +26,17 @@ export function statsHtml(p: StatsPage): string {
         `<tr><td>${escapeHtml(w.prefix)}</td><td>${w.week}</td><td>${w.runs}</td><td>${w.hits.exact} / ${w.hits.prefix} / ${w.hits.miss}</td><td>${w.hitRate === null ? "-" : `${Math.round(w.hitRate * 100)}%`}</td><td>${w.kernelsCompiled}</td><td>${cell(w.compileSecondsCold)} / ${cell(w.compileSecondsWarm)}</td><td>${cell(w.secondsSavedEstimate, 0)}</td><td>${cell(w.restoreSeconds?.p50, 2)} / ${cell(w.saveSeconds?.p50, 2)}</td></tr>`,
     )
     .join("\n");
+  // Only series some week has a value for: a legend entry for nothing drawn misleads.
+  const has = (f: (w: WeekStats) => number | null | undefined) => p.weeks.some((w) => f(w) != null);
+  const legend = [
+    has((w) => w.hitRate) && '<span class="hit" style="background:#2b9a66"></span>hit rate (left axis)',
+    has((w) => w.compileSecondsCold) &&
+      '<span style="background:#d9822b"></span>compile s, runs that missed (right axis)',
+    has((w) => w.compileSecondsWarm) &&
+      '<span style="background:#2b7bd9"></span>compile s, exact hits (right axis)',
+  ]
+    .filter(Boolean)
+    .join("\n");
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -44,12 +56,10 @@ td:first-child, th:first-child { text-align: left; }
 <h1>kcache stats</h1>
 <p>${p.runs} runs of ${escapeHtml(p.scope)} in ${escapeHtml(p.store)}. The store holds ${
     Object.entries(p.storeBytes)
-      .map(([x, b]) => `${(b / 1e6).toFixed(1)} MB for ${escapeHtml(x)}`)
+      .map(([x, b]) => `${formatBytes(b)} for ${escapeHtml(x)}`)
       .join(", ") || "no keys"
   }.</p>
-<p class="legend"><span class="hit" style="background:#2b9a66"></span>hit rate
-<span style="background:#d9822b"></span>compile s, runs that missed
-<span style="background:#2b7bd9"></span>compile s, exact hits</p>
+<p class="legend">${legend}</p>
 ${prefixes.map((x, i) => `<h2>${escapeHtml(x)}</h2>\n<svg id="chart-${i}" data-prefix="${escapeHtml(x)}" role="img" aria-label="hit rate and compile seconds per week"></svg>`).join("\n")}
 <h2>Per week</h2>
 <table>
@@ -69,17 +79,33 @@ document.querySelectorAll("svg[data-prefix]").forEach((svg) => {
   const weeks = data.weeks.filter((w) => w.prefix === svg.dataset.prefix).slice().reverse();
   const maxS = Math.max(1e-9, ...weeks.flatMap((w) => [w.compileSecondsCold || 0, w.compileSecondsWarm || 0]));
   const col = 90, h = 160, top = 20;
-  svg.setAttribute("width", String(60 + weeks.length * col));
+  const width = 110 + weeks.length * col;
+  svg.setAttribute("width", String(width));
   svg.setAttribute("height", String(h + top + 40));
+  // Axes: hit rate on the left (0-100%), compile seconds on the right (0 to the largest week).
+  svg.appendChild(el("line", { class: "axis", x1: 45, y1: top, x2: 45, y2: top + h, stroke: "#888" }));
+  svg.appendChild(el("line", { class: "axis", x1: 45, y1: top + h, x2: width - 55, y2: top + h, stroke: "#888" }));
+  svg.appendChild(el("line", { class: "axis", x1: width - 55, y1: top, x2: width - 55, y2: top + h, stroke: "#888" }));
+  svg.appendChild(el("text", { class: "tick", x: 40, y: top + 4, "text-anchor": "end" }, "100%"));
+  svg.appendChild(el("text", { class: "tick", x: 40, y: top + h, "text-anchor": "end" }, "0%"));
+  const anyS = weeks.some((w) => w.compileSecondsCold != null || w.compileSecondsWarm != null);
+  if (anyS) {
+    svg.appendChild(el("text", { class: "tick", x: width - 50, y: top + 4 }, maxS.toFixed(1) + " s"));
+    svg.appendChild(el("text", { class: "tick", x: width - 50, y: top + h }, "0 s"));
+  }
   weeks.forEach((w, i) => {
     const x = 50 + i * col;
-    const bar = (cls, k, value, scale) => {
-      const bh = value === null || value === undefined ? 0 : (value / scale) * h;
-      svg.appendChild(el("rect", { class: cls, x: x + k * 22, y: top + h - bh, width: 18, height: bh, "data-week": w.week, "data-value": value === null ? "" : Number(value).toFixed(3) }));
+    const bar = (cls, k, value, scale, label) => {
+      if (value === null || value === undefined) return;
+      const bh = (value / scale) * h;
+      svg.appendChild(el("rect", { class: cls, x: x + k * 22, y: top + h - bh, width: 18, height: bh, "data-week": w.week, "data-value": Number(value).toFixed(3) }));
+      svg.appendChild(el("text", { class: "value", x: x + k * 22 + 9, y: top + h - bh - 3, "text-anchor": "middle" }, label(value)));
     };
-    bar("hit", 0, w.hitRate, 1);
-    bar("cold", 1, w.compileSecondsCold, maxS);
-    bar("warm", 2, w.compileSecondsWarm, maxS);
+    const pct = (v) => Math.round(v * 100) + "%";
+    const secs = (v) => v.toFixed(1) + " s";
+    bar("hit", 0, w.hitRate, 1, pct);
+    bar("cold", 1, w.compileSecondsCold, maxS, secs);
+    bar("warm", 2, w.compileSecondsWarm, maxS, secs);
     svg.appendChild(el("text", { x, y: top + h + 16 }, w.week));
   });
 });

@@ -1,7 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import type { WeekStats } from "../../src/history/stats.js";
 import { isoWeek } from "../../src/history/stats.js";
+import { statsHtml } from "../../src/report/stats-html.js";
 import { dumpDom } from "../helpers/chromium.js";
 import { runCli } from "../helpers/cli.js";
 import { SIM } from "../helpers/python-sim.js";
@@ -97,6 +99,14 @@ describe("run records and kcache stats", () => {
     expect(dom).toMatch(/<rect class="hit"[^>]*data-value="0\.750"/);
     expect(dom.match(/<rect class="(cold|warm)"/g)).toHaveLength(2);
     expect(dom).toContain("<td>sim-bench</td>");
+    // Every bar says its value, both axes are labelled, and sizes read in their own unit.
+    expect(dom).toMatch(/<text class="value"[^>]*>75%<\/text>/);
+    expect(dom.match(/<text class="value"[^>]*>[\d.]+ s<\/text>/g)).toHaveLength(2);
+    expect(dom).toMatch(/<text class="tick"[^>]*>100%<\/text>/);
+    expect(dom).toMatch(/<text class="tick"[^>]*>0 s<\/text>/);
+    expect(dom).toMatch(/The store holds \d+(\.\d+)? (B|kB|MB) for sim-bench/);
+    expect(dom).not.toMatch(/0\.0 MB/);
+    expect(dom).toContain("hit rate (left axis)");
 
     // prune --older-than ages run records out with the keys.
     for (const f of runs.slice(0, 2)) {
@@ -113,5 +123,34 @@ describe("run records and kcache stats", () => {
     expect(isoWeek("2026-12-01T10:00:00Z")).toBe("2026-W49");
     expect(isoWeek("2027-01-01T10:00:00Z")).toBe("2026-W53");
     expect(isoWeek("2027-01-04T10:00:00Z")).toBe("2027-W01");
+  });
+});
+
+describe("the stats page's legend", () => {
+  it("lists only the series some week has a value for", () => {
+    const week = {
+      prefix: "p",
+      week: "2026-W49",
+      runs: 2,
+      hits: { exact: 1, prefix: 0, miss: 1 },
+      hitRate: 0.5,
+      kernelsCompiled: 3,
+      compileSecondsCold: null,
+      compileSecondsWarm: null,
+      secondsSavedEstimate: null,
+      restoreSeconds: null,
+      saveSeconds: null,
+    } as unknown as WeekStats;
+    const page = statsHtml({
+      store: "local store /s",
+      scope: "branch/main",
+      runs: 2,
+      weeks: [week],
+      storeBytes: { p: 105 },
+    });
+    expect(page).toContain("hit rate (left axis)");
+    expect(page).not.toContain("runs that missed");
+    expect(page).not.toContain("exact hits (right axis)");
+    expect(page).toContain("The store holds 105 B for p.");
   });
 });

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -6,7 +7,7 @@ import { save } from "../../src/cache/save.js";
 import { restoreOrder } from "../../src/keys/key.js";
 import { scopePlan } from "../../src/keys/scope.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
-import { sandbox } from "../helpers/sandbox.js";
+import { sandbox, tempDir } from "../helpers/sandbox.js";
 
 const PR_ENV = {
   GITHUB_ACTIONS: "true",
@@ -17,6 +18,23 @@ const PR_ENV = {
 };
 
 describe("scopes", () => {
+  it("outside GitHub, takes the default branch from the clone's origin/HEAD (a repository whose default is master)", () => {
+    const repo = tempDir("master-repo");
+    const git = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
+    git("init", "-q", "-b", "feature");
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x");
+    git("update-ref", "refs/remotes/origin/master", "HEAD");
+    git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/master");
+    expect(scopePlan({}, repo)).toEqual({
+      write: "branch/feature",
+      read: ["branch/feature", "branch/master"],
+      defaultBranch: "master",
+    });
+    // kcache.yml's key.default-branch still wins, and a clone without origin/HEAD falls back to main.
+    expect(scopePlan({}, repo, "trunk").defaultBranch).toBe("trunk");
+    expect(scopePlan({}, tempDir("no-git")).defaultBranch).toBe("main");
+  });
+
   it("puts a pull request in its own scope, reading its base and then the default branch", () => {
     expect(scopePlan(PR_ENV, "/", "main")).toEqual({
       write: "pr/42",

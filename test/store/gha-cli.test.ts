@@ -52,6 +52,15 @@ describe("kcache with KCACHE_STORE=gha (v2 cache protocol on Azurite)", () => {
     expect(later).toMatchObject({ cacheHit: false, entriesRestored: 12 });
     expect(later.matchedKey).toMatch(/9{40}$/);
     expect(server.calls.filter((m) => m === "CreateCacheEntry").length).toBe(2); // one pack, one manifest
+
+    // No REST token, so nothing can be listed: inspect asks for the key itself, as --lookup-only does.
+    const key = JSON.parse(saved.stdout).primaryKey as string;
+    const looked = await runCli(["restore", "--lookup-only", "--json"], { env: c, cwd: dir });
+    expect(JSON.parse(looked.stdout).matchedKey).toBe(key);
+    const inspected = await runCli(["inspect", key], { env: c, cwd: dir });
+    expect(inspected.code, inspected.stderr).toBe(0);
+    expect(inspected.stdout).toContain(`key       ${key}`);
+    expect(inspected.stdout).toMatch(/caches\s+triton \(triton\): 12 entries/);
   });
 
   it("with the cache service down, restore is a miss and save a skip, each with one warning", async () => {
