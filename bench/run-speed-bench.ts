@@ -13,6 +13,7 @@
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { config, interleave, kcache as kcacheWith, q, sh, timed } from "./cli-timing.js";
 import {
   chosenSizes,
   DATA,
@@ -27,64 +28,7 @@ import { type SpeedRaw, speedTable } from "./tables.js";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const ROUNDS = Number(process.env.KCACHE_BENCH_ROUNDS ?? 5);
 const BIN = process.env.KCACHE_BIN ?? path.join(ROOT, "bin", "kcache.js");
-/**
- * Runs a command under a small Python harness: wall seconds around the child alone, and the peak RSS
- * of the largest process it waited for (getrusage of children, as GNU time's %M), on any machine
- * with python3 (the GPU machine has no GNU time).
- */
-const HARNESS = `import resource, subprocess, sys, time
-t = time.perf_counter()
-r = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-s = time.perf_counter() - t
-if r.returncode:
-    sys.stderr.write(r.stderr.decode(errors="replace")[-2000:])
-    sys.exit(r.returncode)
-print(s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)`;
-
-/** One timed process: wall seconds and peak RSS in bytes. */
-function timed(cmd: string[], env: NodeJS.ProcessEnv = process.env): { s: number; rss: number } {
-  const r = spawnSync("python3", ["-c", HARNESS, ...cmd], { env, stdio: ["ignore", "pipe", "pipe"] });
-  if (r.status !== 0) throw new Error(`${cmd.join(" ")} failed (${r.status}): ${r.stderr}`);
-  const [s, rss] = r.stdout.toString().trim().split(" ").map(Number) as [number, number];
-  return { s, rss };
-}
-const sh = (script: string) => ["bash", "-c", `set -o pipefail; ${script}`];
-const q = (p: string) => JSON.stringify(p);
-
-let configs = 0;
-/** A kcache.yml of its own for one cache path and store. */
-function config(dir: string, cache: string, store: string): string {
-  const file = path.join(dir, `kcache-${configs++}.yml`);
-  fs.writeFileSync(
-    file,
-    `caches:\n  - name: triton\n    kind: triton\n    path: ${cache}\nstore:\n  path: ${store}\nkey:\n  prefix: bench\n`,
-  );
-  return file;
-}
-
-function kcache(args: string[], cfg: string, state: string): { s: number; rss: number } {
-  return timed([process.execPath, BIN, ...args, "-c", cfg], {
-    ...process.env,
-    KCACHE_STATE_DIR: state,
-    GITHUB_REF: "refs/heads/main",
-  });
-}
-
-/** Runs a then b (b then a on odd rounds), each `rounds` times. */
-function interleave<T>(rounds: number, a: (i: number) => T, b: (i: number) => T): { a: T[]; b: T[] } {
-  const out = { a: [] as T[], b: [] as T[] };
-  for (let i = 0; i < rounds; i++) {
-    if (i % 2 === 0) {
-      out.a.push(a(i));
-      out.b.push(b(i));
-    } else {
-      out.b.push(b(i));
-      out.a.push(a(i));
-    }
-  }
-  return out;
-}
-
+const kcache = (args: string[], cfg: string, state: string) => kcacheWith(BIN, args, cfg, state);
 function benchSize(size: keyof typeof SIZES): SpeedRaw["sizes"][number] {
   const src = generatedCache(size);
   const work = fs.mkdtempSync(path.join(DATA, `${size}-speed-`));

@@ -227,3 +227,26 @@ describe("BENCHMARKS.md's store-size table matches bench/results/bench-storage.j
     },
   );
 });
+
+describe("BENCHMARKS.md's Zstandard engine table matches bench/results/bench-engines.json", () => {
+  const file = path.join(ROOT, "bench/results/bench-engines.json");
+  it.skipIf(!fs.existsSync(file))("every engine's save and restore, seconds and ratio to tar + zstd", () => {
+    const { rows } = JSON.parse(fs.readFileSync(file, "utf8")) as {
+      rows: {
+        engine: string;
+        node: string;
+        saveSeconds: number;
+        restoreSeconds: number;
+        saveRatio: number;
+        restoreRatio: number;
+      }[];
+    };
+    expect(rows.map((r) => r.engine)).toEqual(["napi", "zlib", "system", "wasm"]);
+    for (const r of rows) {
+      const cells = row(doc(), r.engine);
+      expect(cells[1]).toBe(r.node);
+      expect(cells[2]).toBe(`${r.saveSeconds.toFixed(2)} s (${r.saveRatio.toFixed(2)}x)`);
+      expect(cells[3]).toBe(`${r.restoreSeconds.toFixed(2)} s (${r.restoreRatio.toFixed(2)}x)`);
+    }
+  });
+});
