@@ -15,4 +15,7 @@ const probe = dir === "../build/cli" ? `${dir}/python-probe.js` : "../build/src/
 const STACKED = new Set(["key", "restore", "save", "run", "prewarm", "stack", "compare"]);
 if (STACKED.has(process.argv[2]))
   import(probe).then((p) => p.probePython("python3", process.env)).catch(() => {});
-import(`${dir}/main.js`).then((m) => m.main(process.argv));
+// Once the command is done, kcache exits: a transfer it gave up on (a hung upload to a stalled store)
+// must not keep the job waiting. Output is flushed first.
+const exit = () => process.stdout.write("", () => process.stderr.write("", () => process.exit()));
+import(`${dir}/main.js`).then((m) => m.main(process.argv)).then(exit);

@@ -266,7 +266,7 @@ async function readPacks(
           );
         else {
           const file = ctx.store.localFile?.(pack.object);
-          const source = file ? { file } : await ctx.store.get(pack.object);
+          const source = file ? { file } : await ctx.store.get(pack.object, pack.size);
           result = await readPack(source, pack, refs, targets, (n) => progress?.add(n));
         }
       } catch (e) {

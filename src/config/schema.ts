@@ -67,6 +67,8 @@ export const ghaStoreSchema = z
     type: z.literal("gha"),
     /** A download or upload that takes longer fails (the job goes on without the cache). */
     timeout: duration.optional(),
+    /** A call or transfer that makes no progress this long fails as stalled (default 60 s). */
+    "idle-timeout": duration.optional(),
   })
   .strict();
 

@@ -21,7 +21,7 @@ export type StoreConfig =
       idleTimeoutMs?: number;
       retries?: number;
     }
-  | { type: "gha"; timeoutMs?: number };
+  | { type: "gha"; timeoutMs?: number; idleTimeoutMs?: number };
 
 /**
  * The store: kcache.yml's `store:` when it has one (an explicit --store or `store` input replaces it
@@ -63,7 +63,7 @@ export function resolveStore(
       retries: spec.retries,
     };
   }
-  return { type: "gha", timeoutMs: ms(spec.timeout) };
+  return { type: "gha", timeoutMs: ms(spec.timeout), idleTimeoutMs: ms(spec["idle-timeout"]) };
 }
 
 /**

@@ -56,7 +56,7 @@ export async function restoreOnThread(
         post({ op: "restore", job, pack: promise, wanted, targets: targetData(targets), file });
         if (file) return;
         const forward = async () => {
-          const source = await store.get(object);
+          const source = await store.get(object, pack.size);
           try {
             for await (const chunk of source as AsyncIterable<Buffer>) {
               if (over) break;

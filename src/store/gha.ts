@@ -1,13 +1,18 @@
 import { createHash } from "node:crypto";
 import { Readable } from "node:stream";
 import { StoreError } from "../errors.js";
-import { withIdleTimeout } from "./idle-timeout.js";
+import { StalledError, withIdleTimeout } from "./idle-timeout.js";
 import { MANIFESTS } from "./layout.js";
 import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
 export interface GhaSettings {
-  /** A download or upload that takes longer fails; a download that sends nothing for a minute does too. */
+  /** A download or upload that takes longer fails, whatever its size. */
   timeoutMs: number;
+  /**
+   * A call, download or upload that makes no progress this long fails as stalled (default 60 s,
+   * store.idle-timeout); a transfer also fails past this plus its size at 1 MB/s.
+   */
+  idleTimeoutMs?: number;
   /** The runner's variables: ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN; GITHUB_TOKEN for ls and prune. */
   env: NodeJS.ProcessEnv;
   /** One call to the cache service that takes longer is retried (twice), then fails (default 30 s). */
@@ -17,7 +22,14 @@ export interface GhaSettings {
 /** A download or upload that takes longer fails (the job goes on without the cache). */
 export const DEFAULT_GHA_TIMEOUT_MS = 10 * 60 * 1000;
 const CALL_TIMEOUT_MS = 30_000;
-const IDLE_MS = 60_000;
+export const DEFAULT_GHA_IDLE_MS = 60_000;
+/** The slowest a transfer may go on average before it fails: 1 MB/s (a runner's link is 100x that). */
+const MIN_BYTES_PER_S = 1_000_000;
+/**
+ * Azure's client retries an error status or a broken connection: twice, after 0.3 and 0.9 s (its
+ * default waits 4 s, growing, four times: 16-17 s for a dead service).
+ */
+const BLOB_RETRY = { maxTries: 3, retryDelayInMs: 300, maxRetryDelayInMs: 900 };
 
 /**
  * The cache version kcache gives every entry. GitHub finds an entry only by key *and* version;
@@ -40,6 +52,12 @@ const SERVICE = "twirp/github.actions.results.api.v1.CacheService/";
  */
 export function ghaStore(settings: GhaSettings): Store {
   const { env } = settings;
+  const idleMs = settings.idleTimeoutMs ?? DEFAULT_GHA_IDLE_MS;
+  /** The whole transfer's bound: the idle timeout plus `bytes` at MIN_BYTES_PER_S, within timeoutMs. */
+  const totalMs = (bytes: number | undefined) =>
+    bytes === undefined
+      ? settings.timeoutMs
+      : Math.min(settings.timeoutMs, idleMs + Math.ceil((bytes / MIN_BYTES_PER_S) * 1000));
   const rest = restApi(env);
   const key = (name: string) => {
     const k = `kcache/${name}`;
@@ -56,6 +74,7 @@ export function ghaStore(settings: GhaSettings): Store {
         "GitHub cache: ACTIONS_RESULTS_URL and ACTIONS_RUNTIME_TOKEN are not set; the gha store works inside a GitHub Actions step (use a folder or s3:// store elsewhere)",
       );
     const url = `${base.replace(/\/?$/, "/")}${SERVICE}${method}`;
+    const callMs = Math.min(settings.callTimeoutMs ?? CALL_TIMEOUT_MS, idleMs);
     let last = "";
     for (let attempt = 0; attempt < 3; attempt++) {
       if (attempt) await new Promise((r) => setTimeout(r, 300 * 3 ** (attempt - 1)));
@@ -65,9 +84,12 @@ export function ghaStore(settings: GhaSettings): Store {
           method: "POST",
           headers: { "Content-Type": "application/json", Authorization: `Bearer ${token}` },
           body: JSON.stringify(body),
-          signal: AbortSignal.timeout(settings.callTimeoutMs ?? CALL_TIMEOUT_MS),
+          signal: AbortSignal.timeout(callMs),
         });
       } catch (e) {
+        // A call that never answers is a stalled service: waiting again would only double the wait.
+        if ((e as Error).name === "TimeoutError")
+          throw new StalledError(`GitHub cache: ${method} failed: no answer in ${callMs / 1000} s (timeout)`);
         last = (e as Error).message;
         continue;
       }
@@ -107,49 +129,40 @@ export function ghaStore(settings: GhaSettings): Store {
     return hit?.matchedKey === key(name) ? hit.url : null;
   };
 
-  const upload = async (name: string, body: Readable | Buffer): Promise<number | "exists"> => {
+  const upload = async (
+    name: string,
+    body: Readable | Buffer,
+    expected?: number,
+  ): Promise<number | "exists"> => {
     const created = await twirp<{ ok?: boolean; signed_upload_url?: string; message?: string }>(
       "CreateCacheEntry",
       { key: key(name), version: KCACHE_GHA_VERSION },
     );
     if (!created.ok || !created.signed_upload_url) return "exists";
     const { BlockBlobClient } = await import("@azure/storage-blob");
-    const blob = new BlockBlobClient(created.signed_upload_url);
-    // Fails after the total timeout, or when the server takes no bytes for a minute (a stalled upload).
-    const stop = new AbortController();
-    const total = setTimeout(
-      () => stop.abort(new Error(`no end after ${settings.timeoutMs} ms`)),
-      settings.timeoutMs,
-    );
-    let idle: NodeJS.Timeout | undefined;
-    const progressed = () => {
-      clearTimeout(idle);
-      idle = setTimeout(
-        () => stop.abort(new Error(`the server took nothing for ${IDLE_MS / 1000} s`)),
-        IDLE_MS,
-      );
-    };
-    const options = { abortSignal: stop.signal, onProgress: progressed };
+    const blob = new BlockBlobClient(created.signed_upload_url, undefined, { retryOptions: BLOB_RETRY });
+    const bytes = Buffer.isBuffer(body) ? body.length : expected;
+    const transfer = new Transfer(`GitHub cache: uploading ${name}`, idleMs, totalMs(bytes));
     let size: number;
     try {
-      progressed();
       if (Buffer.isBuffer(body)) {
-        await blob.upload(body, body.length, options);
+        await transfer.run(blob.upload(body, body.length, transfer.options));
         size = body.length;
       } else {
         let n = 0;
         const counted = body.on("data", (c: Buffer) => {
           n += c.length;
+          // Bytes leaving kcache's side count as progress too: a block is reported only when sent whole.
+          transfer.progressed();
         });
-        await blob.uploadStream(counted, 8 << 20, 4, options);
+        await transfer.run(blob.uploadStream(counted, 8 << 20, 4, transfer.options));
         size = n;
       }
     } catch (e) {
-      const why = stop.signal.aborted ? String((stop.signal.reason as Error)?.message) : (e as Error).message;
-      throw new StoreError(`GitHub cache: uploading ${name} failed: ${why}`, e);
+      if (!Buffer.isBuffer(body)) body.destroy();
+      throw transfer.failure(e);
     } finally {
-      clearTimeout(total);
-      clearTimeout(idle);
+      transfer.end();
     }
     const done = await twirp<{ ok?: boolean; message?: string }>("FinalizeCacheEntryUpload", {
       key: key(name),
@@ -163,26 +176,33 @@ export function ghaStore(settings: GhaSettings): Store {
     return size;
   };
 
-  const download = async (name: string): Promise<Readable | null> => {
+  const download = async (name: string, bytes?: number): Promise<Readable | null> => {
     const url = await downloadUrl(name);
     if (!url) return null;
     const { BlobClient } = await import("@azure/storage-blob");
+    const transfer = new Transfer(`GitHub cache: downloading ${name}`, idleMs, totalMs(bytes));
     try {
-      // A broken connection resumes where it stopped (Azure's client does ranged retries).
-      const r = await new BlobClient(url).download(0, undefined, {
-        abortSignal: AbortSignal.timeout(settings.timeoutMs),
-        maxRetryRequests: 5,
-      });
+      // A broken connection resumes where it stopped (ranged retries), within the transfer's bounds.
+      const r = await transfer.run(
+        new BlobClient(url, undefined, { retryOptions: BLOB_RETRY }).download(0, undefined, {
+          ...transfer.options,
+          maxRetryRequests: 2,
+        }),
+      );
       const body = r.readableStreamBody;
       if (!body) throw new Error("no body");
-      return withIdleTimeout(
+      const guarded = withIdleTimeout(
         Readable.from(body as AsyncIterable<Buffer>),
-        IDLE_MS,
+        idleMs,
         `GitHub cache: reading ${name}`,
+        () => transfer.end(),
       );
+      transfer.onAbort((e) => guarded.destroy(e));
+      return guarded;
     } catch (e) {
+      transfer.end();
       if ((e as { statusCode?: number }).statusCode === 404) return null;
-      throw new StoreError(`GitHub cache: downloading ${name} failed: ${(e as Error).message}`, e);
+      throw transfer.failure(e);
     }
   };
 
@@ -196,8 +216,8 @@ export function ghaStore(settings: GhaSettings): Store {
             "give it a token for GitHub's REST API: GITHUB_TOKEN (or KCACHE_GITHUB_TOKEN) with permissions actions: read (ls, stats) or actions: write (prune), and GITHUB_REPOSITORY",
         }),
 
-    put: async (name, body) => {
-      const r = await upload(name, body);
+    put: async (name, body, expected) => {
+      const r = await upload(name, body, expected);
       if (r === "exists") throw new StoreError(`GitHub cache: ${name} already exists`);
       return { size: r };
     },
@@ -215,8 +235,8 @@ export function ghaStore(settings: GhaSettings): Store {
       );
     },
 
-    get: async (name) => {
-      const s = await download(name);
+    get: async (name, expected) => {
+      const s = await download(name, expected);
       if (!s) throw new ObjectNotFound(name);
       return s;
     },
@@ -303,4 +323,77 @@ function restApi(env: NodeJS.ProcessEnv) {
       await call("DELETE", `?key=${encodeURIComponent(k)}`);
     },
   };
+}
+
+/**
+ * The bounds of one blob transfer: it fails as stalled after `idleMs` without progress (no answer,
+ * no bytes sent or received), and as too slow past `totalMs`; either aborts the HTTP request, so
+ * nothing outlives the command.
+ */
+class Transfer {
+  private readonly stop = new AbortController();
+  private idle: NodeJS.Timeout | undefined;
+  private readonly total: NodeJS.Timeout;
+  private ended = false;
+  readonly options: { abortSignal: AbortSignal; onProgress: () => void };
+
+  constructor(
+    private readonly what: string,
+    private readonly idleMs: number,
+    totalMs: number,
+  ) {
+    this.options = { abortSignal: this.stop.signal, onProgress: () => this.progressed() };
+    this.total = setTimeout(
+      () =>
+        this.abort(
+          new StoreError(`${what} failed: not done after ${Math.round(totalMs / 1000)} s (too slow)`),
+        ),
+      totalMs,
+    );
+    this.progressed();
+  }
+
+  progressed(): void {
+    if (this.ended) return;
+    clearTimeout(this.idle);
+    this.idle = setTimeout(
+      () =>
+        this.abort(
+          new StalledError(`${this.what} failed: nothing moved for ${this.idleMs / 1000} s (stalled)`),
+        ),
+      this.idleMs,
+    );
+  }
+
+  /** Resolves as `p` does, or rejects as soon as the transfer is aborted. */
+  run<T>(p: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.onAbort(reject);
+      p.then(resolve, reject);
+    });
+  }
+
+  onAbort(f: (e: Error) => void): void {
+    if (this.stop.signal.aborted) f(this.stop.signal.reason as Error);
+    else
+      this.stop.signal.addEventListener("abort", () => f(this.stop.signal.reason as Error), { once: true });
+  }
+
+  /** The error to report: the transfer's own bound when it fired, else the client's. */
+  failure(e: unknown): StoreError {
+    if (this.stop.signal.aborted) return this.stop.signal.reason as StoreError;
+    return new StoreError(`${this.what} failed: ${(e as Error).message}`, e);
+  }
+
+  end(): void {
+    this.ended = true;
+    clearTimeout(this.idle);
+    clearTimeout(this.total);
+  }
+
+  private abort(e: StoreError): void {
+    if (this.ended) return;
+    this.end();
+    this.stop.abort(e);
+  }
 }

@@ -1,13 +1,24 @@
 import { Readable } from "node:stream";
 import { StoreError } from "../errors.js";
 
+/** A transfer that made no progress for a whole idle timeout: the store is judged stalled. */
+export class StalledError extends StoreError {}
+
 /**
  * A download body that fails when the server sends nothing for `ms` while kcache is waiting for data.
  * The AWS SDK's timeouts stop applying once a response body starts streaming, so without this a body
  * that stalls midway hangs the job forever. Time spent while kcache itself is busy does not count.
  */
-export function withIdleTimeout(source: Readable, ms: number, what: string): Readable {
-  return new IdleGuard(source, ms, what);
+export function withIdleTimeout(
+  source: Readable,
+  ms: number,
+  what: string,
+  onDestroy?: () => void,
+): Readable {
+  const guard = new IdleGuard(source, ms, what);
+  // The transfer behind the body (an HTTP request) ends with it, however the body ended.
+  if (onDestroy) guard.once("close", onDestroy);
+  return guard;
 }
 
 class IdleGuard extends Readable {
@@ -52,7 +63,9 @@ class IdleGuard extends Readable {
       this.timer = setTimeout(() => {
         this.timer = null;
         this.destroy(
-          new StoreError(`${this.what}: the store sent nothing for ${this.ms / 1000} s (a stalled download)`),
+          new StalledError(
+            `${this.what}: the store sent nothing for ${this.ms / 1000} s (a stalled download)`,
+          ),
         );
       }, this.ms);
     }

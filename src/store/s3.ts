@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { StoreError } from "../errors.js";
-import { withIdleTimeout } from "./idle-timeout.js";
+import { StalledError, withIdleTimeout } from "./idle-timeout.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, StoreRetryStrategy } from "./retry-strategy.js";
 import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
@@ -61,6 +61,8 @@ export function s3Store(settings: S3Settings): Store {
       return await fn(c);
     } catch (e) {
       if (e instanceof ObjectNotFound || e instanceof StoreError) throw e;
+      // A request that got no answer within the idle timeout (after the SDK's retries): stalled.
+      if (isTimeout(e)) throw new StalledError(`${where}: ${what}: ${describe(e)} (stalled)`, e);
       throw new StoreError(`${where}: ${what}: ${describe(e)}`, e);
     }
   };
@@ -251,6 +253,16 @@ async function probeConditional(c: Client, settings: S3Settings): Promise<boolea
 
 function statusOf(e: unknown): number | undefined {
   return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}
+
+function isTimeout(e: unknown): boolean {
+  const err = e as { name?: string; code?: string; message?: string };
+  return (
+    err.name === "TimeoutError" ||
+    err.code === "ETIMEDOUT" ||
+    err.code === "ECONNRESET_TIMEOUT" ||
+    /timed? ?out|RequestTimeout/i.test(`${err.name ?? ""} ${err.message ?? ""}`)
+  );
 }
 
 function describe(e: unknown): string {

@@ -26,14 +26,17 @@ export interface Store {
   /** When it cannot list all or delete: how to give it that (GitHub's cache: a token for the REST API). */
   readonly capabilityHint?: string;
   readonly capabilities: StoreCapabilities;
-  /** Writes an object from a stream, replacing any object of that name. */
-  put(name: string, body: Readable): Promise<{ size: number }>;
+  /**
+   * Writes an object from a stream, replacing any object of that name. `expectedBytes`, when known,
+   * lets a remote store bound the whole transfer by its size.
+   */
+  put(name: string, body: Readable, expectedBytes?: number): Promise<{ size: number }>;
   /** Writes a small object only if none of that name exists; false when one did. */
   createIfAbsent(name: string, body: Buffer): Promise<boolean>;
   /** The file holding an object, for a store that is a folder on this machine (read in place by worker threads). */
   localFile?(name: string): string;
-  /** Streams an object; rejects with ObjectNotFound when it is absent. */
-  get(name: string): Promise<Readable>;
+  /** Streams an object; rejects with ObjectNotFound when it is absent. `expectedBytes` as for put. */
+  get(name: string, expectedBytes?: number): Promise<Readable>;
   /** Reads a small object whole, or null when absent. */
   read(name: string): Promise<Buffer | null>;
   exists(name: string): Promise<boolean>;

@@ -14,6 +14,7 @@ const ORDER = [
   "savers racing prune",
   "hostile",
   "S3",
+  "GitHub cache",
   "full filesystem",
   "pull-request",
   "broken config",

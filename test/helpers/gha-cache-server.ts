@@ -50,6 +50,15 @@ export interface GhaCacheServer {
    * as GitHub's token claims say: a pull request reads its base branch, the default branch only its own.
    */
   tokenFor(ref: string, readRefs?: string[]): string;
+  /** Where the blob server (Azurite) listens: http://127.0.0.1:<port>. */
+  blobOrigin: string;
+  /**
+   * Hands out signed blob URLs on `origin` (a fault proxy in front of blobOrigin) instead of the blob
+   * server itself; null goes back to direct URLs.
+   */
+  routeBlobs(origin: string | null): void;
+  /** The cache key whose blob a signed URL (or its path) names, if any. */
+  keyOfBlobUrl(url: string): string | undefined;
   /** Evicts every entry whose key ends with `suffix`, as GitHub does with entries unused for 7 days. */
   evict(suffix: string): number;
   /** Overwrites the stored bytes of every entry whose key ends with `suffix` (as disk corruption would). */
@@ -96,7 +105,9 @@ export async function startGhaCacheServer(opts: GhaServerOptions = {}): Promise<
     azurite.on("exit", (code) => reject(new Error(`azurite exited ${code}: ${out}`)));
     setTimeout(() => reject(new Error(`azurite did not start: ${out}`)), 20_000);
   });
-  const blobEndpoint = `http://127.0.0.1:${blobPort}/${ACCOUNT}`;
+  const blobOrigin = `http://127.0.0.1:${blobPort}`;
+  const blobEndpoint = `${blobOrigin}/${ACCOUNT}`;
+  let blobRoute: string | null = null;
   const credential = new StorageSharedKeyCredential(ACCOUNT, ACCOUNT_KEY);
   const service = new BlobServiceClient(blobEndpoint, credential);
   await service.getContainerClient(CONTAINER).createIfNotExists();
@@ -111,7 +122,7 @@ export async function startGhaCacheServer(opts: GhaServerOptions = {}): Promise<
       },
       credential,
     ).toString();
-    return `${blobEndpoint}/${CONTAINER}/${encodeURIComponent(blob)}?${sas}`;
+    return `${blobRoute ?? blobOrigin}/${ACCOUNT}/${CONTAINER}/${encodeURIComponent(blob)}?${sas}`;
   };
 
   const entries = new Map<string, Entry>();
@@ -275,6 +286,15 @@ export async function startGhaCacheServer(opts: GhaServerOptions = {}): Promise<
     },
     entries,
     calls,
+    blobOrigin,
+    routeBlobs(origin) {
+      blobRoute = origin;
+    },
+    keyOfBlobUrl(url) {
+      const blob = decodeURIComponent(url.split("?")[0]?.split("/").at(-1) ?? "");
+      for (const e of entries.values()) if (e.blob === blob) return e.key;
+      return undefined;
+    },
     failNext(n, status) {
       failures = { n, status };
     },
