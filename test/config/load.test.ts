@@ -49,7 +49,7 @@ describe("kcache.yml", () => {
     ],
     [
       { caches: [{ name: "t", kind: "triton", path: "/x" }], key: { prefix: "a,b" } },
-      /key\.prefix: must not contain a comma/,
+      /key\.prefix: must not contain a comma \(GitHub cache keys cannot\): use - or _ instead/,
     ],
     [
       {
