@@ -1456,7 +1456,7 @@ var dirKind = {
       try {
         items = fs.readdirSync(path.join(root, rel), { withFileTypes: true });
       } catch (e) {
-        if (e.code === "ENOENT" && rel === "") return;
+        if (e.code === "ENOENT") return;
         throw e;
       }
       for (const d of items) {
@@ -1464,7 +1464,13 @@ var dirKind = {
         const childRel = rel ? `${rel}/${d.name}` : d.name;
         if (d.isDirectory()) walk(childRel);
         else if (d.isFile()) {
-          const st2 = fs.statSync(path.join(root, childRel));
+          let st2;
+          try {
+            st2 = fs.statSync(path.join(root, childRel));
+          } catch (e) {
+            if (e.code === "ENOENT") continue;
+            throw e;
+          }
           const file = { rel: "", size: st2.size, mtimeMs: st2.mtimeMs, ino: st2.ino };
           result.entries.push({ name: childRel, files: [file] });
         } else result.otherFiles++;
@@ -1529,7 +1535,15 @@ var tritonKind = {
       }
       const dir = path2.join(root, d.name);
       const files = [];
-      for (const f2 of fs2.readdirSync(dir, { withFileTypes: true })) {
+      let inside;
+      try {
+        inside = fs2.readdirSync(dir, { withFileTypes: true });
+      } catch (e) {
+        if (vanished(e)) continue;
+        throw e;
+      }
+      let gone = false;
+      for (const f2 of inside) {
         if (f2.isDirectory()) {
           if (TEMP_DIR.test(f2.name)) result.tempDirs++;
           else result.otherFiles++;
@@ -1551,10 +1565,17 @@ var tritonKind = {
           result.localFiles++;
           continue;
         }
-        const st2 = fs2.statSync(path2.join(dir, f2.name));
+        let st2;
+        try {
+          st2 = fs2.statSync(path2.join(dir, f2.name));
+        } catch (e) {
+          if (!vanished(e)) throw e;
+          gone = true;
+          break;
+        }
         files.push({ rel: f2.name, size: st2.size, mtimeMs: st2.mtimeMs, ino: st2.ino });
       }
-      result.entries.push({ name: d.name, files });
+      if (!gone) result.entries.push({ name: d.name, files });
     }
     return result;
   },
@@ -1620,6 +1641,10 @@ function readChildPaths(file) {
   } catch {
     return null;
   }
+}
+function vanished(e) {
+  const code = e.code;
+  return code === "ENOENT" || code === "ENOTDIR";
 }
 
 // src/kinds/registry.ts
@@ -4833,6 +4858,8 @@ var StagedEntry = class {
   held = [];
   fd = null;
   created = false;
+  /** What this entry wrote to its staging place, by relative path: checked on disk before the rename. */
+  written = /* @__PURE__ */ new Map();
   /** The sink for one file of the entry, or null when its data is to be skipped. */
   file(rel, size) {
     if (this.bad) return null;
@@ -4861,6 +4888,7 @@ var StagedEntry = class {
       };
     }
     const dest = this.dest(rel);
+    this.written.set(rel, size);
     try {
       this.prepare();
       this.fd = fs8.openSync(dest, "wx");
@@ -4910,6 +4938,7 @@ var StagedEntry = class {
             h.rel,
             Buffer.concat(h.chunks)
           );
+          this.written.set(h.rel, data.length);
           const fd = fs8.openSync(this.dest(h.rel), "wx");
           try {
             writeFullySync(fd, data, this.dest(h.rel));
@@ -4921,6 +4950,7 @@ var StagedEntry = class {
         reason = `could not be written: ${e.message}`;
       }
     }
+    if (!reason) reason = this.stagedDiffers();
     if (!reason) {
       try {
         place(this.staged, this.target.root, this.entryName, this.target.staging);
@@ -4937,6 +4967,35 @@ var StagedEntry = class {
     this.closeFile();
     this.held.length = 0;
     fs8.rmSync(this.staged, { recursive: true, force: true });
+  }
+  /** Why the staged files on disk are not exactly the ones written, or null when they are. */
+  stagedDiffers() {
+    if (this.target.kind.entryShape !== "folder") {
+      const size = this.written.get("");
+      try {
+        return fs8.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+      } catch {
+        return "staged file vanished before placing";
+      }
+    }
+    let names;
+    try {
+      names = fs8.readdirSync(this.staged);
+    } catch {
+      return "staged entry vanished before placing";
+    }
+    if (names.length !== this.written.size) return "staged entry changed on disk before placing";
+    for (const n of names) {
+      const want = this.written.get(n);
+      let size;
+      try {
+        size = fs8.statSync(path5.join(this.staged, n)).size;
+      } catch {
+        return `staged ${n} vanished before placing`;
+      }
+      if (size !== want) return `staged ${n} changed on disk before placing`;
+    }
+    return null;
   }
   dest(rel) {
     return rel ? path5.join(this.staged, rel) : this.staged;
@@ -4961,15 +5020,40 @@ var StagedEntry = class {
 function place(staged, root, entryName, staging) {
   ensureRealDirs(root, path5.posix.dirname(entryName) === "." ? "" : path5.posix.dirname(entryName));
   const dest = path5.join(root, entryName);
-  try {
-    fs8.renameSync(staged, dest);
-  } catch (e) {
-    const code = e.code;
-    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs8.renameSync(staged, dest);
+      return;
+    } catch (e) {
+      const code = e.code;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+    }
+    if (sameTree(staged, dest)) {
+      fs8.rmSync(staged, { recursive: true, force: true });
+      return;
+    }
+    if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
     const aside = path5.join(staging, `old-${randomBytes(6).toString("hex")}`);
-    fs8.renameSync(dest, aside);
-    fs8.renameSync(staged, dest);
+    try {
+      fs8.renameSync(dest, aside);
+    } catch (e) {
+      if (e.code !== "ENOENT") throw e;
+      continue;
+    }
     fs8.rmSync(aside, { recursive: true, force: true });
+  }
+}
+function sameTree(a, b2) {
+  try {
+    const sa = fs8.statSync(a);
+    const sb = fs8.statSync(b2);
+    if (sa.isDirectory() !== sb.isDirectory()) return false;
+    if (!sa.isDirectory()) return sa.size === sb.size && fs8.readFileSync(a).equals(fs8.readFileSync(b2));
+    const na = fs8.readdirSync(a).sort();
+    const nb = fs8.readdirSync(b2).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path5.join(a, n), path5.join(b2, n)));
+  } catch {
+    return false;
   }
 }
 

@@ -3,17 +3,16 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { IntegrityError } from "../errors.js";
 import type { CacheFolder } from "../kinds/kind.js";
-import { KCACHE_PRIVATE_PREFIX, type ScanResult } from "../kinds/kind.js";
+import type { ScanResult } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
 import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
-import { makeStaging } from "../pack/entry-stager.js";
 import type { RestoreTarget } from "../pack/member-policy.js";
 import { type PackReadResult, readPack } from "../pack/pack-reader.js";
 import { restoreOnThread } from "../pack/restore-on-thread.js";
+import { heartbeat, makeStaging, stagingIsStale } from "../pack/staging-owner.js";
 import { askedThreads, ThreadPool, threadCount } from "../pack/thread-pool.js";
 import { zstdEngine } from "../pack/zstd.js";
-import { processAlive } from "../process-alive.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
@@ -126,6 +125,8 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     targets.set(c.name, { kind: cacheKind(saved.kind), root: c.path, staging: makeStaging(c.path) });
   }
 
+  // Another restore into the same folder sees these staging folders live as long as this one runs.
+  const stopHeartbeat = heartbeat([...targets.values()].map((t) => t.staging));
   // One scan of each folder serves both: which entries are already there as the key has them, and
   // which the key lacks (moved aside before anything is written).
   const scans = new Map<string, ScanResult>();
@@ -170,6 +171,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
       report.faults.push(...packErrors, ...problems);
     }
   } finally {
+    stopHeartbeat();
     for (const t of targets.values()) fs.rmSync(t.staging, { recursive: true, force: true });
   }
 
@@ -318,7 +320,7 @@ async function stateAfterRestore(
   };
 }
 
-/** Removes staging folders left by restores that were killed (their process is gone). */
+/** Removes staging folders no live restore owns (staging-owner.ts says when that is known). */
 function removeStaleStaging(root: string): void {
   let names: string[];
   try {
@@ -326,11 +328,6 @@ function removeStaleStaging(root: string): void {
   } catch {
     return;
   }
-  for (const n of names) {
-    const m = new RegExp(`^${KCACHE_PRIVATE_PREFIX}restore-(\\d+)-`).exec(n);
-    if (!m) continue;
-    const pid = Number(m[1]);
-    if (!processAlive(pid) || pid === process.pid)
-      fs.rmSync(path.join(root, n), { recursive: true, force: true });
-  }
+  for (const n of names)
+    if (stagingIsStale(root, n)) fs.rmSync(path.join(root, n), { recursive: true, force: true });
 }

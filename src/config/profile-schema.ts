@@ -246,7 +246,10 @@ export const profileSchema = z
       .string()
       .min(1)
       .max(400)
-      .refine((s) => !s.includes(","), { message: "must not contain a comma (GitHub cache keys cannot): use - or _ instead, e.g. fla-kda-bench" })
+      .refine((s) => !s.includes(","), {
+        message:
+          "must not contain a comma (GitHub cache keys cannot): use - or _ instead, e.g. fla-kda-bench",
+      })
       .optional(),
     /** Names of the caches this profile restores and saves (default: all). */
     caches: z.array(z.string()).min(1).optional(),

@@ -10,7 +10,9 @@ export const MAX_PREFIX_BYTES = 128;
 export const keyPart = z
   .string()
   .min(1)
-  .refine((s) => !s.includes(","), { message: "must not contain a comma (GitHub cache keys cannot): use - or _ instead, e.g. fla-kda-bench" })
+  .refine((s) => !s.includes(","), {
+    message: "must not contain a comma (GitHub cache keys cannot): use - or _ instead, e.g. fla-kda-bench",
+  })
   .refine((s) => encodeURIComponent(s).length <= MAX_PREFIX_BYTES, {
     message: `is too long: at most ${MAX_PREFIX_BYTES} bytes once percent-encoded, so that <prefix>-<stack>-<revision> fits a store's 255-byte names; shorten it`,
   });

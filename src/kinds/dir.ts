@@ -14,7 +14,8 @@ export const dirKind: CacheKind = {
       try {
         items = fs.readdirSync(path.join(root, rel), { withFileTypes: true });
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === "ENOENT" && rel === "") return;
+        // The root not there yet, or a folder another process removed mid-scan: nothing in it.
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
         throw e;
       }
       for (const d of items) {
@@ -22,7 +23,13 @@ export const dirKind: CacheKind = {
         const childRel = rel ? `${rel}/${d.name}` : d.name;
         if (d.isDirectory()) walk(childRel);
         else if (d.isFile()) {
-          const st = fs.statSync(path.join(root, childRel));
+          let st: fs.Stats;
+          try {
+            st = fs.statSync(path.join(root, childRel));
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code === "ENOENT") continue;
+            throw e;
+          }
           const file: EntryFile = { rel: "", size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
           result.entries.push({ name: childRel, files: [file] });
         } else result.otherFiles++;

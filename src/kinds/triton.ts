@@ -86,7 +86,17 @@ export const tritonKind: CacheKind = {
       }
       const dir = path.join(root, d.name);
       const files: EntryFile[] = [];
-      for (const f of fs.readdirSync(dir, { withFileTypes: true })) {
+      // Another process (a restore into the same folder, Triton itself) may move an entry away
+      // between the two reads: an entry that vanished is not there, not an error.
+      let inside: fs.Dirent[];
+      try {
+        inside = fs.readdirSync(dir, { withFileTypes: true });
+      } catch (e) {
+        if (vanished(e)) continue;
+        throw e;
+      }
+      let gone = false;
+      for (const f of inside) {
         if (f.isDirectory()) {
           if (TEMP_DIR.test(f.name)) result.tempDirs++;
           else result.otherFiles++;
@@ -108,10 +118,17 @@ export const tritonKind: CacheKind = {
           result.localFiles++;
           continue;
         }
-        const st = fs.statSync(path.join(dir, f.name));
+        let st: fs.Stats;
+        try {
+          st = fs.statSync(path.join(dir, f.name));
+        } catch (e) {
+          if (!vanished(e)) throw e;
+          gone = true;
+          break;
+        }
         files.push({ rel: f.name, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
       }
-      result.entries.push({ name: d.name, files });
+      if (!gone) result.entries.push({ name: d.name, files });
     }
     return result;
   },
@@ -192,4 +209,10 @@ function readChildPaths(file: string): Record<string, string> | null {
   } catch {
     return null;
   }
+}
+
+/** A file or folder that disappeared under a scan (moved or deleted by another process). */
+function vanished(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === "ENOENT" || code === "ENOTDIR";
 }

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
 import { writeFullySync } from "./checked-write.js";
 import { EntryDigest } from "./entry-digest.js";
 import type { RestoreTarget } from "./member-policy.js";
@@ -36,6 +35,8 @@ export class StagedEntry {
   private readonly held: { rel: string; chunks: Buffer[]; bytes: number }[] = [];
   private fd: number | null = null;
   private created = false;
+  /** What this entry wrote to its staging place, by relative path: checked on disk before the rename. */
+  private readonly written = new Map<string, number>();
 
   constructor(
     readonly wanted: WantedEntry,
@@ -76,6 +77,7 @@ export class StagedEntry {
       };
     }
     const dest = this.dest(rel);
+    this.written.set(rel, size);
     try {
       this.prepare();
       this.fd = fs.openSync(dest, "wx");
@@ -127,6 +129,7 @@ export class StagedEntry {
             h.rel,
             Buffer.concat(h.chunks),
           );
+          this.written.set(h.rel, data.length);
           const fd = fs.openSync(this.dest(h.rel), "wx");
           try {
             writeFullySync(fd, data, this.dest(h.rel));
@@ -138,6 +141,9 @@ export class StagedEntry {
         reason = `could not be written: ${(e as Error).message}`;
       }
     }
+    // What is on disk, not only what streamed: a file deleted under the staging place (by another
+    // process) must never make a partial entry visible.
+    if (!reason) reason = this.stagedDiffers();
     if (!reason) {
       try {
         place(this.staged, this.target.root, this.entryName, this.target.staging);
@@ -155,6 +161,36 @@ export class StagedEntry {
     this.closeFile();
     this.held.length = 0;
     fs.rmSync(this.staged, { recursive: true, force: true });
+  }
+
+  /** Why the staged files on disk are not exactly the ones written, or null when they are. */
+  private stagedDiffers(): string | null {
+    if (this.target.kind.entryShape !== "folder") {
+      const size = this.written.get("");
+      try {
+        return fs.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+      } catch {
+        return "staged file vanished before placing";
+      }
+    }
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.staged);
+    } catch {
+      return "staged entry vanished before placing";
+    }
+    if (names.length !== this.written.size) return "staged entry changed on disk before placing";
+    for (const n of names) {
+      const want = this.written.get(n);
+      let size: number;
+      try {
+        size = fs.statSync(path.join(this.staged, n)).size;
+      } catch {
+        return `staged ${n} vanished before placing`;
+      }
+      if (size !== want) return `staged ${n} changed on disk before placing`;
+    }
+    return null;
   }
 
   private dest(rel: string): string {
@@ -182,25 +218,49 @@ export class StagedEntry {
 
 /**
  * Moves a verified entry into place. A file replaces atomically; a folder that already exists is
- * moved aside first, then removed, so the cache never holds a mix of old and new files.
+ * moved aside first, then removed, so the cache never holds a mix of old and new files. Another
+ * restore into the same folder may place the same entry at the same moment: when what is there is
+ * byte for byte what this one staged, that is the entry in place, and this copy is dropped.
  */
 function place(staged: string, root: string, entryName: string, staging: string): void {
   ensureRealDirs(root, path.posix.dirname(entryName) === "." ? "" : path.posix.dirname(entryName));
   const dest = path.join(root, entryName);
-  try {
-    fs.renameSync(staged, dest);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs.renameSync(staged, dest);
+      return;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+    }
+    if (sameTree(staged, dest)) {
+      fs.rmSync(staged, { recursive: true, force: true });
+      return;
+    }
+    if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
     const aside = path.join(staging, `old-${randomBytes(6).toString("hex")}`);
-    fs.renameSync(dest, aside);
-    fs.renameSync(staged, dest);
+    try {
+      fs.renameSync(dest, aside);
+    } catch (e) {
+      // Moved away by another restore in between: try the rename again.
+      if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+      continue;
+    }
     fs.rmSync(aside, { recursive: true, force: true });
   }
 }
 
-/** A fresh staging folder inside a cache root. */
-export function makeStaging(root: string): string {
-  fs.mkdirSync(root, { recursive: true });
-  return fs.mkdtempSync(path.join(root, `${KCACHE_PRIVATE_PREFIX}restore-${process.pid}-`));
+/** Whether two entries (a file, or a folder of files) hold the same names and bytes. */
+function sameTree(a: string, b: string): boolean {
+  try {
+    const sa = fs.statSync(a);
+    const sb = fs.statSync(b);
+    if (sa.isDirectory() !== sb.isDirectory()) return false;
+    if (!sa.isDirectory()) return sa.size === sb.size && fs.readFileSync(a).equals(fs.readFileSync(b));
+    const na = fs.readdirSync(a).sort();
+    const nb = fs.readdirSync(b).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path.join(a, n), path.join(b, n)));
+  } catch {
+    return false;
+  }
 }

@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -138,4 +139,86 @@ describe("racing processes", () => {
     expect(row.corruptRestores).toBe(0);
     expect(row.writesOutside).toBe(0);
   });
+});
+
+/** Runs the built CLI, optionally as PID 1 of a PID namespace of its own (a container's view). */
+function kcacheIn(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  ownPidNamespace: boolean,
+): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
+  const bin = path.resolve(import.meta.dirname, "../../bin/kcache.js");
+  const [cmd, argv] = ownPidNamespace
+    ? ["unshare", ["--pid", "--fork", process.execPath, bin, ...args]]
+    : [process.execPath, [bin, ...args]];
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const child = spawn(cmd, argv, { env, cwd });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => {
+      stdout += d;
+    });
+    child.stderr.on("data", (d) => {
+      stderr += d;
+    });
+    child.on("close", (code) => resolve({ code, stdout, stderr, seconds: (Date.now() - t0) / 1000 }));
+  });
+}
+
+describe("restores sharing one cache folder", () => {
+  for (const [label, rounds, width, ownNs] of [
+    ["four containers (each PID 1 of its own PID namespace)", 20, 4, true],
+    ["eight processes of one PID namespace", 5, 8, false],
+  ] as const) {
+    it.skipIf(ownNs && process.getuid?.() !== 0)(
+      `${label} restore into one folder at once, ${rounds} rounds: no partial entry, no skipped or falsely warned restore`,
+      async () => {
+        const tally = new Tally(`restores sharing one folder: ${label}`);
+        const { dir, source, env } = raceProject(40);
+        const seeded = await runMeasured(["save"], { env: env({}), cwd: dir });
+        expect(seeded.code, seeded.stderr).toBe(0);
+        for (let round = 0; round < rounds; round++) {
+          const into = path.join(dir, `shared-${round}`);
+          const runs = await Promise.all(
+            Array.from({ length: width }, (_, k) =>
+              kcacheIn(
+                ["restore", "--json"],
+                env({ CACHE_ROOT: into, KCACHE_STATE_DIR: path.join(dir, `st-${round}-${k}`) }),
+                dir,
+                ownNs,
+              ),
+            ),
+          );
+          for (const r of runs) {
+            tally.run({ code: r.code, seconds: r.seconds, peakRssMb: null });
+            tally.row.trials++;
+            expect(r.code, r.stderr).toBe(0);
+            expect(r.stderr, r.stderr).not.toMatch(/warning/);
+            const report = JSON.parse(r.stdout) as {
+              entriesRestored: number;
+              entriesPresent: number;
+              entriesBad: number;
+            };
+            expect(report.entriesBad).toBe(0);
+          }
+          const bad = corruptEntries(source, into);
+          tally.row.corruptRestores += bad.length;
+          expect(bad).toEqual([]);
+          expect(
+            fs
+              .readdirSync(into)
+              .filter((n) => !n.startsWith(".kcache-"))
+              .sort(),
+          ).toEqual(fs.readdirSync(source).sort());
+          expect(fs.readdirSync(into).filter((n) => n.startsWith(".kcache-restore"))).toEqual([]);
+        }
+        tally.row.writesOutside = filesOutside(dir, ["kcache.yml", "source", "store"]).filter(
+          (f) => !/^(shared|st|state)[^/]*\//.test(f),
+        ).length;
+        tally.save();
+      },
+    );
+  }
 });
