@@ -44,6 +44,12 @@ export async function searchSteps(
       try {
         const manifest = decodeManifest(data, object);
         const where = parseManifestObject(object);
+        // A manifest is only the key it is stored under: one whose body names another key was
+        // copied or forged, and restoring it would hand out another key's entries as this one.
+        if (where && (where.key !== manifest.key || where.scope !== manifest.scope))
+          throw new IntegrityError(
+            `${object}: the manifest inside is ${manifest.scope}/${manifest.key}, not the key it is stored under`,
+          );
         // Where the store evicts on its own (GitHub's cache), a key whose packs are gone is not
         // restored in part, nor built on: the next candidate is tried.
         if (store.capabilities.evicts) {

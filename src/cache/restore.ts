@@ -2,8 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { IntegrityError } from "../errors.js";
-import type { CacheFolder } from "../kinds/kind.js";
-import type { ScanResult } from "../kinds/kind.js";
+import type { CacheFolder, ScanResult } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
 import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
@@ -19,6 +18,7 @@ import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
 import { moveAsideUnlisted } from "./reconcile.js";
+import { hashEntry } from "./save-scan.js";
 
 export interface RestoreReport {
   primaryKey: string;
@@ -144,17 +144,30 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     report.threads = threads;
     const packErrors: string[] = [];
     const problems: string[] = [];
+    const missing: EntryRef[] = [];
     for (const { refs, result } of results) {
       const ok = new Set(result.restored.map(entryId));
-      for (const r of refs) if (ok.has(entryId(r))) restored.push(r);
+      for (const r of refs) (ok.has(entryId(r)) ? restored : missing).push(r);
       report.bytesDownloaded += result.bytes;
-      report.entriesBad += result.bad.length;
       report.membersRefused += result.refused.length;
       const pack = refs[0] ? match.manifest.packs[refs[0].pack]?.object : "?";
       if (result.packError) packErrors.push(`${pack}: ${result.packError}`);
       for (const b of result.bad) problems.push(`entry ${b.entry}: ${b.reason}`);
       for (const r of result.refused) problems.push(`pack member refused: ${r}`);
     }
+    // Counted from the disk, not from what the readers said: an entry a thread placed before it
+    // died, or that another restore into this folder placed, is in the cache as the manifest has it.
+    const onDisk = await verifiedOnDisk(missing, targets, folders);
+    const recovered = new Set<string>();
+    for (const r of missing)
+      if (onDisk.has(entryId(r))) {
+        restored.push(r);
+        recovered.add(`entry ${r.cache}/${r.name}: `);
+      }
+    report.entriesBad = missing.length - recovered.size;
+    const stillBad = problems.filter((p) => ![...recovered].some((r) => p.startsWith(r)));
+    problems.length = 0;
+    problems.push(...stillBad);
     // One warning, however many packs failed; the details with --verbose.
     if (packErrors.length || report.entriesBad || report.membersRefused) {
       const parts = [
@@ -291,6 +304,28 @@ async function readPacks(
     await pool?.close();
   }
   return { results: out, threads: pool ? threads : 0 };
+}
+
+/** Of `refs` (entries the readers did not report placed), those whole in their folder as the manifest has them. */
+async function verifiedOnDisk(
+  refs: EntryRef[],
+  targets: Map<string, RestoreTarget>,
+  folders: Map<string, CacheFolder>,
+): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const [name, t] of targets) {
+    const wanted = new Map(refs.filter((r) => r.cache === name).map((r) => [r.name, r]));
+    if (wanted.size === 0) continue;
+    const scan = await scanFolder(folders.get(name) as CacheFolder, t.kind);
+    for (const entry of scan.entries) {
+      const ref = wanted.get(entry.name);
+      if (!ref) continue;
+      const present = { cache: name, kind: t.kind, root: t.root, entry, sig: "", digest: null, size: 0 };
+      if (t.kind.incompleteReason(t.root, entry) === null && hashEntry(present) === ref.sha256)
+        out.add(entryId(ref));
+    }
+  }
+  return out;
 }
 
 /** Records what was restored, with each entry's stat signature as it now lies on disk. */

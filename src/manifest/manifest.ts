@@ -89,7 +89,12 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
     const issue = r.error.issues[0];
     throw new IntegrityError(`${where}: manifest field ${issue?.path.join(".")}: ${issue?.message}`);
   }
+  const seen = new Set<string>();
   for (const e of r.data.entries) {
+    // An entry listed twice would be restored and counted twice: the manifest is damaged.
+    const id = `${e.cache}/${e.name}`;
+    if (seen.has(id)) throw new IntegrityError(`${where}: entry ${id} is listed twice (a damaged manifest)`);
+    seen.add(id);
     if (e.pack >= r.data.packs.length) {
       throw new IntegrityError(
         `${where}: entry ${e.cache}/${e.name} points at pack ${e.pack}, which is not listed`,

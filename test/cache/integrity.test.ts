@@ -136,3 +136,53 @@ describe("damaged stores", () => {
     expect(ctx.log.warnings.join("\n")).toMatch(/manifest/);
   });
 });
+
+describe("reports that match the disk", () => {
+  it("counts an entry already whole in the folder as restored, even when its pack cannot be read", async () => {
+    const sb = sandbox();
+    const { src, dest, manifest, restoreCtx } = await savedInPacks(sb);
+    // Another restore (or a thread that died after placing) left pack 0's entries whole in the folder.
+    const first = await restore(await restoreCtx());
+    expect(first.entriesRestored).toBe(manifest.entries.length);
+    const pack = manifest.packs[0];
+    if (!pack) throw new Error("fixture has no pack");
+    fs.rmSync(path.join(sb.store, ...pack.object.split("/")));
+    // A fresh runner state: nothing says the entries are present, so the restore reads every pack.
+    const ctx = await restoreCtx();
+    fs.rmSync(path.join(sb.dir, "s2"), { recursive: true, force: true });
+    const again = await restore(ctx);
+    expect(again.entriesBad).toBe(0);
+    expect(again.entriesRestored + again.entriesPresent).toBe(manifest.entries.length);
+    expect(again.faults.some((f) => f.includes(pack.object))).toBe(true); // the store fault is still said
+    expect(expectOnlyWholeEntries(src, dest)).toBe(manifest.entries.length);
+  });
+
+  it("refuses a manifest that lists an entry twice as damaged (it would restore and count it twice)", async () => {
+    const sb = sandbox();
+    const { manifest, manifestFile, restoreCtx } = await savedInPacks(sb);
+    const twice = structuredClone(manifest);
+    twice.entries.push(structuredClone(twice.entries[0] as (typeof twice.entries)[number]));
+    fs.writeFileSync(manifestFile, encodeManifest(twice));
+    expect(() => decodeManifest(fs.readFileSync(manifestFile), manifestFile)).toThrow(/listed twice/);
+    const r = await restore(await restoreCtx());
+    expect(r.matchedKey).toBeNull();
+    expect(r.faults[0]).toMatch(/listed twice \(a damaged manifest\)/);
+    const strict = await restoreCtx();
+    strict.strict = true;
+    await expect(restore(strict)).rejects.toMatchObject({ exitCode: 3 });
+  });
+
+  it("refuses a manifest whose body names another key than the one it is stored under (exit 3 under --strict)", async () => {
+    const sb = sandbox();
+    const { manifest, manifestFile, restoreCtx } = await savedInPacks(sb);
+    const other = structuredClone(manifest);
+    other.key = `${manifest.key.slice(0, -1)}0`;
+    fs.writeFileSync(manifestFile, encodeManifest(other));
+    const r = await restore(await restoreCtx());
+    expect(r.matchedKey).toBeNull();
+    expect(r.faults[0]).toMatch(/the manifest inside is .*, not the key it is stored under/);
+    const strict = await restoreCtx();
+    strict.strict = true;
+    await expect(restore(strict)).rejects.toMatchObject({ exitCode: 3 });
+  });
+});
