@@ -12,6 +12,12 @@ import type { Store } from "../store/store.js";
  * lists manifests again, and deletes a condemned pack only if no live lease and no manifest names it.
  * Either the prune sees the lease (or the manifest it became), or the save's check comes after the
  * condemnation and the save packs those entries afresh. Leases of killed saves expire.
+ *
+ * No clock is trusted across hosts: a lease's age is judged by the store's own clock (the
+ * modification time of an object prune writes just then, against the lease's), a save refreshes its
+ * lease while it runs, and after its manifest is written a save checks its reused packs once more and
+ * withdraws the key to pack their entries afresh if one was pruned anyway (a writer whose clock the
+ * store kept, hours off).
  */
 export const LEASE_TTL_MS = 6 * 60 * 60 * 1000;
 
@@ -31,6 +37,9 @@ export interface Lease {
   release(): Promise<void>;
 }
 
+/** A save in flight rewrites its lease this often, so a long one never looks expired. */
+export const LEASE_REFRESH_MS = LEASE_TTL_MS / 6;
+
 /** A fresh lease id; packs of the save carry it in their name. */
 export function newLeaseId(): string {
   return `${Date.now().toString(36)}-${randomBytes(8).toString("hex")}`;
@@ -38,11 +47,19 @@ export function newLeaseId(): string {
 
 /** Writes a lease for a save that reuses `reuses` and writes packs named with `id`. */
 export async function takeLease(store: Store, id: string, key: string, reuses: string[]): Promise<Lease> {
-  const body: LeaseBody = { id, key, createdAt: new Date().toISOString(), reuses, writes: id };
-  await store.put(leaseObject(id), Readable.from([Buffer.from(JSON.stringify(body))]));
+  const write = () => {
+    const body: LeaseBody = { id, key, createdAt: new Date().toISOString(), reuses, writes: id };
+    return store.put(leaseObject(id), Readable.from([Buffer.from(JSON.stringify(body))]));
+  };
+  await write();
+  const refresh = setInterval(() => void write().catch(() => {}), LEASE_REFRESH_MS);
+  refresh.unref();
   return {
     id,
-    release: () => store.delete(leaseObject(id)).catch(() => {}),
+    release: () => {
+      clearInterval(refresh);
+      return store.delete(leaseObject(id)).catch(() => {});
+    },
   };
 }
 
@@ -57,7 +74,25 @@ export async function unusablePacks(store: Store, packs: string[]): Promise<Set<
   return out;
 }
 
-/** Live leases (younger than the TTL) and the names of expired ones. */
+/**
+ * "Now" by the store's own clock: the modification time the store gives an object written just now
+ * (S3's LastModified, the file server's mtime), so lease ages compare two times of one clock. Falls
+ * back to this host's clock when the store does not show the object.
+ */
+export async function storeNow(store: Store): Promise<number> {
+  const name = `${LEASES}/${CLOCK_PREFIX}${randomBytes(8).toString("hex")}`;
+  try {
+    await store.put(name, Readable.from([Buffer.from("clock")]));
+    const seen = (await store.list(name)).find((o) => o.name === name);
+    return seen ? seen.modified.getTime() : Date.now();
+  } finally {
+    await store.delete(name).catch(() => {});
+  }
+}
+
+const CLOCK_PREFIX = "clock-";
+
+/** Live leases (younger than the TTL by the store's clock, `now`) and the names of expired ones. */
 export async function readLeases(
   store: Store,
   now: number,
@@ -65,6 +100,7 @@ export async function readLeases(
   const live: LeaseBody[] = [];
   const expired: string[] = [];
   for (const o of await store.list(`${LEASES}/`)) {
+    if (o.name.startsWith(`${LEASES}/${CLOCK_PREFIX}`)) continue;
     if (now - o.modified.getTime() > LEASE_TTL_MS) {
       expired.push(o.name);
       continue;

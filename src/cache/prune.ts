@@ -4,7 +4,7 @@ import type { Log } from "../log.js";
 import { CONDEMNED, condemnedObject, MANIFESTS, PACKS, parseCondemnedObject, RUNS } from "../store/layout.js";
 import type { Store } from "../store/store.js";
 import { type CatalogItem, readCatalog, readCatalogItems } from "./catalog.js";
-import { leased, readLeases } from "./pack-lease.js";
+import { leased, readLeases, storeNow } from "./pack-lease.js";
 
 export interface PrunePolicy {
   /** Keep the newest N manifests per scope and prefix. */
@@ -110,7 +110,9 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
   // Then the packs, in the order pack-lease.ts explains: condemn, read leases, re-read manifests, delete.
   for (const p of orphans)
     await store.put(condemnedObject(p.name), Readable.from([Buffer.from(String(now))]));
-  const leases = await readLeases(store, Date.now());
+  // Lease ages by the store's clock, not this host's: hours of skew either way must not expire a
+  // live save's lease.
+  const leases = await readLeases(store, await storeNow(store));
   const seen = new Set(catalog.map((i) => i.object));
   for (const o of await store.list(`${MANIFESTS}/`)) {
     if (seen.has(o.name)) continue;

@@ -1,4 +1,5 @@
 import { performance } from "node:perf_hooks";
+import { StoreError } from "../errors.js";
 import { formatBytes } from "../format.js";
 import { encodeManifest } from "../manifest/manifest.js";
 import { type BuildInput, type WrittenPack, writePack } from "../pack/pack-writer.js";
@@ -152,12 +153,12 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     settings: ctx.save,
   });
   try {
-    return await writeSave(plan);
+    return await writeSave(plan, 0);
   } finally {
     await lease?.release();
   }
 
-  async function writeSave(plan: SavePlan): Promise<SaveReport> {
+  async function writeSave(plan: SavePlan, attempt: number): Promise<SaveReport> {
     report.consolidated = plan.consolidate;
     if (plan.consolidate) {
       log.info(
@@ -176,6 +177,38 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
         "lost-race",
         `key ${ctx.key} was saved by another run at the same time; its save stands, ours was ${committed === "lost-race-before" ? "discarded" : "replaced"}`,
       );
+    }
+    // A prune may still have deleted a reused pack (a clock hours off made our lease look expired):
+    // checked once more now that the manifest protects them; the key is withdrawn and those entries
+    // packed afresh rather than left pointing at a pack that is gone.
+    if (lease) {
+      const ours = new Set(written.map((w) => w.object));
+      const lost = await unusablePacks(
+        store,
+        manifest.packs.map((p) => p.object).filter((o) => !ours.has(o)),
+      );
+      if (lost.size) {
+        await store.delete(object);
+        await deletePacks(store, written);
+        if (attempt > 0)
+          throw new StoreError(
+            `${store.description}: packs of ${parent?.key} were pruned while saving ${ctx.key}, twice; the key was withdrawn`,
+          );
+        log.warn(
+          `${lost.size} pack(s) of ${parent?.key} were pruned while this save ran (a clock off by hours?); withdrew ${ctx.key} and packing their entries afresh`,
+        );
+        reused = reused.filter((p) => !lost.has(packOf(p)));
+        const again = planSave({
+          kept,
+          reused,
+          dropped,
+          parent: parent?.manifest ?? null,
+          parentRefs,
+          nothingNew: false,
+          settings: ctx.save,
+        });
+        return writeSave(again, attempt + 1);
+      }
     }
     writeState(
       ctx.stateFile,

@@ -12,6 +12,8 @@ const ORDER = [
   "kill -9 during restore",
   "racing savers",
   "savers racing prune",
+  "prune under skew",
+  "restores sharing",
   "hostile",
   "S3",
   "GitHub cache",
