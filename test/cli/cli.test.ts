@@ -80,6 +80,26 @@ describe("kcache CLI", () => {
     expect(JSON.parse(key.stdout).components).toMatchObject({ torch: "2.11.0", triton: "3.6.0" });
   });
 
+  it("says so when a save stops with its work unsettled (Node would exit 0 in silence): a warning, exit 3 under --strict", async () => {
+    const p = cliProject();
+    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+    // A read that never settles and holds nothing open, as a stream that neither ends nor fails.
+    const preload = path.join(p.dir, "never-settles.mjs");
+    fs.writeFileSync(
+      preload,
+      'import fs from "node:fs"; fs.promises.readdir = () => new Promise(() => {});\n',
+    );
+    const env = { ...p.env, NODE_OPTIONS: `--import ${preload}` };
+    const lenient = await runCli(["save"], { env, cwd: p.dir });
+    expect(lenient.code).toBe(0);
+    expect(lenient.stderr).toMatch(
+      /warning: kcache save stopped before it finished: .*nothing more was restored or saved/,
+    );
+    const strict = await runCli(["save", "--strict"], { env, cwd: p.dir });
+    expect(strict.code).toBe(3);
+    expect(strict.stderr).toMatch(/error: kcache save stopped before it finished/);
+  });
+
   it("says that a bare prune deletes no key (no policy given)", async () => {
     const p = project();
     const r = await runCli(["prune"], { env: p.env, cwd: p.dir });
