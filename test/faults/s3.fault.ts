@@ -49,15 +49,25 @@ const FAULTS: [string, (url: string, method: string) => Fault | "down", boolean]
 ];
 
 describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
-  it.each(FAULTS)(
-    "%s: restore and save warn (exit 0), exit 3 under --strict, in bounded time",
-    async (name, choose, saveFails) => {
+  // A key of one pack, and of many: a stalled store costs one idle timeout either way.
+  it.each(
+    FAULTS.flatMap(([name, choose, saveFails]) =>
+      [1, 10].map((packs) => [name, packs, choose, saveFails] as const),
+    ),
+  )(
+    "%s (a key of %i pack(s)): restore and save warn (exit 0), exit 3 under --strict, in bounded time",
+    async (faultName, packs, choose, saveFails) => {
+      const name = packs === 1 ? faultName : `${faultName}, many packs`;
       const dir = tempDir("kcache-s3f");
       const source = path.join(dir, "source");
-      generateTritonCache(source, { entries: 30, totalBytes: 3_000_000, seed: 5 });
+      generateTritonCache(source, {
+        entries: packs === 1 ? 30 : 60,
+        totalBytes: packs === 1 ? 3_000_000 : 12_000_000,
+        seed: 5,
+      });
       fs.writeFileSync(
         path.join(dir, "kcache.yml"),
-        `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${name.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 40)}/\n  path-style: true\n  idle-timeout: 2s\n  connect-timeout: 2s\n  retries: 1\n`,
+        `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${faultName.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 40)}-${packs}/\n  path-style: true\n  idle-timeout: 2s\n  connect-timeout: 2s\n  retries: 1\nsave:\n  pack-mib: ${packs === 1 ? 64 : 1}\n`,
       );
       const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
         PATH: process.env.PATH,
@@ -72,8 +82,11 @@ describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
         ...over,
       });
       // The key exists in the store; then every call goes through the fault.
-      const first = await runMeasured(["save"], { env: env({}), cwd: dir });
+      const first = await runMeasured(["save", "--json"], { env: env({}), cwd: dir });
       expect(first.code).toBe(0);
+      expect((JSON.parse(first.stdout) as { packsWritten: number }).packsWritten).toBeGreaterThanOrEqual(
+        packs,
+      );
       const proxy = await faultProxy(server.endpoint, (req) => {
         const f = choose(req.url ?? "", req.method ?? "");
         return f === "down" ? { kind: "pass" } : f;
@@ -112,8 +125,8 @@ describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
           });
           tally.run(save);
           tally.row.trials += 2;
-          expect(restore.code).toBe(strict ? 3 : 0);
-          expect(save.code).toBe(strict && saveFails ? 3 : 0);
+          expect(restore.code, restore.stderr).toBe(strict ? 3 : 0);
+          expect(save.code, save.stderr).toBe(strict && saveFails ? 3 : 0);
           expect(`${restore.stderr}${save.stderr}`).not.toMatch(/internal error/);
           i++;
         }
@@ -125,7 +138,8 @@ describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
       }
       const row = tally.save();
       expect(row).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
-      expect(row.maxWallS).toBeLessThan(60);
+      // One idle timeout (2 s) plus start-up and the report, one pack or many.
+      expect(row.maxWallS).toBeLessThan(10);
     },
   );
 });
