@@ -103,6 +103,8 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
         );
   report.runRecordsDeleted = oldRuns.length;
   if (policy.dryRun) return report;
+  // First, before prune writes anything of its own (a local store's first write reaps them too).
+  report.temporaryReaped = (await store.reapTemporary?.()) ?? 0;
   for (const o of oldRuns) await store.delete(o.name);
   // Manifests first: a restore never finds a manifest whose packs are gone.
   for (const object of doomed.keys()) await store.delete(object);
@@ -136,7 +138,6 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
     if (pack === null) continue;
     if (referenced.has(pack) || !(await store.exists(pack))) await store.delete(o.name);
   }
-  report.temporaryReaped = (await store.reapTemporary?.()) ?? 0;
   log.debug(`pruned ${doomed.size} manifests and ${deleted.length} packs (${report.packsSpared} spared)`);
   return report;
 }
