@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
+import { startCli } from "../helpers/cli.js";
 import { corruptEntries } from "../helpers/entry-compare.js";
 import { runMeasured } from "../helpers/measured-cli.js";
 import { tempDir } from "../helpers/sandbox.js";
@@ -142,29 +142,11 @@ describe("racing processes", () => {
 });
 
 /** Runs the built CLI, optionally as PID 1 of a PID namespace of its own (a container's view). */
-function kcacheIn(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-  ownPidNamespace: boolean,
-): Promise<{ code: number | null; stdout: string; stderr: string; seconds: number }> {
-  const bin = path.resolve(import.meta.dirname, "../../bin/kcache.js");
-  const [cmd, argv] = ownPidNamespace
-    ? ["unshare", ["--pid", "--fork", process.execPath, bin, ...args]]
-    : [process.execPath, [bin, ...args]];
+async function kcacheIn(args: string[], env: NodeJS.ProcessEnv, cwd: string, ownPidNamespace: boolean) {
   const t0 = Date.now();
-  return new Promise((resolve) => {
-    const child = spawn(cmd, argv, { env, cwd });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
-    child.on("close", (code) => resolve({ code, stdout, stderr, seconds: (Date.now() - t0) / 1000 }));
-  });
+  const r = await startCli(args, { env, cwd, wrapper: ownPidNamespace ? ["unshare", "--pid", "--fork"] : [] })
+    .promise;
+  return { ...r, seconds: (Date.now() - t0) / 1000 };
 }
 
 describe("restores sharing one cache folder", () => {

@@ -14,12 +14,16 @@ export function runCli(args: string[], opts: { env: NodeJS.ProcessEnv; cwd: stri
   return startCli(args, opts).promise;
 }
 
-/** Starts the built `kcache` and returns at once: the test can kill it (-9) at the moment it chooses. */
+/**
+ * Starts the built `kcache` and returns at once: the test can kill it (-9) at the moment it chooses.
+ * `wrapper` runs it under another command (`unshare --pid --fork`: PID 1 of a namespace of its own).
+ */
 export function startCli(
   args: string[],
-  opts: { env: NodeJS.ProcessEnv; cwd: string },
+  opts: { env: NodeJS.ProcessEnv; cwd: string; wrapper?: string[] },
 ): { pid: number; kill(): void; promise: Promise<CliResult> } {
-  const child = spawn(process.execPath, [BIN, ...args], { env: opts.env, cwd: opts.cwd });
+  const [cmd, ...argv] = [...(opts.wrapper ?? []), process.execPath, BIN, ...args] as [string, ...string[]];
+  const child = spawn(cmd, argv, { env: opts.env, cwd: opts.cwd });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d) => {
