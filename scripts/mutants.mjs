@@ -10,7 +10,11 @@ import path from "node:path";
 const ROOT = path.resolve(import.meta.dirname, "..");
 const isRoot = process.getuid?.() === 0;
 
-/** name, file, exact text (must occur once), its replacement, the tests that must catch it. */
+/**
+ * name, file, exact text (must occur once), its replacement, the tests that must catch it; `also`:
+ * more replacements planted with it, where a second line of defence would otherwise hide the bug
+ * from every user (the bug is the pair).
+ */
 const MUTANTS = [
   {
     name: "group files' child paths not rewritten on restore",
@@ -62,10 +66,13 @@ const MUTANTS = [
     tests: ["test/keys/scope.test.ts"],
   },
   {
-    name: "short writes on a full disk ignored",
+    name: "short writes on a full disk ignored (and staged entries not checked on disk before placing)",
     file: "src/pack/checked-write.ts",
     find: "    off += n;",
     replace: "    off = data.length;",
+    also: [
+      { file: "src/pack/entry-stager.ts", find: "if (!reason) reason = this.stagedDiffers();", replace: "" },
+    ],
     tests: ["test/trust/full-disk.test.ts"],
     needsRoot: true,
   },
@@ -375,6 +382,16 @@ async function one(m) {
         verdict: `does not apply: the text is not in ${m.file} exactly once; update scripts/mutants.mjs`,
       };
     fs.writeFileSync(file, text.replace(m.find, m.replace));
+    for (const extra of m.also ?? []) {
+      const f = path.join(dir, extra.file);
+      const t = fs.readFileSync(f, "utf8");
+      if (t.split(extra.find).length !== 2)
+        return {
+          ...m,
+          verdict: `does not apply: the text is not in ${extra.file} exactly once; update scripts/mutants.mjs`,
+        };
+      fs.writeFileSync(f, t.replace(extra.find, extra.replace));
+    }
     const t0 = Date.now();
     const r = await runTests(dir, m.tests);
     const seconds = ((Date.now() - t0) / 1000).toFixed(0);

@@ -92,6 +92,17 @@ export async function storeNow(store: Store): Promise<number> {
 
 const CLOCK_PREFIX = "clock-";
 
+/** The packs that no longer exist. */
+export async function missingPacks(store: Store, packs: string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  await Promise.all(
+    packs.map(async (p) => {
+      if (!(await store.exists(p))) out.add(p);
+    }),
+  );
+  return out;
+}
+
 /** Live leases (younger than the TTL by the store's clock, `now`) and the names of expired ones. */
 export async function readLeases(
   store: Store,

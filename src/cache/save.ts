@@ -9,7 +9,7 @@ import { manifestObject, packObject } from "../store/layout.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
-import { type Lease, newLeaseId, takeLease, unusablePacks } from "./pack-lease.js";
+import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "./pack-lease.js";
 import { commitManifest, existingManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import { hashEntry, type Present, presentId, type Skipped, scanForSave } from "./save-scan.js";
@@ -183,7 +183,9 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
     // packed afresh rather than left pointing at a pack that is gone.
     if (lease) {
       const ours = new Set(written.map((w) => w.object));
-      const lost = await unusablePacks(
+      // Gone, not merely condemned: a condemned pack that still exists is kept by the manifest now
+      // (prune re-reads manifests before it deletes, and clears the marks of referenced packs).
+      const lost = await missingPacks(
         store,
         manifest.packs.map((p) => p.object).filter((o) => !ours.has(o)),
       );

@@ -60,6 +60,9 @@ describe("prune racing a delta save never leaves a manifest pointing at a delete
     ctx.store = pruningAt(localStore(sb.store), at);
     const saved = await save(ctx);
     expect(saved.outcome).toBe("saved");
+    // The lease and the check before the manifest kept the packs: the save never had to withdraw its
+    // key and pack again (the last line of defence, for clocks hours off), which a user sees warned.
+    expect(ctx.log.warnings.filter((w) => /withdrew/.test(w))).toEqual([]);
 
     const fresh = path.join(sb.dir, "fresh");
     const back = await restore(
