@@ -5494,15 +5494,10 @@ async function tryEngine(name, why) {
       why.push("zstd-napi is not installed");
       return null;
     }
-    return {
-      name,
-      chunks: {
-        compressor: (level, threads) => new SyncCompressor(b2, level, threads),
-        decompressor: () => new SyncDecompressor(b2)
-      },
-      compressStream: (level) => chunkDuplex(new SyncCompressor(b2, level, 1)),
-      decompressStream: () => decompressDuplex(new SyncDecompressor(b2))
-    };
+    return inProcess(name, {
+      compressor: (level, threads) => new SyncCompressor(b2, level, threads),
+      decompressor: () => new SyncDecompressor(b2)
+    });
   }
   if (name === "zlib") {
     const z2 = zlib;
@@ -5539,50 +5534,45 @@ async function tryEngine(name, why) {
   const file = wasmFile();
   try {
     const [wasm, fzstd] = await Promise.all([loadWasm(), Promise.resolve().then(() => (init_esm(), esm_exports))]);
-    return {
-      name,
-      chunks: {
-        compressor: (level) => new FrameCompressor(wasm, level),
-        decompressor: () => new JsDecompressor(fzstd)
-      },
-      compressStream: (level) => chunkDuplex(new FrameCompressor(wasm, level)),
-      decompressStream: () => decompressDuplex(new JsDecompressor(fzstd))
-    };
+    return inProcess(name, {
+      compressor: (level) => new FrameCompressor(wasm, level),
+      decompressor: () => new JsDecompressor(fzstd)
+    });
   } catch (e) {
     why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${e.message})`);
     return null;
   }
 }
-function chunkDuplex(c) {
-  return new Duplex({
-    readableHighWaterMark: 1 << 20,
-    write(chunk, _enc, cb) {
-      try {
-        c.push(chunk, (out) => this.push(out));
-        cb();
-      } catch (e) {
-        cb(e);
-      }
+function inProcess(name, chunks) {
+  return {
+    name,
+    chunks,
+    compressStream: (level) => {
+      const c = chunks.compressor(level, 1);
+      return syncDuplex(
+        (input, emit) => c.push(input, emit),
+        (emit) => c.end(emit)
+      );
     },
-    final(cb) {
-      try {
-        c.end((out) => this.push(out));
-        this.push(null);
-        cb();
-      } catch (e) {
-        cb(e);
-      }
-    },
-    read() {
+    decompressStream: () => {
+      const d = chunks.decompressor();
+      return syncDuplex(
+        // A decompressor hands out views of a buffer it reuses: each piece is copied on.
+        (input, emit) => d.push(input, (out) => emit(Buffer.from(out))),
+        () => {
+          d.end();
+          d.release();
+        }
+      );
     }
-  });
+  };
 }
-function decompressDuplex(d) {
+function syncDuplex(push, end) {
   return new Duplex({
     readableHighWaterMark: 1 << 20,
     write(chunk, _enc, cb) {
       try {
-        d.push(chunk, (out) => this.push(Buffer.from(out)));
+        push(chunk, (out) => this.push(out));
         cb();
       } catch (e) {
         cb(e);
@@ -5590,8 +5580,7 @@ function decompressDuplex(d) {
     },
     final(cb) {
       try {
-        d.end();
-        d.release();
+        end((out) => this.push(out));
         this.push(null);
         cb();
       } catch (e) {

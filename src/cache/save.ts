@@ -143,17 +143,19 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
   // Nothing new still records the key: a manifest over the parent's packs and no pack bytes, so an
   // exact lookup of this revision hits (cache-hit, prewarm's "present") instead of falling back.
   const nothingNew = parent !== null && fresh().length === 0 && dropped === 0;
-  const plan = planSave({
-    kept,
-    reused,
-    dropped,
-    parent: parent?.manifest ?? null,
-    parentRefs,
-    nothingNew,
-    settings: ctx.save,
-  });
+  // The plan for the entries reused now (a retry after a prune took some plans again).
+  const planNow = (nothingNew: boolean) =>
+    planSave({
+      kept,
+      reused,
+      dropped,
+      parent: parent?.manifest ?? null,
+      parentRefs,
+      nothingNew,
+      settings: ctx.save,
+    });
   try {
-    return await writeSave(plan, 0);
+    return await writeSave(planNow(nothingNew), 0);
   } finally {
     await lease?.release();
   }
@@ -200,16 +202,7 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
           `${lost.size} pack(s) of ${parent?.key} were pruned while this save ran (a clock off by hours?); withdrew ${ctx.key} and packing their entries afresh`,
         );
         reused = reused.filter((p) => !lost.has(packOf(p)));
-        const again = planSave({
-          kept,
-          reused,
-          dropped,
-          parent: parent?.manifest ?? null,
-          parentRefs,
-          nothingNew: false,
-          settings: ctx.save,
-        });
-        return writeSave(again, attempt + 1);
+        return writeSave(planNow(false), attempt + 1);
       }
     }
     writeState(
@@ -230,7 +223,8 @@ export async function save(ctx: JobContext): Promise<SaveReport> {
         c.bytes += e.size;
       }
     }
-    if (nothingNew)
+    // A retry that had to pack entries of pruned packs again did write something new.
+    if (nothingNew && written.length === 0)
       return done(
         "nothing-new",
         `nothing new since ${parent?.key}: recorded ${ctx.key} over its packs (no pack written, ${formatBytes(body.length)} of manifest uploaded)`,

@@ -82,15 +82,10 @@ async function tryEngine(name: ZstdEngineName, why: string[]): Promise<ZstdEngin
       why.push("zstd-napi is not installed");
       return null;
     }
-    return {
-      name,
-      chunks: {
-        compressor: (level, threads) => new SyncCompressor(b, level, threads),
-        decompressor: () => new SyncDecompressor(b),
-      },
-      compressStream: (level) => chunkDuplex(new SyncCompressor(b, level, 1)),
-      decompressStream: () => decompressDuplex(new SyncDecompressor(b)),
-    };
+    return inProcess(name, {
+      compressor: (level, threads) => new SyncCompressor(b, level, threads),
+      decompressor: () => new SyncDecompressor(b),
+    });
   }
   if (name === "zlib") {
     const z = zlib as unknown as ZlibZstd;
@@ -127,54 +122,52 @@ async function tryEngine(name: ZstdEngineName, why: string[]): Promise<ZstdEngin
   const file = wasmFile();
   try {
     const [wasm, fzstd] = await Promise.all([loadWasm(), import("fzstd")]);
-
-    return {
-      name,
-      chunks: {
-        compressor: (level) => new FrameCompressor(wasm, level),
-        decompressor: () => new JsDecompressor(fzstd),
-      },
-      compressStream: (level) => chunkDuplex(new FrameCompressor(wasm, level)),
-      decompressStream: () => decompressDuplex(new JsDecompressor(fzstd)),
-    };
+    return inProcess(name, {
+      compressor: (level) => new FrameCompressor(wasm, level),
+      decompressor: () => new JsDecompressor(fzstd),
+    });
   } catch (e) {
     why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${(e as Error).message})`);
     return null;
   }
 }
 
-/** A synchronous compressor as a duplex stream. */
-function chunkDuplex(c: ChunkCompressor): Duplex {
-  return new Duplex({
-    readableHighWaterMark: 1 << 20,
-    write(chunk: Buffer, _enc, cb) {
-      try {
-        c.push(chunk, (out) => this.push(out));
-        cb();
-      } catch (e) {
-        cb(e as Error);
-      }
+/** An in-process engine: its streams run its chunk codecs (a stream compresses on one zstd thread). */
+function inProcess(name: ZstdEngineName, chunks: NonNullable<ZstdEngine["chunks"]>): ZstdEngine {
+  return {
+    name,
+    chunks,
+    compressStream: (level) => {
+      const c = chunks.compressor(level, 1);
+      return syncDuplex(
+        (input, emit) => c.push(input, emit),
+        (emit) => c.end(emit),
+      );
     },
-    final(cb) {
-      try {
-        c.end((out) => this.push(out));
-        this.push(null);
-        cb();
-      } catch (e) {
-        cb(e as Error);
-      }
+    decompressStream: () => {
+      const d = chunks.decompressor();
+      return syncDuplex(
+        // A decompressor hands out views of a buffer it reuses: each piece is copied on.
+        (input, emit) => d.push(input, (out) => emit(Buffer.from(out))),
+        () => {
+          d.end();
+          d.release();
+        },
+      );
     },
-    read() {},
-  });
+  };
 }
 
-/** A synchronous decompressor as a duplex stream. */
-function decompressDuplex(d: ChunkDecompressor): Duplex {
+/** A synchronous codec (`push` each input piece, `end` once) as a duplex stream. */
+function syncDuplex(
+  push: (input: Buffer, emit: (out: Buffer) => void) => void,
+  end: (emit: (out: Buffer) => void) => void,
+): Duplex {
   return new Duplex({
     readableHighWaterMark: 1 << 20,
     write(chunk: Buffer, _enc, cb) {
       try {
-        d.push(chunk, (out) => this.push(Buffer.from(out)));
+        push(chunk, (out) => this.push(out));
         cb();
       } catch (e) {
         cb(e as Error);
@@ -182,8 +175,7 @@ function decompressDuplex(d: ChunkDecompressor): Duplex {
     },
     final(cb) {
       try {
-        d.end();
-        d.release();
+        end((out) => this.push(out));
         this.push(null);
         cb();
       } catch (e) {
