@@ -331,7 +331,7 @@ const MUTANTS = [
   },
   {
     name: "a history baseline reads the run's own scope instead of the default branch's",
-    file: "src/pipeline/history-baseline.ts",
+    file: "src/history/baseline.ts",
     find: "const scope = defaultBranchScope(ctx.scopes.defaultBranch);",
     replace: "const scope = ctx.scopes.write;",
     tests: ["test/history/baseline.test.ts"],

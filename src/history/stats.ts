@@ -1,7 +1,7 @@
 import { medianOf } from "../checks/record-diff.js";
-import type { RunRecord } from "../pipeline/run-record.js";
+import type { RunRecord } from "./run-record.js";
 
-export { readRunRecords } from "../pipeline/run-record.js";
+export { readRunRecords } from "./run-record.js";
 
 export interface WeekStats {
   prefix: string;

@@ -18,8 +18,8 @@ import { withSources } from "../process/source-env.js";
 import { compiledBetween, type FolderCount, KernelFolders } from "../telemetry/folder-count.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
-import { historyBaseline, historyRows, isHistoryCheck } from "./history-baseline.js";
-import { type HistoryRows, runRecord, writeRunRecord } from "./run-record.js";
+import { historyBaseline, historyRows, isHistoryCheck } from "../history/baseline.js";
+import { type HistoryRows, runRecord, writeRunRecord } from "../history/run-record.js";
 
 export const RUN_REPORT_SCHEMA = "kcache-run-report/1";
 

@@ -6,7 +6,7 @@ export const MANIFESTS = "manifests";
 export const PACKS = "packs";
 /** Saves in flight name the packs they reuse here; prune spares them (see cache/pack-lease.ts). */
 export const LEASES = "leases";
-/** One record per `kcache run`, beside the caches (src/pipeline/run-record.ts). */
+/** One record per `kcache run`, beside the caches (src/history/run-record.ts). */
 export const RUNS = "runs";
 /** Packs prune found unreferenced; a save never reuses a condemned pack. */
 export const CONDEMNED = "condemned";

@@ -23,10 +23,12 @@ const MAY_IMPORT: Record<string, string[]> = {
   checks: ["config", "process"],
   cache: ["keys", "kinds", "manifest", "pack", "store"],
   job: ["cache", "config", "keys", "kinds", "process", "stack", "store"],
+  history: ["cache", "checks", "config", "keys", "store"],
   pipeline: [
     "cache",
     "checks",
     "config",
+    "history",
     "job",
     "keys",
     "kinds",
@@ -37,7 +39,6 @@ const MAY_IMPORT: Record<string, string[]> = {
     "telemetry",
   ],
   report: ["cache", "checks", "history", "pipeline"],
-  history: ["checks", "pipeline", "store"],
   github: ["cache", "config", "job", "keys", "kinds", "pipeline", "report", "stack", "store"],
   cli: [
     "cache",
