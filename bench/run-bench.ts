@@ -11,7 +11,7 @@ import path from "node:path";
 import { restore } from "../src/cache/restore.js";
 import { save } from "../src/cache/save.js";
 import { resolveConfig } from "../src/config/load.js";
-import { jobContext } from "../src/job/job-context.js";
+import { jobContext } from "../src/job/build-context.js";
 import { silentLog } from "../src/log.js";
 import { rng, tritonKeyName, writeKernelEntry } from "../test/fixtures/triton-cache.js";
 import {

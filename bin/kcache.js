@@ -30,7 +30,7 @@ process.on("beforeExit", () => {
   finished = true;
   const cache = ["restore", "save", "prewarm", "run"].includes(process.argv[2]);
   const what = `kcache ${process.argv[2] ?? ""} stopped before it finished: a store transfer or file read neither ended nor failed`;
-  if (cache && !process.argv.includes("--strict")) {
+  if (cache && !process.argv.some((a) => a === "--strict" || a.startsWith("--strict="))) {
     process.stderr.write(`kcache: warning: ${what}; nothing more was restored or saved\n`);
     process.exitCode = 0;
   } else {

@@ -1434,7 +1434,7 @@ var init_esm = __esm({
   }
 });
 
-// src/pack/pack-worker.ts
+// src/pack/threads/pack-worker.ts
 import { createHash as createHash3 } from "node:crypto";
 import { parentPort } from "node:worker_threads";
 
@@ -1653,8 +1653,398 @@ function cacheKind(kind) {
   return KINDS[kind];
 }
 
-// src/pack/pack-builder.ts
-import fs5 from "node:fs";
+// src/pack/read/pack-reader.ts
+import { createHash as createHash2 } from "node:crypto";
+import fs7 from "node:fs";
+import { Transform, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { setImmediate } from "node:timers/promises";
+
+// src/manifest/entry-id.ts
+function entryId(e) {
+  return `${e.cache}\0${e.name}`;
+}
+
+// src/pack/zstd/engines.ts
+import { spawn, spawnSync } from "node:child_process";
+import { Duplex, PassThrough } from "node:stream";
+import zlib from "node:zlib";
+
+// src/errors.ts
+var ExitCode = {
+  ok: 0,
+  /** An unexpected internal error (a bug): the stack is printed. */
+  internal: 1,
+  /** Bad command line or bad kcache.yml. */
+  usage: 2,
+  /** The store failed and --strict was given. */
+  store: 3,
+  /** The probed software stack disagrees with the pins and --strict was given. */
+  stackMismatch: 4,
+  /** No cache matched and --fail-on-cache-miss was given. */
+  cacheMiss: 5,
+  /** `kcache run`: an error-severity check failed (or expect: warm failed); nothing was saved. */
+  checkFailed: 6
+};
+var KcacheError = class extends Error {
+  constructor(message, code, exitCode) {
+    super(message);
+    this.code = code;
+    this.exitCode = exitCode;
+    this.name = new.target.name;
+  }
+  code;
+  exitCode;
+};
+var StoreError = class extends KcacheError {
+  constructor(message, cause) {
+    super(message, "EKCACHE_STORE", ExitCode.store);
+    this.cause = cause;
+  }
+  cause;
+};
+
+// src/pack/zstd/chunk-codecs.ts
+import { createRequire } from "node:module";
+var binding;
+var idle = {
+  d: [],
+  c: /* @__PURE__ */ new Map()
+};
+function zstdBinding() {
+  if (binding === void 0) {
+    try {
+      binding = createRequire(import.meta.url)("zstd-napi/binding.js");
+    } catch {
+      binding = null;
+    }
+  }
+  return binding;
+}
+var SyncDecompressor = class {
+  dctx;
+  out;
+  /** 0 once the last frame ended; else more input is needed. */
+  hint = 1;
+  constructor(b2) {
+    const reused = idle.d.pop() ?? { ctx: new b2.DCtx(), out: Buffer.allocUnsafe(b2.dStreamOutSize() * 4) };
+    reused.ctx.reset(b2.ResetDirective.sessionOnly);
+    this.dctx = reused.ctx;
+    this.out = reused.out;
+  }
+  /** Gives the context back for the next pack; this decompressor is not used again. */
+  release() {
+    idle.d.push({ ctx: this.dctx, out: this.out });
+  }
+  /** `emit` gets a view of the reused output buffer: it must use or copy it before returning. */
+  push(input, emit) {
+    let src = input;
+    for (; ; ) {
+      const [hint, produced, consumed] = this.dctx.decompressStream(this.out, src);
+      this.hint = hint;
+      src = src.subarray(consumed);
+      if (produced > 0) emit(this.out.subarray(0, produced));
+      if (src.length === 0 && produced < this.out.length) return;
+    }
+  }
+  /** The input ended: an error when it ended inside a frame. */
+  end() {
+    if (this.hint !== 0) throw new Error("zstd data ends inside a frame (truncated?)");
+  }
+};
+var SyncCompressor = class {
+  cctx;
+  b;
+  out;
+  key;
+  /** `threads` above 1 compresses on that many native threads (zstd's own, as `zstd -T`). */
+  constructor(b2, level, threads = 1) {
+    this.b = b2;
+    this.key = `${level}/${threads}`;
+    let reused = idle.c.get(this.key)?.pop();
+    if (!reused) {
+      const ctx = new b2.CCtx();
+      ctx.setParameter(b2.CParameter.compressionLevel, level);
+      ctx.setParameter(b2.CParameter.checksumFlag, 1);
+      if (threads > 1) {
+        ctx.setParameter(b2.CParameter.nbWorkers, threads);
+        ctx.setParameter(b2.CParameter.jobSize, 2 * 1024 * 1024);
+      }
+      reused = { ctx, out: Buffer.allocUnsafe(b2.cStreamOutSize() * 4) };
+    }
+    reused.ctx.reset(b2.ResetDirective.sessionOnly);
+    this.cctx = reused.ctx;
+    this.out = reused.out;
+  }
+  push(input, emit) {
+    this.run(input, this.b.EndDirective.continue, emit);
+  }
+  /** Ends the frame and gives the context back for the next pack. */
+  end(emit) {
+    this.run(Buffer.alloc(0), this.b.EndDirective.end, emit);
+    const list = idle.c.get(this.key) ?? [];
+    list.push({ ctx: this.cctx, out: this.out });
+    idle.c.set(this.key, list);
+  }
+  run(input, op, emit) {
+    let src = input;
+    for (; ; ) {
+      const [left, produced, consumed] = this.cctx.compressStream2(this.out, src, op);
+      src = src.subarray(consumed);
+      if (produced > 0) emit(Buffer.from(this.out.subarray(0, produced)));
+      const finished = op === this.b.EndDirective.end ? left === 0 : src.length === 0;
+      if (finished && produced < this.out.length) return;
+    }
+  }
+};
+
+// src/pack/zstd/portable.ts
+import fs3 from "node:fs";
+import { createRequire as createRequire2 } from "node:module";
+import path3 from "node:path";
+import { fileURLToPath } from "node:url";
+var FRAME_BYTES = 4 * 1024 * 1024;
+var loading;
+function wasmFile() {
+  const here = path3.dirname(fileURLToPath(import.meta.url));
+  const candidates = [path3.join(here, "zstd.wasm")];
+  try {
+    const main = createRequire2(import.meta.url).resolve("@bokuweb/zstd-wasm");
+    candidates.push(path3.join(path3.dirname(main), "zstd.wasm"));
+  } catch {
+  }
+  return candidates.find((f2) => fs3.existsSync(f2)) ?? null;
+}
+function loadWasm() {
+  loading ??= (async () => {
+    if (!wasmFile())
+      throw new Error("zstd.wasm is missing (neither beside kcache nor in @bokuweb/zstd-wasm)");
+    const ns2 = await Promise.resolve().then(() => __toESM(require_index_node(), 1));
+    const wasm = ns2.default ?? ns2;
+    await wasm.init();
+    return wasm;
+  })();
+  return loading;
+}
+var FrameCompressor = class {
+  constructor(wasm, level) {
+    this.wasm = wasm;
+    this.level = level;
+  }
+  wasm;
+  level;
+  pending = Buffer.allocUnsafe(FRAME_BYTES);
+  filled = 0;
+  push(input, emit) {
+    let src = input;
+    while (src.length > 0) {
+      const n = Math.min(src.length, FRAME_BYTES - this.filled);
+      src.copy(this.pending, this.filled, 0, n);
+      this.filled += n;
+      src = src.subarray(n);
+      if (this.filled === FRAME_BYTES) this.flush(emit);
+    }
+  }
+  end(emit) {
+    if (this.filled > 0) this.flush(emit);
+  }
+  flush(emit) {
+    const frame = this.wasm.compress(this.pending.subarray(0, this.filled), this.level);
+    this.filled = 0;
+    emit(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
+  }
+};
+var JsDecompressor = class {
+  inner;
+  sink = null;
+  constructor(fzstd) {
+    this.inner = new fzstd.Decompress((data) => {
+      this.sink?.(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+    });
+  }
+  push(input, emit) {
+    this.sink = emit;
+    this.inner.push(Uint8Array.prototype.slice.call(input));
+  }
+  end() {
+    try {
+      this.inner.push(new Uint8Array(0), true);
+    } catch (e) {
+      throw new Error(`zstd data ends inside a frame (truncated?): ${e.message}`);
+    }
+  }
+  release() {
+  }
+};
+
+// src/pack/zstd/engines.ts
+var ZSTD_ENGINES = ["napi", "zlib", "system", "wasm"];
+var ZstdUnavailableError = class extends StoreError {
+};
+var chosen = /* @__PURE__ */ new Map();
+function zstdEngine(forced) {
+  let found = chosen.get(forced);
+  if (!found) {
+    found = pickEngine(forced);
+    chosen.set(forced, found);
+  }
+  return found;
+}
+async function pickEngine(forced) {
+  if (forced && !ZSTD_ENGINES.includes(forced))
+    throw new ZstdUnavailableError(
+      `KCACHE_ZSTD=${forced} names no engine: use one of ${ZSTD_ENGINES.join(", ")}, or unset it`
+    );
+  const order = forced ? [forced] : ZSTD_ENGINES;
+  const why = [];
+  for (const name of order) {
+    const engine = await tryEngine(name, why);
+    if (engine) return engine;
+  }
+  throw new ZstdUnavailableError(
+    `no Zstandard engine works here (${why.join("; ")}). Fix: install zstd (apt-get install -y zstd, apk add zstd, dnf install zstd)${forced ? `, or unset KCACHE_ZSTD=${forced}` : ""}, or run on Node 22.15 or later`
+  );
+}
+async function tryEngine(name, why) {
+  if (name === "napi") {
+    const b2 = zstdBinding();
+    if (!b2) {
+      why.push("zstd-napi is not installed");
+      return null;
+    }
+    return inProcess(name, {
+      compressor: (level, threads) => new SyncCompressor(b2, level, threads),
+      decompressor: () => new SyncDecompressor(b2)
+    });
+  }
+  if (name === "zlib") {
+    const z2 = zlib;
+    const { createZstdCompress: compress, createZstdDecompress: decompress2 } = z2;
+    const level = z2.constants.ZSTD_c_compressionLevel;
+    const checksum = z2.constants.ZSTD_c_checksumFlag;
+    if (!compress || !decompress2 || level === void 0 || checksum === void 0) {
+      why.push(`Node ${process.version} has no built-in zstd`);
+      return null;
+    }
+    return {
+      name,
+      chunks: null,
+      // No nbWorkers: Node 24's zlib pushes after EOF with zstd's threads on.
+      compressStream: (l) => compress({ params: { [level]: l, [checksum]: 1 } }),
+      decompressStream: () => decompress2()
+    };
+  }
+  if (name === "system") {
+    const probe = spawnSync("zstd", ["-V"], { stdio: "ignore", timeout: 1e4 });
+    if (probe.status !== 0) {
+      why.push(
+        probe.error ? "no zstd on PATH" : `zstd -V failed (${probe.signal ?? `exit ${probe.status}`})`
+      );
+      return null;
+    }
+    return {
+      name,
+      chunks: null,
+      compressStream: (level) => processDuplex("zstd", [`-${level}`, "-T0", "-q", "-c"]),
+      decompressStream: () => processDuplex("zstd", ["-d", "-q", "-c"])
+    };
+  }
+  const file = wasmFile();
+  try {
+    const [wasm, fzstd] = await Promise.all([loadWasm(), Promise.resolve().then(() => (init_esm(), esm_exports))]);
+    return inProcess(name, {
+      compressor: (level) => new FrameCompressor(wasm, level),
+      decompressor: () => new JsDecompressor(fzstd)
+    });
+  } catch (e) {
+    why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${e.message})`);
+    return null;
+  }
+}
+function inProcess(name, chunks) {
+  return {
+    name,
+    chunks,
+    compressStream: (level) => {
+      const c = chunks.compressor(level, 1);
+      return syncDuplex(
+        (input, emit) => c.push(input, emit),
+        (emit) => c.end(emit)
+      );
+    },
+    decompressStream: () => {
+      const d = chunks.decompressor();
+      return syncDuplex(
+        // A decompressor hands out views of a buffer it reuses: each piece is copied on.
+        (input, emit) => d.push(input, (out) => emit(Buffer.from(out))),
+        () => {
+          d.end();
+          d.release();
+        }
+      );
+    }
+  };
+}
+function syncDuplex(push, end) {
+  return new Duplex({
+    readableHighWaterMark: 1 << 20,
+    write(chunk, _enc, cb) {
+      try {
+        push(chunk, (out) => this.push(out));
+        cb();
+      } catch (e) {
+        cb(e);
+      }
+    },
+    final(cb) {
+      try {
+        end((out) => this.push(out));
+        this.push(null);
+        cb();
+      } catch (e) {
+        cb(e);
+      }
+    },
+    read() {
+    }
+  });
+}
+function processDuplex(cmd, args) {
+  const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
+  const out = new PassThrough({ highWaterMark: 1 << 20 });
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr += d.toString();
+  });
+  child.stdout.pipe(out, { end: false });
+  const duplex = Duplex.from({ writable: child.stdin, readable: out });
+  const fail = (e) => {
+    out.destroy(e);
+    duplex.destroy(e);
+  };
+  child.on("close", (code, signal) => {
+    if (code === 0) out.end();
+    else fail(new Error(`${cmd} ${args.join(" ")} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`));
+  });
+  child.on("error", (e) => fail(new Error(`${cmd} could not be started: ${e.message}`)));
+  child.stdin.on("error", () => {
+  });
+  const stop = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill();
+  };
+  out.on("close", stop);
+  duplex.on("close", () => {
+    stop();
+    child.stdout.destroy();
+    child.stdin.destroy();
+  });
+  return duplex;
+}
+
+// src/pack/read/entry-stager.ts
+import { randomBytes } from "node:crypto";
+import fs6 from "node:fs";
+import path5 from "node:path";
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -1675,21 +2065,659 @@ var EntryDigest = class {
   }
 };
 
-// src/pack/entry-source.ts
-import fs3 from "node:fs";
-import path3 from "node:path";
+// src/pack/read/checked-write.ts
+import fs4 from "node:fs";
+function noProgress(file) {
+  const e = new Error(`${file}: write made no progress (disk full?)`);
+  e.code = "ENOSPC";
+  return e;
+}
+function writeFullySync(fd, data, file) {
+  let off = 0;
+  while (off < data.length) {
+    const n = fs4.writeSync(fd, data, off, data.length - off);
+    if (n <= 0) throw noProgress(file);
+    off += n;
+  }
+}
+
+// src/pack/read/real-dirs.ts
+import fs5 from "node:fs";
+import path4 from "node:path";
+function ensureRealDirs(root, rel) {
+  let at2 = root;
+  for (const part of rel.split("/").filter(Boolean)) {
+    at2 = path4.join(at2, part);
+    let st2;
+    try {
+      st2 = fs5.lstatSync(at2);
+    } catch (e) {
+      if (e.code !== "ENOENT") throw e;
+      try {
+        fs5.mkdirSync(at2);
+      } catch (m2) {
+        if (m2.code !== "EEXIST") throw m2;
+      }
+      st2 = fs5.lstatSync(at2);
+    }
+    if (st2.isSymbolicLink())
+      throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
+    if (!st2.isDirectory()) throw new Error(`${at2} is not a folder`);
+  }
+}
+
+// src/pack/read/entry-stager.ts
+var MAX_RELOCATABLE = 64 * 1024 * 1024;
+var StagedEntry = class {
+  constructor(wanted, entryName, target, bad = null) {
+    this.wanted = wanted;
+    this.entryName = entryName;
+    this.target = target;
+    this.bad = bad;
+    this.staged = path5.join(target.staging, "e", entryName);
+  }
+  wanted;
+  entryName;
+  target;
+  digest = new EntryDigest();
+  /** Why the entry will not be placed; set at the first fault. */
+  bad;
+  staged;
+  held = [];
+  fd = null;
+  created = false;
+  /** What this entry wrote to its staging place, by relative path: checked on disk before the rename. */
+  written = /* @__PURE__ */ new Map();
+  /** The sink for one file of the entry, or null when its data is to be skipped. */
+  file(rel, size) {
+    if (this.bad) return null;
+    if (this.digest.size + size > this.wanted.size || this.digest.files + 1 > this.wanted.files) {
+      this.fail(
+        `pack holds more than the manifest promises for this entry (${this.wanted.size} bytes in ${this.wanted.files} files)`
+      );
+      return null;
+    }
+    this.digest.beginFile(rel, size);
+    const kind = this.target.kind;
+    if (kind.isRelocatable(rel)) {
+      if (size > MAX_RELOCATABLE) {
+        this.fail(`${rel} is ${size} bytes; a relocatable file is at most ${MAX_RELOCATABLE}`);
+        return null;
+      }
+      const held = { rel, chunks: [], bytes: 0 };
+      this.held.push(held);
+      return {
+        data: (chunk) => {
+          this.digest.update(chunk);
+          held.chunks.push(Buffer.from(chunk));
+        },
+        end: () => {
+        }
+      };
+    }
+    const dest = this.dest(rel);
+    this.written.set(rel, size);
+    try {
+      this.prepare();
+      this.fd = fs6.openSync(dest, "wx");
+    } catch (e) {
+      this.fail(`could not be written: ${e.message}`);
+    }
+    return {
+      data: (chunk) => {
+        this.digest.update(chunk);
+        if (this.bad || this.fd === null) return;
+        try {
+          writeFullySync(this.fd, chunk, dest);
+        } catch (e) {
+          this.fail(`could not be written: ${e.message}`);
+        }
+      },
+      end: () => this.closeFile()
+    };
+  }
+  /** Marks the entry bad (its data is still read, to keep the digest honest, but never placed). */
+  fail(reason) {
+    this.bad ??= reason;
+    this.closeFile();
+  }
+  /**
+   * Verifies the entry and places it: null when it is now in the cache, else why it is not (and its
+   * staging place is gone).
+   */
+  finish() {
+    this.closeFile();
+    const w2 = this.wanted;
+    let reason = this.bad;
+    if (!reason) {
+      const got = this.digest.digest();
+      if (got !== w2.sha256)
+        reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w2.sha256.slice(0, 12)})`;
+      else if (this.digest.size !== w2.size || this.digest.files !== w2.files)
+        reason = "size or file count differs from manifest";
+    }
+    if (!reason) {
+      try {
+        this.prepare();
+        for (const h of this.held) {
+          const data = this.target.kind.relocate(
+            this.target.root,
+            this.entryName,
+            h.rel,
+            Buffer.concat(h.chunks)
+          );
+          this.written.set(h.rel, data.length);
+          const fd = fs6.openSync(this.dest(h.rel), "wx");
+          try {
+            writeFullySync(fd, data, this.dest(h.rel));
+          } finally {
+            fs6.closeSync(fd);
+          }
+        }
+      } catch (e) {
+        reason = `could not be written: ${e.message}`;
+      }
+    }
+    if (!reason) reason = this.stagedDiffers();
+    if (!reason) {
+      try {
+        place(this.staged, this.target.root, this.entryName, this.target.staging);
+        return null;
+      } catch (e) {
+        reason = `could not be placed: ${e.message}`;
+      }
+    }
+    this.discard();
+    return reason;
+  }
+  /** Deletes whatever was staged. */
+  discard() {
+    this.closeFile();
+    this.held.length = 0;
+    fs6.rmSync(this.staged, { recursive: true, force: true });
+  }
+  /** Why the staged files on disk are not exactly the ones written, or null when they are. */
+  stagedDiffers() {
+    if (this.target.kind.entryShape !== "folder") {
+      const size = this.written.get("");
+      try {
+        return fs6.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+      } catch {
+        return "staged file vanished before placing";
+      }
+    }
+    let names;
+    try {
+      names = fs6.readdirSync(this.staged);
+    } catch {
+      return "staged entry vanished before placing";
+    }
+    if (names.length !== this.written.size) return "staged entry changed on disk before placing";
+    for (const n of names) {
+      const want = this.written.get(n);
+      let size;
+      try {
+        size = fs6.statSync(path5.join(this.staged, n)).size;
+      } catch {
+        return `staged ${n} vanished before placing`;
+      }
+      if (size !== want) return `staged ${n} changed on disk before placing`;
+    }
+    return null;
+  }
+  dest(rel) {
+    return rel ? path5.join(this.staged, rel) : this.staged;
+  }
+  prepare() {
+    if (this.created) return;
+    const isDir = this.target.kind.entryShape === "folder";
+    fs6.mkdirSync(isDir ? this.staged : path5.dirname(this.staged), { recursive: true });
+    this.created = true;
+  }
+  closeFile() {
+    if (this.fd === null) return;
+    const fd = this.fd;
+    this.fd = null;
+    try {
+      fs6.closeSync(fd);
+    } catch (e) {
+      this.bad ??= `could not be written: ${e.message}`;
+    }
+  }
+};
+function place(staged, root, entryName, staging) {
+  ensureRealDirs(root, path5.posix.dirname(entryName) === "." ? "" : path5.posix.dirname(entryName));
+  const dest = path5.join(root, entryName);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs6.renameSync(staged, dest);
+      return;
+    } catch (e) {
+      const code = e.code;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+    }
+    if (sameTree(staged, dest)) {
+      fs6.rmSync(staged, { recursive: true, force: true });
+      return;
+    }
+    if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
+    const aside = path5.join(staging, `old-${randomBytes(6).toString("hex")}`);
+    try {
+      fs6.renameSync(dest, aside);
+    } catch (e) {
+      if (e.code !== "ENOENT") throw e;
+      continue;
+    }
+    fs6.rmSync(aside, { recursive: true, force: true });
+  }
+}
+function sameTree(a, b2) {
+  try {
+    const sa = fs6.statSync(a);
+    const sb = fs6.statSync(b2);
+    if (sa.isDirectory() !== sb.isDirectory()) return false;
+    if (!sa.isDirectory()) return sa.size === sb.size && fs6.readFileSync(a).equals(fs6.readFileSync(b2));
+    const na = fs6.readdirSync(a).sort();
+    const nb = fs6.readdirSync(b2).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path5.join(a, n), path5.join(b2, n)));
+  } catch {
+    return false;
+  }
+}
+
+// src/pack/read/member-policy.ts
+var REGULAR = /* @__PURE__ */ new Set(["File", "OldFile", "ContiguousFile"]);
+function locateMember(member, targets) {
+  if (!REGULAR.has(member.type)) return `${member.type} members are never extracted`;
+  const p2 = member.path;
+  if (p2.startsWith("/") || /^[A-Za-z]:/.test(p2)) return "absolute path";
+  const parts = p2.split("/");
+  if (parts.some((s3) => s3 === "" || s3 === "." || s3 === ".." || s3.includes("\\") || s3.includes("\0"))) {
+    return "path with empty, '.' or '..' parts";
+  }
+  const [cache, ...rest] = parts;
+  const target = targets.get(cache ?? "");
+  if (!target) return "not a configured cache";
+  let entryName;
+  let rel;
+  if (target.kind.entryShape === "folder") {
+    if (rest.length !== 2) return "not <cache>/<entry>/<file>";
+    entryName = rest[0];
+    rel = rest[1];
+  } else {
+    entryName = rest.join("/");
+    rel = "";
+  }
+  if (!target.kind.isEntryName(entryName) || entryName.startsWith(KCACHE_PRIVATE_PREFIX))
+    return "bad entry name";
+  return { cache, entryName, rel, target };
+}
+
+// src/pack/read/tar-reader.ts
+var TYPES = {
+  "\0": "OldFile",
+  "0": "File",
+  "1": "Link",
+  "2": "SymbolicLink",
+  "3": "CharacterDevice",
+  "4": "BlockDevice",
+  "5": "Directory",
+  "6": "FIFO",
+  "7": "ContiguousFile"
+};
+var MAX_META = 1024 * 1024;
+var BLOCK = 512;
+var TarReader = class {
+  constructor(onMember) {
+    this.onMember = onMember;
+  }
+  onMember;
+  /** Set once the end-of-archive block is read; later bytes are ignored. */
+  ended = false;
+  header = Buffer.alloc(BLOCK);
+  headerFill = 0;
+  /** Data bytes left in the current member (or metadata record), then its padding. */
+  remaining = 0;
+  padding = 0;
+  sink = null;
+  /** A PAX or long-name record being collected, and what it will say of the next member. */
+  meta = null;
+  pending = {};
+  offset = 0;
+  write(buf) {
+    let o = 0;
+    while (o < buf.length && !this.ended) {
+      if (this.remaining > 0) {
+        const n2 = Math.min(this.remaining, buf.length - o);
+        const chunk = buf.subarray(o, o + n2);
+        if (this.meta) this.meta.chunks.push(Buffer.from(chunk));
+        else this.sink?.data(chunk);
+        o += n2;
+        this.remaining -= n2;
+        if (this.remaining === 0) this.endData();
+        continue;
+      }
+      if (this.padding > 0) {
+        const n2 = Math.min(this.padding, buf.length - o);
+        o += n2;
+        this.padding -= n2;
+        continue;
+      }
+      const n = Math.min(BLOCK - this.headerFill, buf.length - o);
+      buf.copy(this.header, this.headerFill, o, o + n);
+      this.headerFill += n;
+      o += n;
+      if (this.headerFill === BLOCK) {
+        this.headerFill = 0;
+        this.readHeader();
+      }
+    }
+    this.offset += buf.length;
+  }
+  /** The input ended: an error when it ended inside a header or a member. */
+  end() {
+    if (this.ended) return;
+    if (this.remaining > 0 || this.headerFill > 0 || this.padding > 0)
+      throw new Error("tar data ends inside a member (truncated?)");
+  }
+  endData() {
+    const pad = this.sizeOfData % BLOCK;
+    this.padding = pad === 0 ? 0 : BLOCK - pad;
+    if (this.meta) {
+      this.applyMeta(this.meta.type, Buffer.concat(this.meta.chunks));
+      this.meta = null;
+      return;
+    }
+    const sink = this.sink;
+    this.sink = null;
+    sink?.end();
+  }
+  sizeOfData = 0;
+  readHeader() {
+    const h = this.header;
+    if (h.every((b2) => b2 === 0)) {
+      this.ended = true;
+      return;
+    }
+    const at2 = this.offset;
+    const stored = parseOctal(h, 148, 8);
+    let sum = 0;
+    for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : h[i];
+    if (stored !== sum) throw new Error(`invalid tar header near byte ${at2} (checksum mismatch)`);
+    const size = parseSize(h, at2);
+    const flag = String.fromCharCode(h[156]);
+    this.sizeOfData = size;
+    if (flag === "x" || flag === "g" || flag === "L" || flag === "K") {
+      if (size > MAX_META) throw new Error(`tar metadata record of ${size} bytes near byte ${at2}`);
+      this.meta = { type: flag, chunks: [] };
+      this.remaining = size;
+      if (size === 0) this.endData();
+      return;
+    }
+    let name = cString(h, 0, 100);
+    if (h.toString("latin1", 257, 262) === "ustar") {
+      const prefix = cString(h, 345, 155);
+      if (prefix) name = `${prefix}/${name}`;
+    }
+    const member = {
+      path: this.pending.path ?? name,
+      size: this.pending.size ?? size,
+      type: TYPES[flag] ?? "Unsupported"
+    };
+    this.pending = {};
+    const dataSize = member.type === "File" || member.type === "OldFile" || member.type === "ContiguousFile" ? member.size : 0;
+    member.size = dataSize;
+    this.sizeOfData = dataSize;
+    this.sink = this.onMember(member);
+    this.remaining = dataSize;
+    if (dataSize === 0) this.endData();
+  }
+  applyMeta(type, data) {
+    if (type === "L") this.pending.path = cString(data, 0, data.length);
+    if (type !== "x") return;
+    let o = 0;
+    while (o < data.length) {
+      const space = data.indexOf(32, o);
+      const len = Number(data.toString("latin1", o, space));
+      if (space < 0 || !Number.isInteger(len) || len <= 0 || o + len > data.length)
+        throw new Error("malformed PAX header");
+      const record = data.toString("utf8", space + 1, o + len - 1);
+      const eq = record.indexOf("=");
+      const key = record.slice(0, eq);
+      const value = record.slice(eq + 1);
+      if (key === "path") this.pending.path = value;
+      if (key === "size") {
+        const n = Number(value);
+        if (!Number.isSafeInteger(n) || n < 0) throw new Error(`malformed PAX size ${value}`);
+        this.pending.size = n;
+      }
+      o += len;
+    }
+  }
+};
+function cString(b2, start, length) {
+  const end = b2.indexOf(0, start);
+  return b2.toString("utf8", start, end < 0 || end > start + length ? start + length : end);
+}
+function parseOctal(b2, start, length) {
+  const text = b2.toString("latin1", start, start + length).replace(/[\0 ]+$/, "").trim();
+  if (!/^[0-7]*$/.test(text)) return Number.NaN;
+  return text === "" ? 0 : Number.parseInt(text, 8);
+}
+function parseSize(h, at2) {
+  let n;
+  if (h[124] & 128) {
+    n = h[124] & 127;
+    for (let i = 125; i < 136; i++) n = n * 256 + h[i];
+  } else n = parseOctal(h, 124, 12);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`invalid tar size field near byte ${at2}`);
+  return n;
+}
+
+// src/pack/read/pack-reader.ts
+var TAR_OVERHEAD_PER_ENTRY = 64 * 1024;
+function tarBytesLimit(pack) {
+  return pack.entryBytes + pack.entries * TAR_OVERHEAD_PER_ENTRY + 1024 * 1024;
+}
+var PackRestorer = class {
+  constructor(pack, wanted, targets) {
+    this.pack = pack;
+    this.wanted = wanted;
+    this.targets = targets;
+    this.byId = new Map(wanted.map((w2) => [entryId(w2), w2]));
+    this.tarLimit = tarBytesLimit(pack);
+    this.reader = new TarReader((m2) => this.member(m2));
+  }
+  pack;
+  wanted;
+  targets;
+  result = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
+  byId;
+  seen = /* @__PURE__ */ new Set();
+  hash = createHash2("sha256");
+  reader;
+  tarLimit;
+  tarBytes = 0;
+  current = null;
+  currentId = "";
+  /** Compressed bytes as read from the store: counted, hashed and bounded by the manifest. */
+  compressed(chunk) {
+    this.result.bytes += chunk.length;
+    if (this.result.bytes > this.pack.size)
+      throw new Error(`object is longer than the ${this.pack.size} bytes its manifest says`);
+    this.hash.update(chunk);
+  }
+  /** Decompressed tar bytes, in order. */
+  tar(chunk) {
+    this.tarBytes += chunk.length;
+    if (this.tarBytes > this.tarLimit) {
+      throw new Error(
+        `pack expands past the ${this.tarLimit} bytes its manifest allows (a decompression bomb?)`
+      );
+    }
+    this.reader.write(chunk);
+  }
+  /** Ends the read: `error` is why the pack could not be read to its end, if it could not. */
+  finish(error) {
+    const r = this.result;
+    let fault = error;
+    if (!fault) {
+      try {
+        this.reader.end();
+      } catch (e) {
+        fault = e;
+      }
+    }
+    if (fault) {
+      if (this.current) {
+        this.current.discard();
+        r.bad.push({
+          entry: this.label(this.current),
+          reason: `pack ended inside this entry (${fault.message})`
+        });
+        this.current = null;
+      }
+      r.packError = fault.message;
+    } else {
+      this.closeEntry();
+      const got = this.hash.digest("hex");
+      if (r.bytes !== this.pack.size)
+        r.packError = `pack is ${r.bytes} bytes where the manifest says ${this.pack.size} (truncated?)`;
+      else if (got !== this.pack.sha256)
+        r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
+    }
+    for (const w2 of this.wanted) {
+      if (!this.seen.has(entryId(w2))) {
+        r.bad.push({
+          entry: `${w2.cache}/${w2.name}`,
+          reason: r.packError ? "not read: pack unreadable" : "missing from pack"
+        });
+      }
+    }
+    return r;
+  }
+  member(m2) {
+    const located = locateMember(m2, this.targets);
+    if (typeof located === "string") {
+      this.result.refused.push(`${m2.path}: ${located}`);
+      const c = this.current;
+      if (c && m2.path.startsWith(`${c.wanted.cache}/${c.wanted.name}/`)) c.fail(`unsafe member ${m2.path}`);
+      return null;
+    }
+    const id = entryId({ cache: located.cache, name: located.entryName });
+    if (!this.current || this.currentId !== id) {
+      this.closeEntry();
+      const w2 = this.byId.get(id);
+      if (!w2) return null;
+      const duplicate = this.seen.has(id);
+      this.seen.add(id);
+      this.current = new StagedEntry(
+        w2,
+        located.entryName,
+        located.target,
+        duplicate ? "entry appears twice in the pack" : null
+      );
+      this.currentId = id;
+    }
+    return this.current.file(located.rel, m2.size);
+  }
+  /** Verifies and places the entry just read (or discards it). */
+  closeEntry() {
+    const c = this.current;
+    if (!c) return;
+    this.current = null;
+    const reason = c.finish();
+    if (reason) this.result.bad.push({ entry: this.label(c), reason });
+    else this.result.restored.push(c.wanted);
+  }
+  label(c) {
+    return `${c.wanted.cache}/${c.wanted.name}`;
+  }
+};
+async function* packFileChunks(file, reuse) {
+  const fd = fs7.openSync(file, "r");
+  try {
+    let buf = Buffer.allocUnsafe(1 << 20);
+    for (; ; ) {
+      const n = fs7.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) return;
+      yield buf.subarray(0, n);
+      if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
+      await setImmediate();
+    }
+  } finally {
+    fs7.closeSync(fd);
+  }
+}
+async function readPack(read) {
+  const { from, onBytes } = read;
+  const restorer = new PackRestorer(read.pack, read.wanted, read.targets);
+  let error = null;
+  try {
+    const engine = await zstdEngine(read.zstd);
+    const source = "file" in from ? packFileChunks(from.file, engine.chunks !== null) : from;
+    if (engine.chunks) {
+      const dec = engine.chunks.decompressor();
+      try {
+        for await (const chunk of source) {
+          restorer.compressed(chunk);
+          onBytes?.(chunk.length);
+          dec.push(chunk, (tar) => restorer.tar(tar));
+        }
+        dec.end();
+      } finally {
+        dec.release();
+      }
+    } else {
+      const counted = new Transform({
+        transform(chunk, _enc, cb) {
+          try {
+            restorer.compressed(chunk);
+          } catch (e) {
+            cb(e);
+            return;
+          }
+          onBytes?.(chunk.length);
+          cb(null, chunk);
+        }
+      });
+      const sink = new Writable({
+        highWaterMark: 1 << 20,
+        write(chunk, _enc, cb) {
+          try {
+            restorer.tar(chunk);
+            cb();
+          } catch (e) {
+            cb(e);
+          }
+        }
+      });
+      await pipeline(source, counted, engine.decompressStream(), sink);
+    }
+  } catch (e) {
+    error = e;
+  }
+  return restorer.finish(error);
+}
+
+// src/pack/write/pack-builder.ts
+import fs10 from "node:fs";
+
+// src/pack/write/entry-source.ts
+import fs8 from "node:fs";
+import path6 from "node:path";
 function openEntry(kind, root, entry) {
   const opened = [];
   try {
     for (const f2 of kind.packOrder(entry.files)) {
-      const p2 = f2.rel ? path3.join(root, entry.name, f2.rel) : path3.join(root, entry.name);
+      const p2 = f2.rel ? path6.join(root, entry.name, f2.rel) : path6.join(root, entry.name);
       if (kind.isRelocatable(f2.rel)) {
-        const data = kind.normalize(root, entry.name, f2.rel, fs3.readFileSync(p2));
+        const data = kind.normalize(root, entry.name, f2.rel, fs8.readFileSync(p2));
         opened.push({ rel: f2.rel, size: data.length, data, fd: null });
         continue;
       }
-      const fd = fs3.openSync(p2, "r");
-      opened.push({ rel: f2.rel, size: fs3.fstatSync(fd).size, data: null, fd });
+      const fd = fs8.openSync(p2, "r");
+      opened.push({ rel: f2.rel, size: fs8.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch {
@@ -1699,7 +2727,7 @@ function openEntry(kind, root, entry) {
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs3.closeSync(f2.fd);
+    if (f2.fd !== null) fs8.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -3641,7 +4669,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs4 = /* @__PURE__ */ Symbol("ondrain");
+var fs9 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -3675,8 +4703,8 @@ var wt = class extends A {
       if ((t.gzip ? 1 : 0) + (t.brotli ? 1 : 0) + (t.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t.gzip && (typeof t.gzip != "object" && (t.gzip = {}), this.portable && (t.gzip.portable = true), this.zip = new ze(t.gzip)), t.brotli && (typeof t.brotli != "object" && (t.brotli = {}), this.zip = new We(t.brotli)), t.zstd && (typeof t.zstd != "object" && (t.zstd = {}), this.zip = new Ye(t.zstd)), !this.zip) throw new Error("impossible");
       let e = this.zip;
-      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs4]()), this.on("resume", () => e.resume());
-    } else this.on("drain", this[fs4]);
+      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs9]()), this.on("resume", () => e.resume());
+    } else this.on("drain", this[fs9]);
     this.noDirRecurse = !!t.noDirRecurse, this.follow = !!t.follow, this.noMtime = !!t.noMtime, t.mtime && (this.mtime = t.mtime), this.filter = typeof t.filter == "function" ? t.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t) {
@@ -3789,7 +4817,7 @@ var wt = class extends A {
       this.emit("error", e);
     }
   }
-  [fs4]() {
+  [fs9]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t) {
@@ -4673,7 +5701,7 @@ var To = (s3) => {
   s3.mtimeCache || (s3.mtimeCache = /* @__PURE__ */ new Map()), s3.filter = t ? (e, i) => t(e, i) && !((s3.mtimeCache?.get(e) ?? i.mtime ?? 0) > (i.mtime ?? 0)) : (e, i) => !((s3.mtimeCache?.get(e) ?? i.mtime ?? 0) > (i.mtime ?? 0));
 };
 
-// src/pack/tar-header.ts
+// src/pack/write/tar-header.ts
 var FIXED_MTIME = /* @__PURE__ */ new Date(0);
 function fileHeader(tarPath, size) {
   const fields = {
@@ -4697,7 +5725,7 @@ function padding(size) {
 var EMPTY = Buffer.alloc(0);
 var END_OF_ARCHIVE = Buffer.alloc(1024);
 
-// src/pack/pack-builder.ts
+// src/pack/write/pack-builder.ts
 function tarPathOf(cache, entryName, rel) {
   return rel ? `${cache}/${entryName}/${rel}` : `${cache}/${entryName}`;
 }
@@ -4745,14 +5773,14 @@ function* buildPack(inputs, kindOf, compressor, result) {
           let pos = 0;
           while (pos < f2.size) {
             const want = Math.min(BATCH - fill2, f2.size - pos);
-            const n = fs5.readSync(f2.fd, batch, fill2, want, pos);
+            const n = fs10.readSync(f2.fd, batch, fill2, want, pos);
             if (n === 0) throw new Error(`${input.entry.name}/${f2.rel} shrank while being packed`);
             digest.update(batch.subarray(fill2, fill2 + n));
             fill2 += n;
             pos += n;
             if (fill2 === BATCH) yield* flush();
           }
-          fs5.closeSync(f2.fd);
+          fs10.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);
@@ -4775,1040 +5803,12 @@ function* buildPack(inputs, kindOf, compressor, result) {
   yield* out;
 }
 
-// src/pack/pack-jobs.ts
+// src/pack/threads/thread-messages.ts
 function targetsFrom(data, kindOf) {
   return new Map(data.map((t) => [t.cache, { kind: kindOf(t.kind), root: t.root, staging: t.staging }]));
 }
 
-// src/pack/pack-reader.ts
-import { createHash as createHash2 } from "node:crypto";
-import fs10 from "node:fs";
-import { Transform, Writable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import { setImmediate } from "node:timers/promises";
-
-// src/manifest/entry-id.ts
-function entryId(e) {
-  return `${e.cache}\0${e.name}`;
-}
-
-// src/pack/entry-stager.ts
-import { randomBytes } from "node:crypto";
-import fs8 from "node:fs";
-import path5 from "node:path";
-
-// src/pack/checked-write.ts
-import fs6 from "node:fs";
-function noProgress(file) {
-  const e = new Error(`${file}: write made no progress (disk full?)`);
-  e.code = "ENOSPC";
-  return e;
-}
-function writeFullySync(fd, data, file) {
-  let off = 0;
-  while (off < data.length) {
-    const n = fs6.writeSync(fd, data, off, data.length - off);
-    if (n <= 0) throw noProgress(file);
-    off += n;
-  }
-}
-
-// src/pack/real-dirs.ts
-import fs7 from "node:fs";
-import path4 from "node:path";
-function ensureRealDirs(root, rel) {
-  let at2 = root;
-  for (const part of rel.split("/").filter(Boolean)) {
-    at2 = path4.join(at2, part);
-    let st2;
-    try {
-      st2 = fs7.lstatSync(at2);
-    } catch (e) {
-      if (e.code !== "ENOENT") throw e;
-      try {
-        fs7.mkdirSync(at2);
-      } catch (m2) {
-        if (m2.code !== "EEXIST") throw m2;
-      }
-      st2 = fs7.lstatSync(at2);
-    }
-    if (st2.isSymbolicLink())
-      throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
-    if (!st2.isDirectory()) throw new Error(`${at2} is not a folder`);
-  }
-}
-
-// src/pack/entry-stager.ts
-var MAX_RELOCATABLE = 64 * 1024 * 1024;
-var StagedEntry = class {
-  constructor(wanted, entryName, target, bad = null) {
-    this.wanted = wanted;
-    this.entryName = entryName;
-    this.target = target;
-    this.bad = bad;
-    this.staged = path5.join(target.staging, "e", entryName);
-  }
-  wanted;
-  entryName;
-  target;
-  digest = new EntryDigest();
-  /** Why the entry will not be placed; set at the first fault. */
-  bad;
-  staged;
-  held = [];
-  fd = null;
-  created = false;
-  /** What this entry wrote to its staging place, by relative path: checked on disk before the rename. */
-  written = /* @__PURE__ */ new Map();
-  /** The sink for one file of the entry, or null when its data is to be skipped. */
-  file(rel, size) {
-    if (this.bad) return null;
-    if (this.digest.size + size > this.wanted.size || this.digest.files + 1 > this.wanted.files) {
-      this.fail(
-        `pack holds more than the manifest promises for this entry (${this.wanted.size} bytes in ${this.wanted.files} files)`
-      );
-      return null;
-    }
-    this.digest.beginFile(rel, size);
-    const kind = this.target.kind;
-    if (kind.isRelocatable(rel)) {
-      if (size > MAX_RELOCATABLE) {
-        this.fail(`${rel} is ${size} bytes; a relocatable file is at most ${MAX_RELOCATABLE}`);
-        return null;
-      }
-      const held = { rel, chunks: [], bytes: 0 };
-      this.held.push(held);
-      return {
-        data: (chunk) => {
-          this.digest.update(chunk);
-          held.chunks.push(Buffer.from(chunk));
-        },
-        end: () => {
-        }
-      };
-    }
-    const dest = this.dest(rel);
-    this.written.set(rel, size);
-    try {
-      this.prepare();
-      this.fd = fs8.openSync(dest, "wx");
-    } catch (e) {
-      this.fail(`could not be written: ${e.message}`);
-    }
-    return {
-      data: (chunk) => {
-        this.digest.update(chunk);
-        if (this.bad || this.fd === null) return;
-        try {
-          writeFullySync(this.fd, chunk, dest);
-        } catch (e) {
-          this.fail(`could not be written: ${e.message}`);
-        }
-      },
-      end: () => this.closeFile()
-    };
-  }
-  /** Marks the entry bad (its data is still read, to keep the digest honest, but never placed). */
-  fail(reason) {
-    this.bad ??= reason;
-    this.closeFile();
-  }
-  /**
-   * Verifies the entry and places it: null when it is now in the cache, else why it is not (and its
-   * staging place is gone).
-   */
-  finish() {
-    this.closeFile();
-    const w2 = this.wanted;
-    let reason = this.bad;
-    if (!reason) {
-      const got = this.digest.digest();
-      if (got !== w2.sha256)
-        reason = `digest mismatch (pack has ${got.slice(0, 12)}, manifest ${w2.sha256.slice(0, 12)})`;
-      else if (this.digest.size !== w2.size || this.digest.files !== w2.files)
-        reason = "size or file count differs from manifest";
-    }
-    if (!reason) {
-      try {
-        this.prepare();
-        for (const h of this.held) {
-          const data = this.target.kind.relocate(
-            this.target.root,
-            this.entryName,
-            h.rel,
-            Buffer.concat(h.chunks)
-          );
-          this.written.set(h.rel, data.length);
-          const fd = fs8.openSync(this.dest(h.rel), "wx");
-          try {
-            writeFullySync(fd, data, this.dest(h.rel));
-          } finally {
-            fs8.closeSync(fd);
-          }
-        }
-      } catch (e) {
-        reason = `could not be written: ${e.message}`;
-      }
-    }
-    if (!reason) reason = this.stagedDiffers();
-    if (!reason) {
-      try {
-        place(this.staged, this.target.root, this.entryName, this.target.staging);
-        return null;
-      } catch (e) {
-        reason = `could not be placed: ${e.message}`;
-      }
-    }
-    this.discard();
-    return reason;
-  }
-  /** Deletes whatever was staged. */
-  discard() {
-    this.closeFile();
-    this.held.length = 0;
-    fs8.rmSync(this.staged, { recursive: true, force: true });
-  }
-  /** Why the staged files on disk are not exactly the ones written, or null when they are. */
-  stagedDiffers() {
-    if (this.target.kind.entryShape !== "folder") {
-      const size = this.written.get("");
-      try {
-        return fs8.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
-      } catch {
-        return "staged file vanished before placing";
-      }
-    }
-    let names;
-    try {
-      names = fs8.readdirSync(this.staged);
-    } catch {
-      return "staged entry vanished before placing";
-    }
-    if (names.length !== this.written.size) return "staged entry changed on disk before placing";
-    for (const n of names) {
-      const want = this.written.get(n);
-      let size;
-      try {
-        size = fs8.statSync(path5.join(this.staged, n)).size;
-      } catch {
-        return `staged ${n} vanished before placing`;
-      }
-      if (size !== want) return `staged ${n} changed on disk before placing`;
-    }
-    return null;
-  }
-  dest(rel) {
-    return rel ? path5.join(this.staged, rel) : this.staged;
-  }
-  prepare() {
-    if (this.created) return;
-    const isDir = this.target.kind.entryShape === "folder";
-    fs8.mkdirSync(isDir ? this.staged : path5.dirname(this.staged), { recursive: true });
-    this.created = true;
-  }
-  closeFile() {
-    if (this.fd === null) return;
-    const fd = this.fd;
-    this.fd = null;
-    try {
-      fs8.closeSync(fd);
-    } catch (e) {
-      this.bad ??= `could not be written: ${e.message}`;
-    }
-  }
-};
-function place(staged, root, entryName, staging) {
-  ensureRealDirs(root, path5.posix.dirname(entryName) === "." ? "" : path5.posix.dirname(entryName));
-  const dest = path5.join(root, entryName);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      fs8.renameSync(staged, dest);
-      return;
-    } catch (e) {
-      const code = e.code;
-      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
-    }
-    if (sameTree(staged, dest)) {
-      fs8.rmSync(staged, { recursive: true, force: true });
-      return;
-    }
-    if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
-    const aside = path5.join(staging, `old-${randomBytes(6).toString("hex")}`);
-    try {
-      fs8.renameSync(dest, aside);
-    } catch (e) {
-      if (e.code !== "ENOENT") throw e;
-      continue;
-    }
-    fs8.rmSync(aside, { recursive: true, force: true });
-  }
-}
-function sameTree(a, b2) {
-  try {
-    const sa = fs8.statSync(a);
-    const sb = fs8.statSync(b2);
-    if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs8.readFileSync(a).equals(fs8.readFileSync(b2));
-    const na = fs8.readdirSync(a).sort();
-    const nb = fs8.readdirSync(b2).sort();
-    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path5.join(a, n), path5.join(b2, n)));
-  } catch {
-    return false;
-  }
-}
-
-// src/pack/member-policy.ts
-var REGULAR = /* @__PURE__ */ new Set(["File", "OldFile", "ContiguousFile"]);
-function locateMember(member, targets) {
-  if (!REGULAR.has(member.type)) return `${member.type} members are never extracted`;
-  const p2 = member.path;
-  if (p2.startsWith("/") || /^[A-Za-z]:/.test(p2)) return "absolute path";
-  const parts = p2.split("/");
-  if (parts.some((s3) => s3 === "" || s3 === "." || s3 === ".." || s3.includes("\\") || s3.includes("\0"))) {
-    return "path with empty, '.' or '..' parts";
-  }
-  const [cache, ...rest] = parts;
-  const target = targets.get(cache ?? "");
-  if (!target) return "not a configured cache";
-  let entryName;
-  let rel;
-  if (target.kind.entryShape === "folder") {
-    if (rest.length !== 2) return "not <cache>/<entry>/<file>";
-    entryName = rest[0];
-    rel = rest[1];
-  } else {
-    entryName = rest.join("/");
-    rel = "";
-  }
-  if (!target.kind.isEntryName(entryName) || entryName.startsWith(KCACHE_PRIVATE_PREFIX))
-    return "bad entry name";
-  return { cache, entryName, rel, target };
-}
-
-// src/pack/tar-reader.ts
-var TYPES = {
-  "\0": "OldFile",
-  "0": "File",
-  "1": "Link",
-  "2": "SymbolicLink",
-  "3": "CharacterDevice",
-  "4": "BlockDevice",
-  "5": "Directory",
-  "6": "FIFO",
-  "7": "ContiguousFile"
-};
-var MAX_META = 1024 * 1024;
-var BLOCK = 512;
-var TarReader = class {
-  constructor(onMember) {
-    this.onMember = onMember;
-  }
-  onMember;
-  /** Set once the end-of-archive block is read; later bytes are ignored. */
-  ended = false;
-  header = Buffer.alloc(BLOCK);
-  headerFill = 0;
-  /** Data bytes left in the current member (or metadata record), then its padding. */
-  remaining = 0;
-  padding = 0;
-  sink = null;
-  /** A PAX or long-name record being collected, and what it will say of the next member. */
-  meta = null;
-  pending = {};
-  offset = 0;
-  write(buf) {
-    let o = 0;
-    while (o < buf.length && !this.ended) {
-      if (this.remaining > 0) {
-        const n2 = Math.min(this.remaining, buf.length - o);
-        const chunk = buf.subarray(o, o + n2);
-        if (this.meta) this.meta.chunks.push(Buffer.from(chunk));
-        else this.sink?.data(chunk);
-        o += n2;
-        this.remaining -= n2;
-        if (this.remaining === 0) this.endData();
-        continue;
-      }
-      if (this.padding > 0) {
-        const n2 = Math.min(this.padding, buf.length - o);
-        o += n2;
-        this.padding -= n2;
-        continue;
-      }
-      const n = Math.min(BLOCK - this.headerFill, buf.length - o);
-      buf.copy(this.header, this.headerFill, o, o + n);
-      this.headerFill += n;
-      o += n;
-      if (this.headerFill === BLOCK) {
-        this.headerFill = 0;
-        this.readHeader();
-      }
-    }
-    this.offset += buf.length;
-  }
-  /** The input ended: an error when it ended inside a header or a member. */
-  end() {
-    if (this.ended) return;
-    if (this.remaining > 0 || this.headerFill > 0 || this.padding > 0)
-      throw new Error("tar data ends inside a member (truncated?)");
-  }
-  endData() {
-    const pad = this.sizeOfData % BLOCK;
-    this.padding = pad === 0 ? 0 : BLOCK - pad;
-    if (this.meta) {
-      this.applyMeta(this.meta.type, Buffer.concat(this.meta.chunks));
-      this.meta = null;
-      return;
-    }
-    const sink = this.sink;
-    this.sink = null;
-    sink?.end();
-  }
-  sizeOfData = 0;
-  readHeader() {
-    const h = this.header;
-    if (h.every((b2) => b2 === 0)) {
-      this.ended = true;
-      return;
-    }
-    const at2 = this.offset;
-    const stored = parseOctal(h, 148, 8);
-    let sum = 0;
-    for (let i = 0; i < BLOCK; i++) sum += i >= 148 && i < 156 ? 32 : h[i];
-    if (stored !== sum) throw new Error(`invalid tar header near byte ${at2} (checksum mismatch)`);
-    const size = parseSize(h, at2);
-    const flag = String.fromCharCode(h[156]);
-    this.sizeOfData = size;
-    if (flag === "x" || flag === "g" || flag === "L" || flag === "K") {
-      if (size > MAX_META) throw new Error(`tar metadata record of ${size} bytes near byte ${at2}`);
-      this.meta = { type: flag, chunks: [] };
-      this.remaining = size;
-      if (size === 0) this.endData();
-      return;
-    }
-    let name = cString(h, 0, 100);
-    if (h.toString("latin1", 257, 262) === "ustar") {
-      const prefix = cString(h, 345, 155);
-      if (prefix) name = `${prefix}/${name}`;
-    }
-    const member = {
-      path: this.pending.path ?? name,
-      size: this.pending.size ?? size,
-      type: TYPES[flag] ?? "Unsupported"
-    };
-    this.pending = {};
-    const dataSize = member.type === "File" || member.type === "OldFile" || member.type === "ContiguousFile" ? member.size : 0;
-    member.size = dataSize;
-    this.sizeOfData = dataSize;
-    this.sink = this.onMember(member);
-    this.remaining = dataSize;
-    if (dataSize === 0) this.endData();
-  }
-  applyMeta(type, data) {
-    if (type === "L") this.pending.path = cString(data, 0, data.length);
-    if (type !== "x") return;
-    let o = 0;
-    while (o < data.length) {
-      const space = data.indexOf(32, o);
-      const len = Number(data.toString("latin1", o, space));
-      if (space < 0 || !Number.isInteger(len) || len <= 0 || o + len > data.length)
-        throw new Error("malformed PAX header");
-      const record = data.toString("utf8", space + 1, o + len - 1);
-      const eq = record.indexOf("=");
-      const key = record.slice(0, eq);
-      const value = record.slice(eq + 1);
-      if (key === "path") this.pending.path = value;
-      if (key === "size") {
-        const n = Number(value);
-        if (!Number.isSafeInteger(n) || n < 0) throw new Error(`malformed PAX size ${value}`);
-        this.pending.size = n;
-      }
-      o += len;
-    }
-  }
-};
-function cString(b2, start, length) {
-  const end = b2.indexOf(0, start);
-  return b2.toString("utf8", start, end < 0 || end > start + length ? start + length : end);
-}
-function parseOctal(b2, start, length) {
-  const text = b2.toString("latin1", start, start + length).replace(/[\0 ]+$/, "").trim();
-  if (!/^[0-7]*$/.test(text)) return Number.NaN;
-  return text === "" ? 0 : Number.parseInt(text, 8);
-}
-function parseSize(h, at2) {
-  let n;
-  if (h[124] & 128) {
-    n = h[124] & 127;
-    for (let i = 125; i < 136; i++) n = n * 256 + h[i];
-  } else n = parseOctal(h, 124, 12);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`invalid tar size field near byte ${at2}`);
-  return n;
-}
-
-// src/pack/zstd.ts
-import { spawn, spawnSync } from "node:child_process";
-import { Duplex, PassThrough } from "node:stream";
-import zlib from "node:zlib";
-
-// src/errors.ts
-var ExitCode = {
-  ok: 0,
-  /** An unexpected internal error (a bug): the stack is printed. */
-  internal: 1,
-  /** Bad command line or bad kcache.yml. */
-  usage: 2,
-  /** The store failed and --strict was given. */
-  store: 3,
-  /** The probed software stack disagrees with the pins and --strict was given. */
-  stackMismatch: 4,
-  /** No cache matched and --fail-on-cache-miss was given. */
-  cacheMiss: 5,
-  /** `kcache run`: an error-severity check failed (or expect: warm failed); nothing was saved. */
-  checkFailed: 6
-};
-var KcacheError = class extends Error {
-  constructor(message, code, exitCode) {
-    super(message);
-    this.code = code;
-    this.exitCode = exitCode;
-    this.name = new.target.name;
-  }
-  code;
-  exitCode;
-};
-var StoreError = class extends KcacheError {
-  constructor(message, cause) {
-    super(message, "EKCACHE_STORE", ExitCode.store);
-    this.cause = cause;
-  }
-  cause;
-};
-
-// src/pack/zstd-portable.ts
-import fs9 from "node:fs";
-import { createRequire } from "node:module";
-import path6 from "node:path";
-import { fileURLToPath } from "node:url";
-var FRAME_BYTES = 4 * 1024 * 1024;
-var loading;
-function wasmFile() {
-  const here = path6.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path6.join(here, "zstd.wasm")];
-  try {
-    const main = createRequire(import.meta.url).resolve("@bokuweb/zstd-wasm");
-    candidates.push(path6.join(path6.dirname(main), "zstd.wasm"));
-  } catch {
-  }
-  return candidates.find((f2) => fs9.existsSync(f2)) ?? null;
-}
-function loadWasm() {
-  loading ??= (async () => {
-    if (!wasmFile())
-      throw new Error("zstd.wasm is missing (neither beside kcache nor in @bokuweb/zstd-wasm)");
-    const ns2 = await Promise.resolve().then(() => __toESM(require_index_node(), 1));
-    const wasm = ns2.default ?? ns2;
-    await wasm.init();
-    return wasm;
-  })();
-  return loading;
-}
-var FrameCompressor = class {
-  constructor(wasm, level) {
-    this.wasm = wasm;
-    this.level = level;
-  }
-  wasm;
-  level;
-  pending = Buffer.allocUnsafe(FRAME_BYTES);
-  filled = 0;
-  push(input, emit) {
-    let src = input;
-    while (src.length > 0) {
-      const n = Math.min(src.length, FRAME_BYTES - this.filled);
-      src.copy(this.pending, this.filled, 0, n);
-      this.filled += n;
-      src = src.subarray(n);
-      if (this.filled === FRAME_BYTES) this.flush(emit);
-    }
-  }
-  end(emit) {
-    if (this.filled > 0) this.flush(emit);
-  }
-  flush(emit) {
-    const frame = this.wasm.compress(this.pending.subarray(0, this.filled), this.level);
-    this.filled = 0;
-    emit(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
-  }
-};
-var JsDecompressor = class {
-  inner;
-  sink = null;
-  constructor(fzstd) {
-    this.inner = new fzstd.Decompress((data) => {
-      this.sink?.(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-    });
-  }
-  push(input, emit) {
-    this.sink = emit;
-    this.inner.push(Uint8Array.prototype.slice.call(input));
-  }
-  end() {
-    try {
-      this.inner.push(new Uint8Array(0), true);
-    } catch (e) {
-      throw new Error(`zstd data ends inside a frame (truncated?): ${e.message}`);
-    }
-  }
-  release() {
-  }
-};
-
-// src/pack/zstd-sync.ts
-import { createRequire as createRequire2 } from "node:module";
-var binding;
-var idle = {
-  d: [],
-  c: /* @__PURE__ */ new Map()
-};
-function zstdBinding() {
-  if (binding === void 0) {
-    try {
-      binding = createRequire2(import.meta.url)("zstd-napi/binding.js");
-    } catch {
-      binding = null;
-    }
-  }
-  return binding;
-}
-var SyncDecompressor = class {
-  dctx;
-  out;
-  /** 0 once the last frame ended; else more input is needed. */
-  hint = 1;
-  constructor(b2) {
-    const reused = idle.d.pop() ?? { ctx: new b2.DCtx(), out: Buffer.allocUnsafe(b2.dStreamOutSize() * 4) };
-    reused.ctx.reset(b2.ResetDirective.sessionOnly);
-    this.dctx = reused.ctx;
-    this.out = reused.out;
-  }
-  /** Gives the context back for the next pack; this decompressor is not used again. */
-  release() {
-    idle.d.push({ ctx: this.dctx, out: this.out });
-  }
-  /** `emit` gets a view of the reused output buffer: it must use or copy it before returning. */
-  push(input, emit) {
-    let src = input;
-    for (; ; ) {
-      const [hint, produced, consumed] = this.dctx.decompressStream(this.out, src);
-      this.hint = hint;
-      src = src.subarray(consumed);
-      if (produced > 0) emit(this.out.subarray(0, produced));
-      if (src.length === 0 && produced < this.out.length) return;
-    }
-  }
-  /** The input ended: an error when it ended inside a frame. */
-  end() {
-    if (this.hint !== 0) throw new Error("zstd data ends inside a frame (truncated?)");
-  }
-};
-var SyncCompressor = class {
-  cctx;
-  b;
-  out;
-  key;
-  /** `threads` above 1 compresses on that many native threads (zstd's own, as `zstd -T`). */
-  constructor(b2, level, threads = 1) {
-    this.b = b2;
-    this.key = `${level}/${threads}`;
-    let reused = idle.c.get(this.key)?.pop();
-    if (!reused) {
-      const ctx = new b2.CCtx();
-      ctx.setParameter(b2.CParameter.compressionLevel, level);
-      ctx.setParameter(b2.CParameter.checksumFlag, 1);
-      if (threads > 1) {
-        ctx.setParameter(b2.CParameter.nbWorkers, threads);
-        ctx.setParameter(b2.CParameter.jobSize, 2 * 1024 * 1024);
-      }
-      reused = { ctx, out: Buffer.allocUnsafe(b2.cStreamOutSize() * 4) };
-    }
-    reused.ctx.reset(b2.ResetDirective.sessionOnly);
-    this.cctx = reused.ctx;
-    this.out = reused.out;
-  }
-  push(input, emit) {
-    this.run(input, this.b.EndDirective.continue, emit);
-  }
-  /** Ends the frame and gives the context back for the next pack. */
-  end(emit) {
-    this.run(Buffer.alloc(0), this.b.EndDirective.end, emit);
-    const list = idle.c.get(this.key) ?? [];
-    list.push({ ctx: this.cctx, out: this.out });
-    idle.c.set(this.key, list);
-  }
-  run(input, op, emit) {
-    let src = input;
-    for (; ; ) {
-      const [left, produced, consumed] = this.cctx.compressStream2(this.out, src, op);
-      src = src.subarray(consumed);
-      if (produced > 0) emit(Buffer.from(this.out.subarray(0, produced)));
-      const finished = op === this.b.EndDirective.end ? left === 0 : src.length === 0;
-      if (finished && produced < this.out.length) return;
-    }
-  }
-};
-
-// src/pack/zstd.ts
-var ZSTD_ENGINES = ["napi", "zlib", "system", "wasm"];
-var ZstdUnavailableError = class extends StoreError {
-};
-var chosen = /* @__PURE__ */ new Map();
-function zstdEngine(env = process.env) {
-  const forced = env.KCACHE_ZSTD ?? "";
-  let found = chosen.get(forced);
-  if (!found) {
-    found = pickEngine(forced);
-    chosen.set(forced, found);
-  }
-  return found;
-}
-async function pickEngine(forced) {
-  if (forced && !ZSTD_ENGINES.includes(forced))
-    throw new ZstdUnavailableError(
-      `KCACHE_ZSTD=${forced} names no engine: use one of ${ZSTD_ENGINES.join(", ")}, or unset it`
-    );
-  const order = forced ? [forced] : ZSTD_ENGINES;
-  const why = [];
-  for (const name of order) {
-    const engine = await tryEngine(name, why);
-    if (engine) return engine;
-  }
-  throw new ZstdUnavailableError(
-    `no Zstandard engine works here (${why.join("; ")}). Fix: install zstd (apt-get install -y zstd, apk add zstd, dnf install zstd)${forced ? `, or unset KCACHE_ZSTD=${forced}` : ""}, or run on Node 22.15 or later`
-  );
-}
-async function tryEngine(name, why) {
-  if (name === "napi") {
-    const b2 = zstdBinding();
-    if (!b2) {
-      why.push("zstd-napi is not installed");
-      return null;
-    }
-    return inProcess(name, {
-      compressor: (level, threads) => new SyncCompressor(b2, level, threads),
-      decompressor: () => new SyncDecompressor(b2)
-    });
-  }
-  if (name === "zlib") {
-    const z2 = zlib;
-    const { createZstdCompress: compress, createZstdDecompress: decompress2 } = z2;
-    const level = z2.constants.ZSTD_c_compressionLevel;
-    const checksum = z2.constants.ZSTD_c_checksumFlag;
-    if (!compress || !decompress2 || level === void 0 || checksum === void 0) {
-      why.push(`Node ${process.version} has no built-in zstd`);
-      return null;
-    }
-    return {
-      name,
-      chunks: null,
-      // No nbWorkers: Node 24's zlib pushes after EOF with zstd's threads on.
-      compressStream: (l) => compress({ params: { [level]: l, [checksum]: 1 } }),
-      decompressStream: () => decompress2()
-    };
-  }
-  if (name === "system") {
-    const probe = spawnSync("zstd", ["-V"], { stdio: "ignore", timeout: 1e4 });
-    if (probe.status !== 0) {
-      why.push(
-        probe.error ? "no zstd on PATH" : `zstd -V failed (${probe.signal ?? `exit ${probe.status}`})`
-      );
-      return null;
-    }
-    return {
-      name,
-      chunks: null,
-      compressStream: (level) => processDuplex("zstd", [`-${level}`, "-T0", "-q", "-c"]),
-      decompressStream: () => processDuplex("zstd", ["-d", "-q", "-c"])
-    };
-  }
-  const file = wasmFile();
-  try {
-    const [wasm, fzstd] = await Promise.all([loadWasm(), Promise.resolve().then(() => (init_esm(), esm_exports))]);
-    return inProcess(name, {
-      compressor: (level) => new FrameCompressor(wasm, level),
-      decompressor: () => new JsDecompressor(fzstd)
-    });
-  } catch (e) {
-    why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${e.message})`);
-    return null;
-  }
-}
-function inProcess(name, chunks) {
-  return {
-    name,
-    chunks,
-    compressStream: (level) => {
-      const c = chunks.compressor(level, 1);
-      return syncDuplex(
-        (input, emit) => c.push(input, emit),
-        (emit) => c.end(emit)
-      );
-    },
-    decompressStream: () => {
-      const d = chunks.decompressor();
-      return syncDuplex(
-        // A decompressor hands out views of a buffer it reuses: each piece is copied on.
-        (input, emit) => d.push(input, (out) => emit(Buffer.from(out))),
-        () => {
-          d.end();
-          d.release();
-        }
-      );
-    }
-  };
-}
-function syncDuplex(push, end) {
-  return new Duplex({
-    readableHighWaterMark: 1 << 20,
-    write(chunk, _enc, cb) {
-      try {
-        push(chunk, (out) => this.push(out));
-        cb();
-      } catch (e) {
-        cb(e);
-      }
-    },
-    final(cb) {
-      try {
-        end((out) => this.push(out));
-        this.push(null);
-        cb();
-      } catch (e) {
-        cb(e);
-      }
-    },
-    read() {
-    }
-  });
-}
-function processDuplex(cmd, args) {
-  const child = spawn(cmd, args, { stdio: ["pipe", "pipe", "pipe"] });
-  const out = new PassThrough({ highWaterMark: 1 << 20 });
-  let stderr = "";
-  child.stderr.on("data", (d) => {
-    stderr += d.toString();
-  });
-  child.stdout.pipe(out, { end: false });
-  const duplex = Duplex.from({ writable: child.stdin, readable: out });
-  const fail = (e) => {
-    out.destroy(e);
-    duplex.destroy(e);
-  };
-  child.on("close", (code, signal) => {
-    if (code === 0) out.end();
-    else fail(new Error(`${cmd} ${args.join(" ")} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`));
-  });
-  child.on("error", (e) => fail(new Error(`${cmd} could not be started: ${e.message}`)));
-  child.stdin.on("error", () => {
-  });
-  const stop = () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill();
-  };
-  out.on("close", stop);
-  duplex.on("close", () => {
-    stop();
-    child.stdout.destroy();
-    child.stdin.destroy();
-  });
-  return duplex;
-}
-
-// src/pack/pack-reader.ts
-var TAR_OVERHEAD_PER_ENTRY = 64 * 1024;
-function tarBytesLimit(pack) {
-  return pack.entryBytes + pack.entries * TAR_OVERHEAD_PER_ENTRY + 1024 * 1024;
-}
-var PackRestorer = class {
-  constructor(pack, wanted, targets) {
-    this.pack = pack;
-    this.wanted = wanted;
-    this.targets = targets;
-    this.byId = new Map(wanted.map((w2) => [entryId(w2), w2]));
-    this.tarLimit = tarBytesLimit(pack);
-    this.reader = new TarReader((m2) => this.member(m2));
-  }
-  pack;
-  wanted;
-  targets;
-  result = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
-  byId;
-  seen = /* @__PURE__ */ new Set();
-  hash = createHash2("sha256");
-  reader;
-  tarLimit;
-  tarBytes = 0;
-  current = null;
-  currentId = "";
-  /** Compressed bytes as read from the store: counted, hashed and bounded by the manifest. */
-  compressed(chunk) {
-    this.result.bytes += chunk.length;
-    if (this.result.bytes > this.pack.size)
-      throw new Error(`object is longer than the ${this.pack.size} bytes its manifest says`);
-    this.hash.update(chunk);
-  }
-  /** Decompressed tar bytes, in order. */
-  tar(chunk) {
-    this.tarBytes += chunk.length;
-    if (this.tarBytes > this.tarLimit) {
-      throw new Error(
-        `pack expands past the ${this.tarLimit} bytes its manifest allows (a decompression bomb?)`
-      );
-    }
-    this.reader.write(chunk);
-  }
-  /** Ends the read: `error` is why the pack could not be read to its end, if it could not. */
-  finish(error) {
-    const r = this.result;
-    let fault = error;
-    if (!fault) {
-      try {
-        this.reader.end();
-      } catch (e) {
-        fault = e;
-      }
-    }
-    if (fault) {
-      if (this.current) {
-        this.current.discard();
-        r.bad.push({
-          entry: this.label(this.current),
-          reason: `pack ended inside this entry (${fault.message})`
-        });
-        this.current = null;
-      }
-      r.packError = fault.message;
-    } else {
-      this.closeEntry();
-      const got = this.hash.digest("hex");
-      if (r.bytes !== this.pack.size)
-        r.packError = `pack is ${r.bytes} bytes where the manifest says ${this.pack.size} (truncated?)`;
-      else if (got !== this.pack.sha256)
-        r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
-    }
-    for (const w2 of this.wanted) {
-      if (!this.seen.has(entryId(w2))) {
-        r.bad.push({
-          entry: `${w2.cache}/${w2.name}`,
-          reason: r.packError ? "not read: pack unreadable" : "missing from pack"
-        });
-      }
-    }
-    return r;
-  }
-  member(m2) {
-    const located = locateMember(m2, this.targets);
-    if (typeof located === "string") {
-      this.result.refused.push(`${m2.path}: ${located}`);
-      const c = this.current;
-      if (c && m2.path.startsWith(`${c.wanted.cache}/${c.wanted.name}/`)) c.fail(`unsafe member ${m2.path}`);
-      return null;
-    }
-    const id = entryId({ cache: located.cache, name: located.entryName });
-    if (!this.current || this.currentId !== id) {
-      this.closeEntry();
-      const w2 = this.byId.get(id);
-      if (!w2) return null;
-      const duplicate = this.seen.has(id);
-      this.seen.add(id);
-      this.current = new StagedEntry(
-        w2,
-        located.entryName,
-        located.target,
-        duplicate ? "entry appears twice in the pack" : null
-      );
-      this.currentId = id;
-    }
-    return this.current.file(located.rel, m2.size);
-  }
-  /** Verifies and places the entry just read (or discards it). */
-  closeEntry() {
-    const c = this.current;
-    if (!c) return;
-    this.current = null;
-    const reason = c.finish();
-    if (reason) this.result.bad.push({ entry: this.label(c), reason });
-    else this.result.restored.push(c.wanted);
-  }
-  label(c) {
-    return `${c.wanted.cache}/${c.wanted.name}`;
-  }
-};
-async function* packFileChunks(file, reuse) {
-  const fd = fs10.openSync(file, "r");
-  try {
-    let buf = Buffer.allocUnsafe(1 << 20);
-    for (; ; ) {
-      const n = fs10.readSync(fd, buf, 0, buf.length, null);
-      if (n === 0) return;
-      yield buf.subarray(0, n);
-      if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
-      await setImmediate();
-    }
-  } finally {
-    fs10.closeSync(fd);
-  }
-}
-async function readPack(from, pack, wanted, targets, onBytes) {
-  const restorer = new PackRestorer(pack, wanted, targets);
-  let error = null;
-  try {
-    const engine = await zstdEngine();
-    const source = "file" in from ? packFileChunks(from.file, engine.chunks !== null) : from;
-    if (engine.chunks) {
-      const dec = engine.chunks.decompressor();
-      try {
-        for await (const chunk of source) {
-          restorer.compressed(chunk);
-          onBytes?.(chunk.length);
-          dec.push(chunk, (tar) => restorer.tar(tar));
-        }
-        dec.end();
-      } finally {
-        dec.release();
-      }
-    } else {
-      const counted = new Transform({
-        transform(chunk, _enc, cb) {
-          try {
-            restorer.compressed(chunk);
-          } catch (e) {
-            cb(e);
-            return;
-          }
-          onBytes?.(chunk.length);
-          cb(null, chunk);
-        }
-      });
-      const sink = new Writable({
-        highWaterMark: 1 << 20,
-        write(chunk, _enc, cb) {
-          try {
-            restorer.tar(chunk);
-            cb();
-          } catch (e) {
-            cb(e);
-          }
-        }
-      });
-      await pipeline(source, counted, engine.decompressStream(), sink);
-    }
-  } catch (e) {
-    error = e;
-  }
-  return restorer.finish(error);
-}
-
-// src/pack/pack-worker.ts
+// src/pack/threads/pack-worker.ts
 var port = parentPort;
 if (!port) throw new Error("pack-worker.ts runs only as a worker thread");
 var ForwardedChunks = class {
@@ -5849,8 +5849,9 @@ function send(m2, transfer) {
 var forwarded = /* @__PURE__ */ new Map();
 var flows = /* @__PURE__ */ new Map();
 var IN_FLIGHT = 8 * 1024 * 1024;
-async function build(job, inputs, level, zstdThreads) {
-  const { chunks } = await zstdEngine();
+async function build(m2) {
+  const { job, inputs, level, zstdThreads } = m2;
+  const { chunks } = await zstdEngine(m2.zstd);
   if (!chunks) throw new Error("the pack worker has no in-process zstd engine");
   const flow = { inFlight: 0, wake: null, cancelled: false };
   flows.set(job, flow);
@@ -5887,17 +5888,16 @@ port.on("message", (m2) => {
   else if (m2.op === "restore") {
     const source = m2.file ? { file: m2.file } : new ForwardedChunks(m2.job);
     if (source instanceof ForwardedChunks) forwarded.set(m2.job, source);
-    readPack(
-      source,
-      m2.pack,
-      m2.wanted,
-      targetsFrom(m2.targets, cacheKind),
-      (n) => send({ op: "bytes", job: m2.job, n })
-    ).then((result) => send({ op: "restored", job: m2.job, result })).catch((e) => send({ op: "failed", job: m2.job, message: e.message })).finally(() => forwarded.delete(m2.job));
+    readPack({
+      from: source,
+      pack: m2.pack,
+      wanted: m2.wanted,
+      targets: targetsFrom(m2.targets, cacheKind),
+      zstd: m2.zstd,
+      onBytes: (n) => send({ op: "bytes", job: m2.job, n })
+    }).then((result) => send({ op: "restored", job: m2.job, result })).catch((e) => send({ op: "failed", job: m2.job, message: e.message })).finally(() => forwarded.delete(m2.job));
   } else if (m2.op === "build") {
-    build(m2.job, m2.inputs, m2.level, m2.zstdThreads).catch(
-      (e) => send({ op: "failed", job: m2.job, message: e.message })
-    );
+    build(m2).catch((e) => send({ op: "failed", job: m2.job, message: e.message }));
   } else if (m2.op === "ack" || m2.op === "cancel") {
     const flow = flows.get(m2.job);
     if (flow) {

@@ -13,7 +13,7 @@ const outdir = process.argv[2] ?? "build/cli";
 fs.rmSync(outdir, { recursive: true, force: true });
 await build({
   ...nodeEsm(),
-  entryPoints: ["src/cli/main.ts", "src/pack/pack-worker.ts", "src/stack/python-probe.ts"],
+  entryPoints: ["src/cli/main.ts", "src/pack/threads/pack-worker.ts", "src/stack/python-probe.ts"],
   outdir,
   entryNames: "[name]",
   splitting: true,

@@ -32,7 +32,7 @@ export function nodeEsm(header = "") {
   };
 }
 
-/** Copies the WebAssembly zstd (the engine of last resort, src/pack/zstd-portable.ts) into `dir`. */
+/** Copies the WebAssembly zstd (the engine of last resort, src/pack/zstd/portable.ts) into `dir`. */
 export function copyZstdWasm(dir) {
   const main = createRequire(import.meta.url).resolve("@bokuweb/zstd-wasm");
   fs.mkdirSync(dir, { recursive: true });

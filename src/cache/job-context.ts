@@ -1,8 +1,10 @@
+import type { RuntimeSettings } from "../environment.js";
 import type { ScopePlan } from "../keys/scope.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import type { Log } from "../log.js";
 import type { Progress } from "../progress.js";
 import type { Store } from "../store/store.js";
+import type { Strictness } from "./faults.js";
 
 /** How saves pack and when they consolidate (kcache.yml's `save:`). */
 export interface SaveSettings {
@@ -33,8 +35,10 @@ export interface JobContext {
   stackKeyPrefix: string;
   stateFile: string;
   log: Log;
-  /** --strict: store and data faults fail the command (exit 3) instead of warning. */
-  strict: boolean;
+  /** --strict: which store and data faults fail the command (exit 3) instead of warning. */
+  strict: Strictness;
+  /** Threads and the Zstandard engine ($KCACHE_THREADS, $KCACHE_ZSTD), read from the environment once. */
+  runtime: RuntimeSettings;
   /** Shows a transfer's progress (the CLI's bar or log lines); none in library use. */
   progress?: (label: string, totalBytes: number | null) => Progress;
 }

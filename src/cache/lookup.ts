@@ -4,6 +4,7 @@ import type { Log } from "../log.js";
 import { decodeManifest, type Manifest } from "../manifest/manifest.js";
 import { manifestListPrefix, manifestObject, parseManifestObject } from "../store/layout.js";
 import type { Store } from "../store/store.js";
+import { type Fault, fault } from "./faults.js";
 import type { JobContext } from "./job-context.js";
 
 export interface Match {
@@ -18,7 +19,7 @@ export interface Match {
  * Finds the manifest to restore, in actions/cache order. A damaged manifest is reported and the
  * search goes on to the next candidate.
  */
-export async function findManifest(ctx: JobContext, faults?: string[]): Promise<Match | null> {
+export async function findManifest(ctx: JobContext, faults?: Fault[]): Promise<Match | null> {
   const steps = restoreOrder(ctx.key, ctx.stackKeyPrefix, ctx.restorePrefixes, ctx.scopes.read);
   return searchSteps(ctx.store, steps, ctx.key, ctx.log, faults);
 }
@@ -28,7 +29,7 @@ export async function searchSteps(
   steps: LookupStep[],
   primary: string,
   log: Log,
-  faults?: string[],
+  faults?: Fault[],
 ): Promise<Match | null> {
   const tried = new Set<string>();
   for (const step of steps) {
@@ -71,7 +72,7 @@ export async function searchSteps(
       } catch (e) {
         if (!(e instanceof IntegrityError)) throw e;
         log.warn(`${e.message}; skipping it`);
-        faults?.push(e.message);
+        faults?.push(fault("manifest-damaged", e.message));
       }
     }
   }

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { type CacheKind, KCACHE_PRIVATE_PREFIX, type ScanResult } from "../kinds/kind.js";
-import { ensureRealDirs } from "../pack/real-dirs.js";
+import { ensureRealDirs } from "../pack/read/real-dirs.js";
 
 /** Where entries a restore did not bring are moved: private to kcache, invisible to Triton and saves. */
 export const ASIDE_DIR = `${KCACHE_PRIVATE_PREFIX}aside`;

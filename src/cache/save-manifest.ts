@@ -8,7 +8,7 @@ import {
   type Manifest,
   type PackRef,
 } from "../manifest/manifest.js";
-import type { WrittenPack } from "../pack/pack-writer.js";
+import type { WrittenPack } from "../pack/write/pack-writer.js";
 import type { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
 import type { JobContext } from "./job-context.js";

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
 import { EntryDigest } from "../pack/entry-digest.js";
-import { chunks, closeEntry, openEntry } from "../pack/entry-source.js";
+import { chunks, closeEntry, openEntry } from "../pack/write/entry-source.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";

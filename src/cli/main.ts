@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { ExitCode, KcacheError } from "../errors.js";
 import { VERSION } from "../version.js";
+import { strictArgv } from "./strict-flag.js";
 
 /**
  * Declares the commands; each lives in its own module under commands/ and is imported only when
@@ -24,8 +25,8 @@ export async function main(argv: string[]): Promise<void> {
     if (opts.json !== false) cmd.option("--json", "print the result as JSON on stdout");
     if (opts.strict !== false)
       cmd.option(
-        "--strict",
-        "exit 3 on any store or data fault (store down, damaged pack, full disk) and 4 on stack pin mismatches, instead of warning",
+        "--strict [codes]",
+        "exit 3 on store or data faults (store down, damaged pack, full disk) and 4 on stack faults, instead of warning: all of them, or the fault codes given (entry-bad,disk-failed; docs/cli.md#faults)",
       );
     if (opts.revision)
       cmd.option("--revision <rev>", "revision for the key (default: $GITHUB_SHA, then git HEAD)");
@@ -204,7 +205,7 @@ export async function main(argv: string[]): Promise<void> {
     .action(async (a, b, o) => (await import("./commands/diff.js")).diffCommand(a, b, o));
 
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(strictArgv(argv));
   } catch (e) {
     process.exitCode = exitCodeFor(e);
   }

@@ -1,7 +1,8 @@
 /** Options every command takes (declared once in cli/main.ts, read by each command). */
 export interface GlobalOptions {
   config?: string;
-  strict?: boolean;
+  /** --strict alone (true, or "" after cli/strict-flag.ts), or the fault codes it names. */
+  strict?: boolean | string;
   json?: boolean;
   verbose?: boolean;
   revision?: string;

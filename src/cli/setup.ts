@@ -1,3 +1,4 @@
+import { Strictness } from "../cache/faults.js";
 import type { Config } from "../config/load.js";
 import { buildJob, type Job, type JobOverrides, jobConfig, parseKind } from "../job/build-job.js";
 import { createLog, type Log } from "../log.js";
@@ -14,7 +15,7 @@ export function overridesFrom(o: GlobalOptions, profile?: string): JobOverrides 
     restoreKeys: o.restoreKey,
     profile,
     revision: o.revision,
-    strict: o.strict,
+    strict: Strictness.parse(o.strict),
   };
 }
 

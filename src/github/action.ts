@@ -1,4 +1,5 @@
 import * as core from "@actions/core";
+import { Strictness } from "../cache/faults.js";
 import { restore } from "../cache/restore.js";
 import { save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
@@ -55,7 +56,7 @@ function inputOverrides(key?: string): JobOverrides {
     key: key ?? text(Inputs.key),
     restoreKeys: lines(Inputs.restoreKeys),
     profile: text(Inputs.profile),
-    strict: flag(Inputs.strict),
+    strict: Strictness.parse(core.getInput(Inputs.strict) || undefined, `input ${Inputs.strict}:`),
   };
 }
 

@@ -1,4 +1,5 @@
 import path from "node:path";
+import { Strictness } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
 import { type Config, loadConfig, profileConfig } from "../config/load.js";
@@ -11,7 +12,7 @@ import type { Log } from "../log.js";
 import { sourcedEnv } from "../process/source-env.js";
 import type { StackFingerprint } from "../stack/fingerprint.js";
 import type { Store } from "../store/store.js";
-import { jobContext, probeJobStack } from "./job-context.js";
+import { jobContext, probeJobStack } from "./build-context.js";
 import { pathLineCaches } from "./path-lines.js";
 
 /**
@@ -31,7 +32,8 @@ export interface JobOverrides {
   restoreKeys?: string[];
   profile?: string;
   revision?: string;
-  strict?: boolean;
+  /** Which faults fail the command (--strict, the action's strict input). */
+  strict?: Strictness;
 }
 
 export interface JobRequest {
@@ -96,7 +98,7 @@ export async function buildJob(req: JobRequest): Promise<Job> {
     env = await sourcedEnv(profile.spec.source, env, at, `${config.source}: profiles.${profile.name}.source`);
   }
   const probeEnv = profile ? { ...env, ...profile.spec.env } : env;
-  const stack = req.stack ?? (await probeJobStack(config, req.log, probeEnv, o.strict));
+  const stack = req.stack ?? (await probeJobStack(config, req.log, probeEnv, o.strict ?? Strictness.none));
   const ctx = await jobContext({
     config,
     log: req.log,

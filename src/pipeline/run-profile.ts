@@ -9,6 +9,8 @@ import { checkName, runCheck } from "../checks/run-checks.js";
 import { parseDuration } from "../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../config/profile-schema.js";
 import { ExitCode, UsageError } from "../errors.js";
+import { historyBaseline, historyRows, isHistoryCheck } from "../history/baseline.js";
+import { type HistoryRows, runRecord, writeRunRecord } from "../history/run-record.js";
 import type { Job } from "../job/build-job.js";
 import { defaultBranchScope } from "../keys/scope.js";
 import { mayHoldKernels } from "../kinds/registry.js";
@@ -18,8 +20,6 @@ import { withSources } from "../process/source-env.js";
 import { compiledBetween, type FolderCount, KernelFolders } from "../telemetry/folder-count.js";
 import { telemetryEnv } from "../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
-import { historyBaseline, historyRows, isHistoryCheck } from "../history/baseline.js";
-import { type HistoryRows, runRecord, writeRunRecord } from "../history/run-record.js";
 
 export const RUN_REPORT_SCHEMA = "kcache-run-report/1";
 

@@ -5,8 +5,11 @@ import { DEFAULT_S3, s3Store } from "./s3.js";
 import { latchStalls } from "./stall-latch.js";
 import type { Store } from "./store.js";
 
-/** The store a configuration names. Remote backends load their client libraries only when used. */
-export function openStore(config: Config): Store {
+/**
+ * The store a configuration names, `env` giving GitHub's cache store the runner's variables. Remote
+ * backends load their client libraries only when used.
+ */
+export function openStore(config: Config, env: NodeJS.ProcessEnv): Store {
   const s = config.store;
   switch (s.type) {
     case "local":
@@ -33,7 +36,7 @@ export function openStore(config: Config): Store {
         ghaStore({
           timeoutMs: s.timeoutMs ?? DEFAULT_GHA_TIMEOUT_MS,
           idleTimeoutMs: s.idleTimeoutMs,
-          env: process.env,
+          env,
         }),
       );
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
+import { quietAwsSdkNotice } from "../environment.js";
 import { StoreError } from "../errors.js";
 import { StalledError, withIdleTimeout } from "./idle-timeout.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, StoreRetryStrategy } from "./retry-strategy.js";
@@ -187,8 +188,7 @@ interface Client {
 }
 
 async function makeClient(settings: S3Settings): Promise<Client> {
-  // kcache supports Node 20 on purpose (CI images); the SDK's notice about Node 22 is not the user's to act on.
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+  quietAwsSdkNotice();
   const [sdk, lib, { NodeHttpHandler }] = await Promise.all([
     import("@aws-sdk/client-s3"),
     import("@aws-sdk/lib-storage"),

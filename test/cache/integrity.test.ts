@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { Strictness } from "../../src/cache/faults.js";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { decodeManifest, encodeManifest } from "../../src/manifest/manifest.js";
@@ -153,7 +154,7 @@ describe("reports that match the disk", () => {
     const again = await restore(ctx);
     expect(again.entriesBad).toBe(0);
     expect(again.entriesRestored + again.entriesPresent).toBe(manifest.entries.length);
-    expect(again.faults.some((f) => f.includes(pack.object))).toBe(true); // the store fault is still said
+    expect(again.faults.some((f) => f.message.includes(pack.object))).toBe(true); // the store fault is still said
     expect(expectOnlyWholeEntries(src, dest)).toBe(manifest.entries.length);
   });
 
@@ -166,10 +167,20 @@ describe("reports that match the disk", () => {
     expect(() => decodeManifest(fs.readFileSync(manifestFile), manifestFile)).toThrow(/listed twice/);
     const r = await restore(await restoreCtx());
     expect(r.matchedKey).toBeNull();
-    expect(r.faults[0]).toMatch(/listed twice \(a damaged manifest\)/);
+    expect(r.faults[0]).toMatchObject({
+      code: "manifest-damaged",
+      message: expect.stringMatching(/listed twice \(a damaged manifest\)/),
+    });
     const strict = await restoreCtx();
-    strict.strict = true;
-    await expect(restore(strict)).rejects.toMatchObject({ exitCode: 3 });
+    strict.strict = Strictness.all;
+    await expect(restore(strict)).rejects.toMatchObject({ exitCode: 3, fault: { code: "manifest-damaged" } });
+    // --strict naming other codes lets this one warn: a miss, exit 0.
+    const others = await restoreCtx();
+    others.strict = Strictness.parse("entry-bad,disk-failed");
+    expect((await restore(others)).matchedKey).toBeNull();
+    const named = await restoreCtx();
+    named.strict = Strictness.parse("manifest-damaged");
+    await expect(restore(named)).rejects.toMatchObject({ exitCode: 3 });
   });
 
   it("refuses a manifest whose body names another key than the one it is stored under (exit 3 under --strict)", async () => {
@@ -180,9 +191,9 @@ describe("reports that match the disk", () => {
     fs.writeFileSync(manifestFile, encodeManifest(other));
     const r = await restore(await restoreCtx());
     expect(r.matchedKey).toBeNull();
-    expect(r.faults[0]).toMatch(/the manifest inside is .*, not the key it is stored under/);
+    expect(r.faults[0]?.message).toMatch(/the manifest inside is .*, not the key it is stored under/);
     const strict = await restoreCtx();
-    strict.strict = true;
+    strict.strict = Strictness.all;
     await expect(restore(strict)).rejects.toMatchObject({ exitCode: 3 });
   });
 });

@@ -11,8 +11,8 @@ import {
   type Manifest,
 } from "../../src/manifest/manifest.js";
 import { EntryDigest } from "../../src/pack/entry-digest.js";
-import { END_OF_ARCHIVE, fileHeader, padding } from "../../src/pack/tar-header.js";
-import { zstdEngine } from "../../src/pack/zstd.js";
+import { END_OF_ARCHIVE, fileHeader, padding } from "../../src/pack/write/tar-header.js";
+import { zstdEngine } from "../../src/pack/zstd/engines.js";
 import { TEST_STACK } from "./test-stack.js";
 
 /** A tar member as an attacker writes it: anything kcache itself would never pack. */
@@ -113,7 +113,7 @@ export async function plantPack(opts: {
   fs.mkdirSync(path.dirname(packFile), { recursive: true });
   await pipeline(
     Readable.from(tarStream(opts.members)),
-    (await zstdEngine()).compressStream(1),
+    (await zstdEngine("")).compressStream(1),
     fs.createWriteStream(packFile),
   );
   if (opts.trailer) fs.appendFileSync(packFile, opts.trailer);

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterEach } from "vitest";
 import type { JobContext } from "../../src/cache/job-context.js";
 import { type Config, resolveConfig } from "../../src/config/load.js";
-import { jobContext } from "../../src/job/job-context.js";
+import { jobContext } from "../../src/job/build-context.js";
 import { silentLog } from "../../src/log.js";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { TEST_STACK } from "./test-stack.js";

@@ -1,6 +1,6 @@
 import type { JobContext } from "../../src/cache/job-context.js";
 import { resolveConfig } from "../../src/config/load.js";
-import { jobContext } from "../../src/job/job-context.js";
+import { jobContext } from "../../src/job/build-context.js";
 import { silentLog } from "../../src/log.js";
 import type { StackFingerprint } from "../../src/stack/fingerprint.js";
 import type { Store } from "../../src/store/store.js";

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore.js";
 import { encodeManifest, MANIFEST_FORMAT, type Manifest } from "../../src/manifest/manifest.js";
 import { EntryDigest } from "../../src/pack/entry-digest.js";
-import { zstdEngine } from "../../src/pack/zstd.js";
+import { zstdEngine } from "../../src/pack/zstd/engines.js";
 import { manifestObject, packObject } from "../../src/store/layout.js";
 import { tritonKeyName } from "../fixtures/triton-cache.js";
 import { type Member, tarOf } from "../helpers/hostile-pack.js";
@@ -38,7 +38,7 @@ describe("unpacking a hostile pack", () => {
       { type: "File", path: `triton/${linky}/sub/deeper.so`, data: "too deep" },
     ];
     const tar = tarOf(members);
-    const z = (await zstdEngine()).compressStream(3);
+    const z = (await zstdEngine("")).compressStream(3);
     const [packed] = await Promise.all([buffer(z), Promise.resolve(z.end(tar))]);
     const object = packObject("branch/main", "hostile");
     const file = path.join(sb.store, ...object.split("/"));

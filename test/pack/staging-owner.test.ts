@@ -1,7 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { makeStaging, pidNamespace, STALE_FOREIGN_MS, stagingIsStale } from "../../src/pack/staging-owner.js";
+import {
+  makeStaging,
+  pidNamespace,
+  STALE_FOREIGN_MS,
+  stagingIsStale,
+} from "../../src/pack/read/staging-owner.js";
 import { tempDir } from "../helpers/sandbox.js";
 
 describe("staging folders' owners", () => {

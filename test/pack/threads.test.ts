@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { JobContext } from "../../src/cache/job-context.js";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { StoreError } from "../../src/errors.js";
@@ -18,20 +19,12 @@ beforeAll(async () => {
   server = await startS3rver();
 });
 afterAll(async () => {
-  delete process.env.KCACHE_THREADS;
   await server?.stop();
 });
 
-/** Runs `fn` with $KCACHE_THREADS set (this test file's process only). */
-async function withThreads<T>(n: number, fn: () => Promise<T>): Promise<T> {
-  const before = process.env.KCACHE_THREADS;
-  process.env.KCACHE_THREADS = String(n);
-  try {
-    return await fn();
-  } finally {
-    if (before === undefined) delete process.env.KCACHE_THREADS;
-    else process.env.KCACHE_THREADS = before;
-  }
+/** A job's context as $KCACHE_THREADS=n would make it (the job reads the environment once). */
+function withThreads(ctx: JobContext, n: number): JobContext {
+  return { ...ctx, runtime: { ...ctx.runtime, threads: n } };
 }
 
 /** Entries restored into `dest` (kcache's private folders aside), after checking each is whole. */
@@ -68,19 +61,20 @@ describe("packs read and written by worker threads", () => {
       generateTritonCache(src, { entries: 40, totalBytes: 6_000_000, seed: 5 });
       const prefix = `threads-${Date.now()}/`;
       // Eight cores' worth: two builder threads, each with its own zstd threads.
-      const saved = await withThreads(8, async () =>
-        save(await sb.context({ config: config(sb, src, store, prefix), revision: REV })),
+      const saved = await save(
+        withThreads(await sb.context({ config: config(sb, src, store, prefix), revision: REV }), 8),
       );
       expect(saved).toMatchObject({ outcome: "saved", entriesNew: 40 });
       expect(saved.packsWritten).toBeGreaterThan(2);
       const dest = path.join(sb.dir, "elsewhere");
-      const r = await withThreads(2, async () =>
-        restore(
+      const r = await restore(
+        withThreads(
           await sb.context({
             config: config(sb, dest, store, prefix),
             revision: REV,
             stateDir: path.join(sb.dir, "s2"),
           }),
+          2,
         ),
       );
       expect(r).toMatchObject({ threads: 2, entriesRestored: 40, entriesBad: 0, faults: [] });
@@ -104,7 +98,7 @@ describe("packs read and written by worker threads", () => {
       },
     };
     const t0 = Date.now();
-    await expect(withThreads(8, async () => save({ ...ctx, store: failing }))).rejects.toThrow(/injected/);
+    await expect(save(withThreads({ ...ctx, store: failing }, 8))).rejects.toThrow(/injected/);
     expect(Date.now() - t0).toBeLessThan(20_000);
     // Two threads: at most the two packs under way when the first failed were started.
     expect(puts).toBeLessThanOrEqual(2);
@@ -128,13 +122,14 @@ describe("packs read and written by worker threads", () => {
     for (let i = 300; i < bytes.length; i += 101) bytes[i] = (bytes[i] as number) ^ 0x55;
     fs.writeFileSync(victim, bytes);
     const dest = path.join(sb.dir, "elsewhere");
-    const r = await withThreads(2, async () =>
-      restore(
+    const r = await restore(
+      withThreads(
         await sb.context({
           config: config(sb, dest, "local", ""),
           revision: REV,
           stateDir: path.join(sb.dir, "s2"),
         }),
+        2,
       ),
     );
     const inVictim = manifest.entries.filter((e) => e.pack === 1).length;

@@ -2,8 +2,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeFakeAscend } from "../../demo/sim/ascend-toolkit.js";
+import { Strictness } from "../../src/cache/faults.js";
 import { resolveConfig } from "../../src/config/load.js";
-import { reportStack } from "../../src/job/job-context.js";
+import { reportStack } from "../../src/job/build-context.js";
 import { silentLog } from "../../src/log.js";
 import {
   ascendDriverVersion,
@@ -138,9 +139,9 @@ describe("the Ascend stack probe", () => {
       "/",
     );
     const log = silentLog();
-    reportStack(config, fp, log, false);
+    reportStack(config, fp, log, Strictness.none);
     expect(log.warnings.join("\n")).toMatch(/no CANN toolkit was found/);
-    expect(() => reportStack(config, fp, log, true)).toThrow(
+    expect(() => reportStack(config, fp, log, Strictness.all)).toThrow(
       expect.objectContaining({ code: "EKCACHE_STACK", exitCode: 4 }),
     );
   });

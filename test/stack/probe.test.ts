@@ -2,8 +2,9 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { Strictness } from "../../src/cache/faults.js";
 import { resolveConfig } from "../../src/config/load.js";
-import { reportStack } from "../../src/job/job-context.js";
+import { reportStack } from "../../src/job/build-context.js";
 import { silentLog } from "../../src/log.js";
 import { probeAccelerator } from "../../src/stack/accelerator-probe.js";
 import { canonicalForm, fingerprintFrom, probeStack } from "../../src/stack/fingerprint.js";
@@ -208,11 +209,11 @@ describe("stack probe", () => {
       "/repo",
     );
     const log = silentLog();
-    reportStack(config, fp, log, false);
+    reportStack(config, fp, log, Strictness.none);
     expect(log.warnings.join("\n")).toMatch(
       /\/repo\/kcache\.yml: stack\.pins disagree .*triton: pinned 3\.5\.0, found 3\.6\.0/,
     );
-    expect(() => reportStack(config, fp, log, true)).toThrow(
+    expect(() => reportStack(config, fp, log, Strictness.all)).toThrow(
       expect.objectContaining({ code: "EKCACHE_STACK", exitCode: 4 }),
     );
   });

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Strictness } from "../../src/cache/faults.js";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { tolerateCacheFailure } from "../../src/cache/tolerate.js";
@@ -73,7 +74,7 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     try {
       const dir = tempDir();
       const ctx = await ctxFor(storeAt(proxy.endpoint, 1000), path.join(dir, "c"), path.join(dir, "s"));
-      const r = await tolerateCacheFailure("restore", false, ctx.log, () => restore(ctx));
+      const r = await tolerateCacheFailure("restore", Strictness.none, ctx.log, () => restore(ctx));
       expect(r).toBeNull();
       expect(ctx.log.warnings).toHaveLength(1);
       expect(ctx.log.warnings[0]).toMatch(/^restore skipped: s3:\/\/.*TimeoutError/);

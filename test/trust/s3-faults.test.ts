@@ -1,5 +1,6 @@
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Strictness } from "../../src/cache/faults.js";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { tolerateCacheFailure } from "../../src/cache/tolerate.js";
@@ -58,10 +59,10 @@ async function restoreThrough(fault: Fault, strict: boolean) {
         revision: "e".repeat(40),
       },
     );
-    ctx.strict = strict;
+    ctx.strict = strict ? Strictness.all : Strictness.none;
     try {
       return {
-        report: await tolerateCacheFailure("restore", strict, ctx.log, () => restore(ctx)),
+        report: await tolerateCacheFailure("restore", ctx.strict, ctx.log, () => restore(ctx)),
         ctx,
         error: null,
       };
@@ -103,12 +104,14 @@ describe("S3 faults end in one warning (exit 0) or, with --strict, exit 3; never
         path.join(dir, "c"),
         path.join(dir, "s"),
       );
-      const lenient = await tolerateCacheFailure("save", false, ctx.log, () => save(ctx));
+      const lenient = await tolerateCacheFailure("save", Strictness.none, ctx.log, () => save(ctx));
       expect(lenient).toBeNull();
       expect(ctx.log.warnings).toHaveLength(1);
       expect(ctx.log.warnings[0]).toMatch(/^save skipped: .*manifest.*nothing saved/);
-      ctx.strict = true;
-      await expect(tolerateCacheFailure("save", true, ctx.log, () => save(ctx))).rejects.toMatchObject({
+      ctx.strict = Strictness.all;
+      await expect(
+        tolerateCacheFailure("save", Strictness.all, ctx.log, () => save(ctx)),
+      ).rejects.toMatchObject({
         exitCode: 3,
       });
     } finally {

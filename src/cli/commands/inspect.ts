@@ -9,7 +9,7 @@ import { commandBasics, printJson } from "../setup.js";
 
 export async function inspectCommand(key: string, o: GlobalOptions & { scope?: string; entries?: boolean }) {
   const { config } = commandBasics(o);
-  const store = openStore(config);
+  const store = openStore(config, process.env);
   // A store that cannot list everything (GitHub's cache without a REST token) is asked for the key
   // itself, in each scope a restore here would read, as `restore --lookup-only` does.
   const items = store.capabilities.listAll

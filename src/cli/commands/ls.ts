@@ -7,7 +7,7 @@ import { commandBasics, printJson } from "../setup.js";
 
 export async function lsCommand(o: GlobalOptions & { prefix?: string }) {
   const { config } = commandBasics(o);
-  const store = openStore(config);
+  const store = openStore(config, process.env);
   if (!store.capabilities.listAll) {
     throw new UsageError(
       `kcache ls needs a store that can list its keys; ${store.description} answers a lookup with the newest match only${store.capabilityHint ? `; ${store.capabilityHint}` : " (use kcache inspect <key>, or the store's own listing)"}`,

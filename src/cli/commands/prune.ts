@@ -16,7 +16,7 @@ export async function pruneCommand(
     if (!Number.isInteger(keep) || keep < 0) throw new UsageError(`--keep ${o.keep}: give a whole number`);
   }
   const report = await prune(
-    openStore(config),
+    openStore(config, process.env),
     {
       keep,
       olderThanMs: o.olderThan ? duration(o.olderThan, "--older-than") : undefined,

@@ -9,7 +9,7 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
   const { ctx } = await commandJob(o);
   const { log } = ctx;
   log.info(`key ${ctx.key} (scope ${ctx.scopes.write})`);
-  const report = await tolerateCacheFailure("restore", o.strict, log, () =>
+  const report = await tolerateCacheFailure("restore", ctx.strict, log, () =>
     restore(ctx, { lookupOnly: o.lookupOnly }),
   );
   if (report) {

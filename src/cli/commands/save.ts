@@ -7,7 +7,7 @@ import { commandJob, printJson } from "../setup.js";
 export async function saveCommand(o: GlobalOptions) {
   const { ctx } = await commandJob(o);
   const { log } = ctx;
-  const report = await tolerateCacheFailure("save", o.strict, log, () => save(ctx));
+  const report = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx));
   if (report) {
     log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {

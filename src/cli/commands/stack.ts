@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
-import { reportStack } from "../../job/job-context.js";
+import { Strictness } from "../../cache/faults.js";
+import { reportStack } from "../../job/build-context.js";
 import { canonicalForm, probeStack } from "../../stack/fingerprint.js";
 import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
@@ -10,7 +11,7 @@ export async function stackCommand(o: GlobalOptions) {
   const t0 = performance.now();
   const fp = await probeStack({ python: config.stack.python, pins: config.stack.pins });
   const ms = performance.now() - t0;
-  reportStack(config, fp, log, o.strict);
+  reportStack(config, fp, log, Strictness.parse(o.strict));
   if (o.json) {
     printJson({
       stackId: fp.stackId,

@@ -18,7 +18,7 @@ export async function statsCommand(
   o: GlobalOptions & { prefix?: string; since?: string; allScopes?: boolean; html?: string },
 ) {
   const { config } = commandBasics(o);
-  const store = openStore(config);
+  const store = openStore(config, process.env);
   if (!store.capabilities.listAll)
     throw new UsageError(
       `kcache stats needs a store that can list its objects; ${store.description} cannot${store.capabilityHint ? ` (${store.capabilityHint})` : ""}`,

@@ -1,7 +1,9 @@
+import { Strictness } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
 import type { Config } from "../config/load.js";
 import { keyPart } from "../config/schema.js";
+import { hostEnvironment, runtimeSettings } from "../environment.js";
 import { ConfigError, StackMismatchError } from "../errors.js";
 import { primaryKey, stackPrefix } from "../keys/key.js";
 import { checkRevision, currentRevision } from "../keys/revision.js";
@@ -17,7 +19,8 @@ export interface JobContextOptions {
   env?: NodeJS.ProcessEnv;
   cwd?: string;
   revision?: string;
-  strict?: boolean;
+  /** Which faults fail the command (--strict); none when not given. */
+  strict?: Strictness;
   /** A fingerprint already probed (by buildJob, or a test): it is not probed again. */
   stack?: StackFingerprint;
   store?: Store;
@@ -35,39 +38,38 @@ export async function probeJobStack(
   config: Config,
   log: Log,
   env: NodeJS.ProcessEnv,
-  strict: boolean | undefined,
+  strict: Strictness,
 ): Promise<StackFingerprint> {
   const stack = await probeStack({ python: config.stack.python, pins: config.stack.pins, env });
   reportStack(config, stack, log, strict);
   return stack;
 }
 
-/** Says what the probe could not find, and pin mismatches: a warning, or exit 4 under --strict. */
-export function reportStack(
-  config: Config,
-  stack: StackFingerprint,
-  log: Log,
-  strict: boolean | undefined,
-): void {
+/**
+ * Says what the probe could not find (stack-incomplete) and pin mismatches (stack-mismatch): a
+ * warning, or exit 4 where --strict names the fault.
+ */
+export function reportStack(config: Config, stack: StackFingerprint, log: Log, strict: Strictness): void {
   for (const w of stack.warnings) log.warn(w);
   for (const e of stack.errors) {
     const msg = `stack: ${e}`;
-    if (strict) throw new StackMismatchError(msg);
+    if (strict.fails("stack-incomplete")) throw new StackMismatchError(msg);
     log.warn(msg);
   }
   if (stack.mismatches.length) {
     const msg = `${config.source}: stack.pins disagree with this machine: ${stack.mismatches.join("; ")}; update the pins or the machine`;
-    if (strict) throw new StackMismatchError(msg);
+    if (strict.fails("stack-mismatch")) throw new StackMismatchError(msg);
     log.warn(msg);
   }
 }
 
 /** The revision, the scopes and the key of a job whose configuration is settled. */
 export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? hostEnvironment();
   const cwd = opts.cwd ?? process.cwd();
   const { config, log } = opts;
-  const stack = opts.stack ?? (await probeJobStack(config, log, env, opts.strict));
+  const strict = opts.strict ?? Strictness.none;
+  const stack = opts.stack ?? (await probeJobStack(config, log, env, strict));
   let revision =
     opts.revision !== undefined ? checkRevision(opts.revision, "--revision") : currentRevision(env, cwd);
   if (revision !== null && revision !== "" && opts.revision === undefined) {
@@ -83,7 +85,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     prefix,
     restorePrefixes: config.key.restorePrefixes,
     save: config.save,
-    store: opts.store ?? openStore(config),
+    store: opts.store ?? openStore(config, env),
     stack: { stackId: stack.stackId, components: stack.components },
     revision,
     scopes: scopePlan(env, cwd, config.key.defaultBranch),
@@ -95,7 +97,8 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
       config.caches.map((c) => c.path),
     ),
     log,
-    strict: Boolean(opts.strict),
+    strict,
+    runtime: runtimeSettings(env),
     progress: opts.progress,
   };
 }

@@ -3,39 +3,18 @@ import fs from "node:fs";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
-import { entryId } from "../manifest/entry-id.js";
-import { StagedEntry, type WantedEntry } from "./entry-stager.js";
-import { locateMember, type RestoreTarget } from "./member-policy.js";
+import { entryId } from "../../manifest/entry-id.js";
+import type { PackReadResult, PromisedPack, RestoreTarget, WantedEntry } from "../pack-request.js";
+import { zstdEngine } from "../zstd/engines.js";
+import { StagedEntry } from "./entry-stager.js";
+import { locateMember } from "./member-policy.js";
 import { type MemberSink, type TarMember, TarReader } from "./tar-reader.js";
-import { zstdEngine } from "./zstd.js";
-
-/** What the manifest says of the pack as a whole: reading stops as soon as the pack exceeds it. */
-export interface PackPromise {
-  sha256: string;
-  /** Compressed bytes. */
-  size: number;
-  /** Uncompressed bytes of every entry in the pack, live or not. */
-  entryBytes: number;
-  entries: number;
-}
-
-export interface PackReadResult {
-  restored: WantedEntry[];
-  /** Entries that failed verification or were missing from the pack, with the reason. */
-  bad: { entry: string; reason: string }[];
-  /** Tar members refused as unsafe (links, devices, paths leaving the cache, unknown caches). */
-  refused: string[];
-  /** Set when the pack itself could not be read to its end. */
-  packError: string | null;
-  /** Compressed bytes read. */
-  bytes: number;
-}
 
 /** Tar overhead allowed per entry on top of its bytes (headers, padding, PAX names of ~10 files). */
 const TAR_OVERHEAD_PER_ENTRY = 64 * 1024;
 
 /** The most uncompressed tar bytes a pack may expand to, by what its manifest promises. */
-export function tarBytesLimit(pack: PackPromise): number {
+export function tarBytesLimit(pack: PromisedPack): number {
   return pack.entryBytes + pack.entries * TAR_OVERHEAD_PER_ENTRY + 1024 * 1024;
 }
 
@@ -58,7 +37,7 @@ export class PackRestorer {
   private currentId = "";
 
   constructor(
-    private readonly pack: PackPromise,
+    private readonly pack: PromisedPack,
     private readonly wanted: WantedEntry[],
     private readonly targets: Map<string, RestoreTarget>,
   ) {
@@ -194,17 +173,23 @@ export async function* packFileChunks(file: string, reuse: boolean): AsyncIterab
  * Decompresses in this thread with an in-process engine (zstd-napi, the WebAssembly one), else
  * through a stream engine (Node's zlib, the system zstd).
  */
-export async function readPack(
-  from: AsyncIterable<Buffer> | { file: string },
-  pack: PackPromise,
-  wanted: WantedEntry[],
-  targets: Map<string, RestoreTarget>,
-  onBytes?: (n: number) => void,
-): Promise<PackReadResult> {
-  const restorer = new PackRestorer(pack, wanted, targets);
+export interface PackRead {
+  /** The compressed pack: a stream, or a local store's file. */
+  from: AsyncIterable<Buffer> | { file: string };
+  pack: PromisedPack;
+  wanted: WantedEntry[];
+  targets: Map<string, RestoreTarget>;
+  /** The Zstandard engine asked for ("" for the best that works). */
+  zstd: string;
+  onBytes?: (n: number) => void;
+}
+
+export async function readPack(read: PackRead): Promise<PackReadResult> {
+  const { from, onBytes } = read;
+  const restorer = new PackRestorer(read.pack, read.wanted, read.targets);
   let error: Error | null = null;
   try {
-    const engine = await zstdEngine();
+    const engine = await zstdEngine(read.zstd);
     const source = "file" in from ? packFileChunks(from.file, engine.chunks !== null) : from;
     if (engine.chunks) {
       const dec = engine.chunks.decompressor();

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { CacheKind, FoundEntry } from "../kinds/kind.js";
+import type { CacheKind, FoundEntry } from "../../kinds/kind.js";
 
 /** One file of an entry in stored form, opened and sized, ready to be hashed or packed. */
 export interface OpenedFile {

@@ -1,8 +1,6 @@
-import type { Store } from "../store/store.js";
-import type { WantedEntry } from "./entry-stager.js";
-import type { RestoreTarget } from "./member-policy.js";
-import { targetData } from "./pack-jobs.js";
-import type { PackPromise, PackReadResult } from "./pack-reader.js";
+import type { Store } from "../../store/store.js";
+import type { PackReadResult, PromisedPack, RestoreTarget, WantedEntry } from "../pack-request.js";
+import { targetData } from "./thread-messages.js";
 import type { ThreadPool } from "./thread-pool.js";
 
 /** Compressed bytes forwarded to a thread and not yet read by it. */
@@ -13,15 +11,21 @@ const IN_FLIGHT = 4 * 1024 * 1024;
  * other store's is downloaded here and forwarded chunk by chunk, at most IN_FLIGHT bytes ahead of
  * the thread, so a fast download never piles up in memory.
  */
-export async function restoreOnThread(
-  pool: ThreadPool,
-  store: Store,
-  object: string,
-  pack: PackPromise,
-  wanted: WantedEntry[],
-  targets: Map<string, RestoreTarget>,
-  onBytes?: (n: number) => void,
-): Promise<PackReadResult> {
+export interface ThreadRestore {
+  pool: ThreadPool;
+  store: Store;
+  /** The pack's object in the store. */
+  object: string;
+  pack: PromisedPack;
+  wanted: WantedEntry[];
+  targets: Map<string, RestoreTarget>;
+  /** The Zstandard engine asked for ("" for the best that works). */
+  zstd: string;
+  onBytes?: (n: number) => void;
+}
+
+export async function restoreOnThread(restore: ThreadRestore): Promise<PackReadResult> {
+  const { pool, store, object, pack, wanted, targets, onBytes } = restore;
   const file = store.localFile?.(object) ?? null;
   let result: PackReadResult | null = null;
   let failure: string | null = null;
@@ -33,7 +37,7 @@ export async function restoreOnThread(
     wake = null;
     w?.();
   };
-  const promise: PackPromise = {
+  const promise: PromisedPack = {
     sha256: pack.sha256,
     size: pack.size,
     entryBytes: pack.entryBytes,
@@ -53,7 +57,15 @@ export async function restoreOnThread(
   function runOnPool(): Promise<void> {
     return pool.run(
       (job, post) => {
-        post({ op: "restore", job, pack: promise, wanted, targets: targetData(targets), file });
+        post({
+          op: "restore",
+          job,
+          pack: promise,
+          wanted,
+          targets: targetData(targets),
+          file,
+          zstd: restore.zstd,
+        });
         if (file) return;
         const forward = async () => {
           const source = await store.get(object, pack.size);

@@ -1,14 +1,14 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { StoreError } from "../errors.js";
-import { cacheKind } from "../kinds/registry.js";
-import type { Store } from "../store/store.js";
+import { StoreError } from "../../errors.js";
+import { cacheKind } from "../../kinds/registry.js";
+import type { Store } from "../../store/store.js";
+import type { JobMessage } from "../threads/thread-messages.js";
+import type { ThreadPool } from "../threads/thread-pool.js";
+import { passThrough } from "../zstd/chunk-codecs.js";
+import { zstdEngine } from "../zstd/engines.js";
 import { DigestStream } from "./digest-stream.js";
 import { type BuildInput, type BuiltPack, buildPack, type PackedEntry } from "./pack-builder.js";
-import type { JobMessage } from "./pack-jobs.js";
-import type { ThreadPool } from "./thread-pool.js";
-import { zstdEngine } from "./zstd.js";
-import { passThrough } from "./zstd-sync.js";
 
 export type { BuildInput, PackedEntry } from "./pack-builder.js";
 
@@ -31,16 +31,23 @@ export interface WrittenPack {
  * native threads of its own, as `zstd -T` does. The store makes the object visible only once it is
  * complete.
  */
-export async function writePack(
-  store: Store,
-  object: string,
-  inputs: BuildInput[],
-  level: number,
-  onBytes?: (n: number) => void,
-  pool: ThreadPool | null = null,
-  zstdThreads = 1,
-): Promise<WrittenPack> {
-  const engine = await zstdEngine();
+export interface PackWrite {
+  store: Store;
+  object: string;
+  inputs: BuildInput[];
+  level: number;
+  /** The Zstandard engine asked for ("" for the best that works). */
+  zstd: string;
+  onBytes?: (n: number) => void;
+  /** Worker threads to build the pack on; none: built in this thread. */
+  pool?: ThreadPool | null;
+  /** zstd's own compression threads for this pack. */
+  zstdThreads?: number;
+}
+
+export async function writePack(write: PackWrite): Promise<WrittenPack> {
+  const { store, object, inputs, level, onBytes, pool = null, zstdThreads = 1 } = write;
+  const engine = await zstdEngine(write.zstd);
   const built: BuiltPack = { entries: [], vanished: [] };
   const onThread = pool !== null && engine.chunks !== null;
   // A pack built on a thread is hashed there; here its bytes are only counted on their way.
@@ -62,7 +69,7 @@ export async function writePack(
         (job, send) => {
           post = send;
           cancel = () => send({ op: "cancel", job });
-          send({ op: "build", job, inputs, level, zstdThreads });
+          send({ op: "build", job, inputs, level, zstdThreads, zstd: write.zstd });
         },
         (m) => {
           if (m.op === "packed") {

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import type { JobMessage, ToMain } from "./pack-jobs.js";
+import type { JobMessage, ToMain } from "./thread-messages.js";
 
 /**
  * Most threads a restore starts, whatever the core count: each holds a V8 isolate and a zstd window
@@ -25,30 +25,24 @@ interface Slot {
 
 /** The worker script: next to this module (build/, dist/), or build/'s when running from src/ (tests). */
 function workerScript(): URL | null {
-  for (const rel of ["./pack-worker.js", "../../build/src/pack/pack-worker.js"]) {
+  for (const rel of ["./pack-worker.js", "../../../build/src/pack/threads/pack-worker.js"]) {
     const url = new URL(rel, import.meta.url);
     if (fs.existsSync(fileURLToPath(url))) return url;
   }
   return null;
 }
 
-/** $KCACHE_THREADS when set to a whole number above 0. */
-export function askedThreads(env: NodeJS.ProcessEnv): number | null {
-  const asked = Number(env.KCACHE_THREADS);
-  return Number.isInteger(asked) && asked > 0 ? asked : null;
-}
-
-/** The cores kcache may use: $KCACHE_THREADS, else every core. */
-export function coreCount(env: NodeJS.ProcessEnv = process.env): number {
-  return askedThreads(env) ?? os.availableParallelism();
+/** The cores kcache may use: the threads asked for ($KCACHE_THREADS, in the job's runtime settings), else every core. */
+export function coreCount(asked: number | null): number {
+  return asked ?? os.availableParallelism();
 }
 
 /**
  * How many threads suit `jobs` jobs: one per core up to MAX_THREADS (each costs ~16 MB of memory),
  * or as many as $KCACHE_THREADS asks for.
  */
-export function threadCount(jobs: number, env: NodeJS.ProcessEnv = process.env): number {
-  return Math.max(0, Math.min(jobs, askedThreads(env) ?? Math.min(os.availableParallelism(), MAX_THREADS)));
+export function threadCount(jobs: number, asked: number | null): number {
+  return Math.max(0, Math.min(jobs, asked ?? Math.min(os.availableParallelism(), MAX_THREADS)));
 }
 
 /** zstd compression threads a save runs in all (each holds a few MiB of job buffers). */
@@ -60,11 +54,8 @@ const MAX_ZSTD_THREADS = 8;
  * one thread and give zstd every core; large ones add a builder per 4 cores, and zstd's threads stop
  * at MAX_ZSTD_THREADS in all, which keeps a save's memory bounded on any machine.
  */
-export function saveThreads(
-  jobs: number,
-  env: NodeJS.ProcessEnv = process.env,
-): { threads: number; zstd: number } {
-  const cores = coreCount(env);
+export function saveThreads(jobs: number, asked: number | null): { threads: number; zstd: number } {
+  const cores = coreCount(asked);
   const threads = Math.max(1, Math.min(jobs, MAX_BUILDERS, Math.floor(cores / 4)));
   return { threads, zstd: Math.max(1, Math.floor(Math.min(cores, MAX_ZSTD_THREADS) / threads)) };
 }

@@ -6,11 +6,11 @@
  */
 import { createHash } from "node:crypto";
 import { parentPort } from "node:worker_threads";
-import { cacheKind } from "../kinds/registry.js";
-import { type BuildInput, type BuiltPack, buildPack } from "./pack-builder.js";
-import { type JobMessage, type ToMain, targetsFrom } from "./pack-jobs.js";
-import { readPack } from "./pack-reader.js";
-import { zstdEngine } from "./zstd.js";
+import { cacheKind } from "../../kinds/registry.js";
+import { readPack } from "../read/pack-reader.js";
+import { type BuildInput, type BuiltPack, buildPack } from "../write/pack-builder.js";
+import { zstdEngine } from "../zstd/engines.js";
+import { type JobMessage, type ToMain, targetsFrom } from "./thread-messages.js";
 
 const port = parentPort;
 if (!port) throw new Error("pack-worker.ts runs only as a worker thread");
@@ -58,8 +58,9 @@ const forwarded = new Map<number, ForwardedChunks>();
 const flows = new Map<number, { inFlight: number; wake: (() => void) | null; cancelled: boolean }>();
 const IN_FLIGHT = 8 * 1024 * 1024;
 
-async function build(job: number, inputs: BuildInput[], level: number, zstdThreads: number): Promise<void> {
-  const { chunks } = await zstdEngine();
+async function build(m: Extract<JobMessage, { op: "build" }>): Promise<void> {
+  const { job, inputs, level, zstdThreads } = m;
+  const { chunks } = await zstdEngine(m.zstd);
   if (!chunks) throw new Error("the pack worker has no in-process zstd engine");
   const flow = { inFlight: 0, wake: null as (() => void) | null, cancelled: false };
   flows.set(job, flow);
@@ -99,16 +100,19 @@ port.on("message", (m: JobMessage) => {
   else if (m.op === "restore") {
     const source = m.file ? { file: m.file } : new ForwardedChunks(m.job);
     if (source instanceof ForwardedChunks) forwarded.set(m.job, source);
-    readPack(source, m.pack, m.wanted, targetsFrom(m.targets, cacheKind), (n) =>
-      send({ op: "bytes", job: m.job, n }),
-    )
+    readPack({
+      from: source,
+      pack: m.pack,
+      wanted: m.wanted,
+      targets: targetsFrom(m.targets, cacheKind),
+      zstd: m.zstd,
+      onBytes: (n) => send({ op: "bytes", job: m.job, n }),
+    })
       .then((result) => send({ op: "restored", job: m.job, result }))
       .catch((e: Error) => send({ op: "failed", job: m.job, message: e.message }))
       .finally(() => forwarded.delete(m.job));
   } else if (m.op === "build") {
-    build(m.job, m.inputs, m.level, m.zstdThreads).catch((e: Error) =>
-      send({ op: "failed", job: m.job, message: e.message }),
-    );
+    build(m).catch((e: Error) => send({ op: "failed", job: m.job, message: e.message }));
   } else if (m.op === "ack" || m.op === "cancel") {
     const flow = flows.get(m.job);
     if (flow) {

@@ -1,13 +1,6 @@
-import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import type { RestoreTarget } from "../pack-request.js";
 import type { TarMember } from "./tar-reader.js";
-
-/** Where one cache's entries are restored. */
-export interface RestoreTarget {
-  kind: CacheKind;
-  root: string;
-  /** A private folder inside `root` (same filesystem) where entries are assembled before rename. */
-  staging: string;
-}
 
 export interface LocatedMember {
   cache: string;

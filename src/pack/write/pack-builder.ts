@@ -1,9 +1,9 @@
 import fs from "node:fs";
-import type { CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
-import { EntryDigest } from "./entry-digest.js";
+import type { CacheKind, CacheKindName, FoundEntry } from "../../kinds/kind.js";
+import { EntryDigest } from "../entry-digest.js";
+import type { ChunkCompressor } from "../zstd/chunk-codecs.js";
 import { closeEntry, openEntry } from "./entry-source.js";
 import { END_OF_ARCHIVE, fileHeader, padding } from "./tar-header.js";
-import type { ChunkCompressor } from "./zstd-sync.js";
 
 /** One entry to pack, as plain data (it crosses to worker threads). */
 export interface BuildInput {

@@ -2,8 +2,8 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
-import { processAlive } from "../process-alive.js";
+import { KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import { processAlive } from "../../process-alive.js";
 
 /**
  * Who owns a restore's staging folder, and when another restore may delete it. A PID names a process

@@ -1,8 +1,6 @@
-import type { CacheKind, CacheKindName } from "../kinds/kind.js";
-import type { WantedEntry } from "./entry-stager.js";
-import type { RestoreTarget } from "./member-policy.js";
-import type { BuildInput, BuiltPack } from "./pack-builder.js";
-import type { PackPromise, PackReadResult } from "./pack-reader.js";
+import type { CacheKind, CacheKindName } from "../../kinds/kind.js";
+import type { PackReadResult, PromisedPack, RestoreTarget, WantedEntry } from "../pack-request.js";
+import type { BuildInput, BuiltPack } from "../write/pack-builder.js";
 
 /** A restore target as plain data (kinds are named, not passed). */
 export interface TargetData {
@@ -17,16 +15,18 @@ export type JobMessage =
   | {
       op: "restore";
       job: number;
-      pack: PackPromise;
+      pack: PromisedPack;
       wanted: WantedEntry[];
       targets: TargetData[];
+      /** The Zstandard engine asked for ("" for the best that works). */
+      zstd: string;
       /** A local store's file for the pack, read by the worker; null: the main thread forwards chunks. */
       file: string | null;
     }
   | { op: "chunk"; job: number; data: Uint8Array }
   | { op: "end"; job: number }
   | { op: "fail"; job: number; message: string }
-  | { op: "build"; job: number; inputs: BuildInput[]; level: number; zstdThreads: number }
+  | { op: "build"; job: number; inputs: BuildInput[]; level: number; zstdThreads: number; zstd: string }
   | { op: "ack"; job: number; n: number }
   | { op: "cancel"; job: number };
 

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { ChunkCompressor, ChunkDecompressor } from "./zstd-sync.js";
+import type { ChunkCompressor, ChunkDecompressor } from "./chunk-codecs.js";
 
 /**
  * Zstandard with nothing native: compression by zstd's own C code built to WebAssembly

@@ -1,20 +1,11 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { EntryDigest } from "../entry-digest.js";
+import type { RestoreTarget, WantedEntry } from "../pack-request.js";
 import { writeFullySync } from "./checked-write.js";
-import { EntryDigest } from "./entry-digest.js";
-import type { RestoreTarget } from "./member-policy.js";
 import { ensureRealDirs } from "./real-dirs.js";
 import type { MemberSink } from "./tar-reader.js";
-
-/** An entry the manifest promises in a pack. */
-export interface WantedEntry {
-  cache: string;
-  name: string;
-  sha256: string;
-  size: number;
-  files: number;
-}
 
 /** Relocatable files (Triton's group files) are rewritten whole, so held in memory: never past this. */
 const MAX_RELOCATABLE = 64 * 1024 * 1024;

@@ -1,15 +1,15 @@
 import { spawn, spawnSync } from "node:child_process";
 import { Duplex, PassThrough } from "node:stream";
 import zlib from "node:zlib";
-import { StoreError } from "../errors.js";
-import { FrameCompressor, JsDecompressor, loadWasm, wasmFile } from "./zstd-portable.js";
+import { StoreError } from "../../errors.js";
 import {
   type ChunkCompressor,
   type ChunkDecompressor,
   SyncCompressor,
   SyncDecompressor,
   zstdBinding,
-} from "./zstd-sync.js";
+} from "./chunk-codecs.js";
+import { FrameCompressor, JsDecompressor, loadWasm, wasmFile } from "./portable.js";
 
 /**
  * Which Zstandard engine compresses and decompresses packs here, best first:
@@ -47,9 +47,11 @@ interface ZlibZstd {
 
 const chosen = new Map<string, Promise<ZstdEngine>>();
 
-/** The engine for this process ($KCACHE_ZSTD, else the best that works), found once per thread. */
-export function zstdEngine(env: NodeJS.ProcessEnv = process.env): Promise<ZstdEngine> {
-  const forced = env.KCACHE_ZSTD ?? "";
+/**
+ * The engine `forced` names ($KCACHE_ZSTD, in the job's runtime settings), else the best that works
+ * here: found once per thread.
+ */
+export function zstdEngine(forced: string): Promise<ZstdEngine> {
   let found = chosen.get(forced);
   if (!found) {
     found = pickEngine(forced);

@@ -1,0 +1,65 @@
+import { inLanes } from "../bounded-lanes.js";
+import { saveThreads, ThreadPool } from "../pack/threads/thread-pool.js";
+import { type BuildInput, type WrittenPack, writePack } from "../pack/write/pack-writer.js";
+import { zstdEngine } from "../pack/zstd/engines.js";
+import { packObject } from "../store/layout.js";
+import type { JobContext } from "./job-context.js";
+import type { Present } from "./save-scan.js";
+
+/**
+ * A save's write phase: one pack per group, in parallel over threads (saveThreads), each built,
+ * hashed and compressed on the way to the store. After a failure no further pack is started and the
+ * packs already written are deleted: the save fails as a whole.
+ */
+export async function writePacks(
+  ctx: JobContext,
+  groups: Present[][],
+  leaseId: string,
+): Promise<WrittenPack[]> {
+  // No Zstandard engine (ZstdUnavailableError, naming the fix) fails the save before any upload.
+  await zstdEngine(ctx.runtime.zstd);
+  const slots: (WrittenPack | undefined)[] = new Array(groups.length);
+  const progress = ctx.progress?.("uploading", null);
+  const { threads, zstd } = saveThreads(groups.length, ctx.runtime.threads);
+  const pool = threads > 1 ? ThreadPool.open(threads) : null;
+  try {
+    await inLanes(
+      groups,
+      pool ? threads : 1,
+      async (group, _lane, i) => {
+        const inputs: BuildInput[] = group.map((p) => ({
+          cache: p.cache,
+          kind: p.kind.kind,
+          root: p.root,
+          entry: p.entry,
+        }));
+        slots[i] = await writePack({
+          store: ctx.store,
+          object: packObject(ctx.scopes.write, `${leaseId}-${i}`),
+          inputs,
+          level: ctx.save.compressionLevel,
+          zstd: ctx.runtime.zstd,
+          onBytes: (n) => progress?.add(n),
+          pool,
+          zstdThreads: zstd,
+        });
+      },
+      { stopOnFailure: true },
+    );
+  } catch (e) {
+    await deletePacks(
+      ctx.store,
+      slots.filter((w): w is WrittenPack => w !== undefined),
+    );
+    throw e;
+  } finally {
+    progress?.done();
+    await pool?.close();
+  }
+  return slots.filter((w): w is WrittenPack => w !== undefined);
+}
+
+/** Deletes packs this save wrote and will not reference (best effort: prune reaps what stays). */
+export async function deletePacks(store: JobContext["store"], written: WrittenPack[]): Promise<void> {
+  await Promise.all(written.map((w) => store.delete(w.object).catch(() => {})));
+}

@@ -1,0 +1,52 @@
+import type { Fault } from "./faults.js";
+import type { JobContext } from "./job-context.js";
+import type { Skipped } from "./save-scan.js";
+
+export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lost-race";
+
+export interface SaveReport {
+  primaryKey: string;
+  /** The store written to, as a person reads it. */
+  store: string;
+  scope: string;
+  outcome: SaveOutcome;
+  /** One line a person reads: what happened and why. */
+  message: string;
+  parentKey: string | null;
+  entries: number;
+  entriesNew: number;
+  entriesReused: number;
+  entriesDropped: number;
+  packsWritten: number;
+  /** Compressed bytes uploaded (packs and manifest). */
+  bytesUploaded: number;
+  consolidated: boolean;
+  skipped: Skipped;
+  /** Faults the save met and recovered from, coded (faults.ts); --strict fails on those it names, once the key is saved. */
+  faults: Fault[];
+  seconds: number;
+  caches: { name: string; entries: number; bytes: number }[];
+}
+
+/** A save's report before any phase ran. */
+export function emptySaveReport(ctx: JobContext): SaveReport {
+  return {
+    primaryKey: ctx.key,
+    store: ctx.store.description,
+    scope: ctx.scopes.write,
+    outcome: "saved",
+    message: "",
+    parentKey: null,
+    entries: 0,
+    entriesNew: 0,
+    entriesReused: 0,
+    entriesDropped: 0,
+    packsWritten: 0,
+    bytesUploaded: 0,
+    consolidated: false,
+    skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0, vanished: 0 },
+    faults: [],
+    seconds: 0,
+    caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),
+  };
+}

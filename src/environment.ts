@@ -1,0 +1,119 @@
+/**
+ * Every environment variable kcache reads, named once, and the one place below job/ where the
+ * process's environment is taken. job/ reads the environment into the job once (the store, the
+ * revision, the scopes, the thread count and the Zstandard engine); below job/ code works on the
+ * values it is given. test/architecture/environment.test.ts checks that every variable read in src/
+ * is in this table and that nothing below job/ touches `process.env` but this file.
+ */
+export const ENVIRONMENT_VARIABLES = {
+  // kcache's own.
+  KCACHE_CONFIG: "the kcache.yml to read (--config wins)",
+  KCACHE_STORE: "the store when kcache.yml names none: a folder, s3://bucket/prefix or gha",
+  KCACHE_S3_ENDPOINT: "an S3-compatible endpoint for s3:// stores (MinIO, R2, Ceph)",
+  KCACHE_S3_REGION: "the S3 region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)",
+  KCACHE_S3_PATH_STYLE: "1 or true: path-style S3 URLs",
+  KCACHE_S3_CHECKSUMS: "when-required: no optional S3 checksums (stores that refuse them)",
+  KCACHE_GITHUB_TOKEN: "a token for GitHub's cache REST API (listing, deleting), else GITHUB_TOKEN",
+  KCACHE_STATE_DIR: "where kcache keeps its local state (else $RUNNER_TEMP/kcache or ~/.cache/kcache-state)",
+  KCACHE_THREADS: "the threads restores and saves may use (a whole number; else one per core, capped)",
+  KCACHE_ZSTD: "the Zstandard engine: napi, zlib, system or wasm (else the best that works)",
+  KCACHE_ASCEND_ROOT: "where the Ascend probe looks for the driver and CANN (tests)",
+  KCACHE_NVIDIA_PROC: "where the NVIDIA probe reads the driver version (tests)",
+  KCACHE_SAVE_ALWAYS: "set by the action for its post step: save even when the job failed",
+  // GitHub Actions'.
+  GITHUB_ACTIONS: "true inside GitHub Actions: warnings become annotations",
+  GITHUB_SHA: "the revision a key is made for",
+  GITHUB_REF: "the branch or pull request, for the scope a save writes",
+  GITHUB_BASE_REF: "a pull request's base branch, a scope it may read",
+  GITHUB_EVENT_NAME: "push, pull_request, schedule...: scopes and prewarm",
+  GITHUB_EVENT_PATH: "the event payload: the default branch, a pull request's head",
+  GITHUB_RUN_ID: "names run records",
+  GITHUB_REPOSITORY: "owner/name, for the cache REST API and workflows",
+  GITHUB_API_URL: "GitHub's REST API (GitHub Enterprise)",
+  GITHUB_TOKEN: "the cache REST API's token when KCACHE_GITHUB_TOKEN is unset",
+  GITHUB_OUTPUT: "where step outputs are written",
+  GITHUB_STEP_SUMMARY: "where the job summary is written",
+  GITHUB_STATE: "what the action's main step leaves for its post step",
+  ACTIONS_RUNTIME_TOKEN: "the runner's token for its cache service",
+  ACTIONS_RESULTS_URL: "the cache service (v2, twirp)",
+  ACTIONS_CACHE_URL: "the cache service (v1): its presence means one is offered",
+  RUNNER_TEMP: "the runner's temporary folder: local state, run output",
+  // Others'.
+  HOME: "the default store, state and interpolation of ~",
+  PATH: "where python, zstd and sourced scripts are found",
+  PYTHONPATH: "extended with the telemetry hook for the job's commands",
+  AWS_REGION: "the S3 region when KCACHE_S3_REGION is unset",
+  AWS_DEFAULT_REGION: "the S3 region when AWS_REGION is unset",
+  ASCEND_HOME_PATH: "CANN's install, set by its set_env.sh",
+  ASCEND_TOOLKIT_HOME: "CANN's toolkit, set by its set_env.sh",
+} as const;
+
+export type EnvironmentVariable = keyof typeof ENVIRONMENT_VARIABLES;
+
+/** The process's environment, for job/ to read into the job and for what runs before a job exists. */
+export function hostEnvironment(): NodeJS.ProcessEnv {
+  return process.env;
+}
+
+/** The AWS SDK's notice that Node 20 is old: kcache supports Node 20 on purpose, it is not the user's to act on. */
+export function quietAwsSdkNotice(): void {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= "true";
+}
+
+/** How restores and saves use this machine: read from the environment once, into the job. */
+export interface RuntimeSettings {
+  /** $KCACHE_THREADS when a whole number above 0; null: one per core, capped. */
+  threads: number | null;
+  /** $KCACHE_ZSTD as given ("" when unset): the engine to use, checked when one is first needed. */
+  zstd: string;
+}
+
+export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
+  const asked = Number(env.KCACHE_THREADS);
+  return {
+    threads: Number.isInteger(asked) && asked > 0 ? asked : null,
+    zstd: env.KCACHE_ZSTD ?? "",
+  };
+}
+
+/** The defaults when nothing is asked: what a library caller or a test gets. */
+export const DEFAULT_RUNTIME: RuntimeSettings = { threads: null, zstd: "" };
+
+/** S3 settings an s3:// URL cannot carry ($KCACHE_STORE, --store), and the region fallback for every S3 store. */
+export interface S3Environment {
+  region: string;
+  endpoint: string | undefined;
+  pathStyle: boolean;
+  checksums: "when-required" | undefined;
+}
+
+export function s3Environment(env: NodeJS.ProcessEnv): S3Environment {
+  return {
+    region: env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1",
+    endpoint: env.KCACHE_S3_ENDPOINT || undefined,
+    pathStyle: env.KCACHE_S3_PATH_STYLE === "1" || env.KCACHE_S3_PATH_STYLE === "true",
+    checksums: env.KCACHE_S3_CHECKSUMS === "when-required" ? "when-required" : undefined,
+  };
+}
+
+/** What GitHub's cache store needs from the runner: its cache service, and the REST API for listing and deleting. */
+export interface GhaEnvironment {
+  resultsUrl: string | undefined;
+  runtimeToken: string | undefined;
+  /** Whether the runner offers a cache service at all (v2's results URL or v1's cache URL, with a token). */
+  offered: boolean;
+  restToken: string | undefined;
+  repository: string | undefined;
+  apiUrl: string;
+}
+
+export function ghaEnvironment(env: NodeJS.ProcessEnv): GhaEnvironment {
+  return {
+    resultsUrl: env.ACTIONS_RESULTS_URL,
+    runtimeToken: env.ACTIONS_RUNTIME_TOKEN,
+    offered: Boolean(env.ACTIONS_RUNTIME_TOKEN && (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL)),
+    restToken: env.KCACHE_GITHUB_TOKEN || env.GITHUB_TOKEN,
+    repository: env.GITHUB_REPOSITORY,
+    apiUrl: (env.GITHUB_API_URL || "https://api.github.com").replace(/\/$/, ""),
+  };
+}

@@ -1,0 +1,46 @@
+import type { CacheKind } from "../kinds/kind.js";
+
+/**
+ * What a restore asks of one pack, shared by its readers in this thread and on worker threads: the
+ * pack as the manifest promises it, the entries wanted from it, the folders they go to, and what came
+ * of it. Every bound a reader enforces comes from here, not from the pack's own bytes.
+ */
+
+/** What the manifest promises of a pack as a whole: reading stops as soon as the pack exceeds it. */
+export interface PromisedPack {
+  sha256: string;
+  /** Compressed bytes. */
+  size: number;
+  /** Uncompressed bytes of every entry in the pack, live or not. */
+  entryBytes: number;
+  entries: number;
+}
+
+/** An entry the manifest promises in a pack. */
+export interface WantedEntry {
+  cache: string;
+  name: string;
+  sha256: string;
+  size: number;
+  files: number;
+}
+
+/** A cache folder entries are restored into. */
+export interface RestoreTarget {
+  kind: CacheKind;
+  root: string;
+  /** A private folder inside `root` (same filesystem) where entries are assembled before rename. */
+  staging: string;
+}
+
+export interface PackReadResult {
+  restored: WantedEntry[];
+  /** Entries that failed verification or were missing from the pack, with the reason. */
+  bad: { entry: string; reason: string }[];
+  /** Tar members refused as unsafe (links, devices, paths leaving the cache, unknown caches). */
+  refused: string[];
+  /** Set when the pack itself could not be read to its end. */
+  packError: string | null;
+  /** Compressed bytes read. */
+  bytes: number;
+}
