@@ -46,6 +46,13 @@ export const ENVIRONMENT_VARIABLES = {
   AWS_DEFAULT_REGION: "the S3 region when AWS_REGION is unset",
   ASCEND_HOME_PATH: "CANN's install, set by its set_env.sh",
   ASCEND_TOOLKIT_HOME: "CANN's toolkit, set by its set_env.sh",
+  // Triton-Ascend's compile options outside its kernel key: key parts when set (stack/fingerprint.ts).
+  TRITON_ENABLE_SANITIZER: "a Triton-Ascend compile option: a key part when set",
+  TRITON_ALL_BLOCKS_PARALLEL: "a Triton-Ascend compile option: a key part when set",
+  ENABLE_PRINT_UB_BITS: "a Triton-Ascend compile option: a key part when set",
+  TRITON_MEMORY_DISPLAY: "a Triton-Ascend compile option: a key part when set",
+  TRITON_ENABLE_LIBDEVICE_SIMT: "a Triton-Ascend compile option: a key part when set",
+  TRITON_DISABLE_FFTS: "a Triton-Ascend compile option: a key part when set",
 } as const;
 
 export type EnvironmentVariable = keyof typeof ENVIRONMENT_VARIABLES;

@@ -2,6 +2,8 @@
  * Messages for people: plain lines on stderr, and under GitHub Actions warnings also become
  * `::warning::` annotations. Results meant for programs go to stdout (--json), never here.
  */
+import { hostEnvironment } from "./environment.js";
+
 export interface Log {
   info(msg: string): void;
   warn(msg: string): void;
@@ -11,7 +13,7 @@ export interface Log {
 }
 
 export function createLog(opts: { verbose?: boolean; quiet?: boolean; env?: NodeJS.ProcessEnv } = {}): Log {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? hostEnvironment();
   const gha = env.GITHUB_ACTIONS === "true";
   const warnings: string[] = [];
   return {

@@ -11,15 +11,13 @@ export const FAULT_CODES = {
   "store-unavailable": "the store could not be reached, refused a request or answered with an error",
   "store-stalled": "a store call or transfer made no progress within the idle timeout",
   "manifest-damaged": "a manifest failed its integrity line, lists an entry twice or names another key",
-  "pack-unreadable":
-    "a pack could not be read to its end: missing, truncated, damaged or over its promised size",
+  "pack-unreadable": "a pack could not be read to its end: missing, truncated, damaged or oversized",
   "entry-bad": "an entry failed verification or was missing from its pack, and was not written",
   "member-refused": "a pack member was refused as unsafe: a link, a device, a path leaving its cache",
   "packs-pruned": "packs a save reused were pruned while it ran: the key was withdrawn and saved again",
   "disk-failed": "the local disk failed: full, read-only or unreadable (ENOSPC, EROFS, EIO)",
   "zstd-unavailable": "no Zstandard engine works on this machine",
-  "stack-incomplete":
-    "the stack probe could not find a key part (CANN on an Ascend machine, torch or triton)",
+  "stack-incomplete": "the stack probe could not find a key part (torch or triton, CANN on Ascend)",
   "stack-mismatch": "the probed stack disagrees with stack.pins",
   unexpected: "an unexpected error (a bug in kcache; --verbose prints its stack)",
 } as const;

@@ -44,10 +44,13 @@ export function defaultRawConfig(): RawConfig {
  * Loads kcache.yml: an explicit path must exist; otherwise $KCACHE_CONFIG, then ./kcache.yml, then
  * the defaults. Every error names the file, the field and the fix.
  */
-export function loadConfig(
-  opts: { file?: string; cwd?: string; env?: NodeJS.ProcessEnv; store?: string } = {},
-): Config {
-  const env = opts.env ?? process.env;
+export function loadConfig(opts: {
+  file?: string;
+  cwd?: string;
+  env: NodeJS.ProcessEnv;
+  store?: string;
+}): Config {
+  const { env } = opts;
   const cwd = opts.cwd ?? process.cwd();
   const explicit = opts.file ?? env.KCACHE_CONFIG;
   let file: string | undefined;

@@ -1,5 +1,6 @@
 import os from "node:os";
 import path from "node:path";
+import { ghaEnvironment, s3Environment } from "../environment.js";
 import { ConfigError } from "../errors.js";
 import { parseDuration } from "./durations.js";
 import type { StoreSpec } from "./schema.js";
@@ -48,11 +49,9 @@ export function resolveStore(
       type: "s3",
       bucket: expand(spec.bucket, "store.bucket"),
       prefix: normalisePrefix(expand(spec.prefix, "store.prefix")),
-      region: spec.region
-        ? expand(spec.region, "store.region")
-        : (env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1"),
+      region: spec.region ? expand(spec.region, "store.region") : s3Environment(env).region,
       endpoint: checkedUrl(
-        spec.endpoint ? expand(spec.endpoint, "store.endpoint") : env.KCACHE_S3_ENDPOINT,
+        spec.endpoint ? expand(spec.endpoint, "store.endpoint") : s3Environment(env).endpoint,
         spec.endpoint ? "store.endpoint" : "$KCACHE_S3_ENDPOINT",
       ),
       pathStyle: spec["path-style"],
@@ -81,20 +80,20 @@ export function storeFromText(
   if (text?.startsWith("s3://")) {
     const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(text);
     if (!m?.[1]) throw new ConfigError(`${label}=${text}: write s3://bucket or s3://bucket/prefix`);
+    const { region, endpoint, pathStyle, checksums } = s3Environment(env);
     return {
       type: "s3",
       bucket: m[1],
       prefix: normalisePrefix(m[2] ?? ""),
-      region: env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1",
-      endpoint: env.KCACHE_S3_ENDPOINT || undefined,
-      pathStyle: env.KCACHE_S3_PATH_STYLE === "1" || env.KCACHE_S3_PATH_STYLE === "true",
-      checksums: env.KCACHE_S3_CHECKSUMS === "when-required" ? "when-required" : undefined,
+      region,
+      endpoint,
+      pathStyle,
+      checksums,
     };
   }
   // In a GitHub Action the runner hands its cache service to the step (as it does to actions/cache):
   // with no store named anywhere, that is where caches go, so switching `uses:` is all a user does.
-  if (!text && env.ACTIONS_RUNTIME_TOKEN && (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL))
-    return { type: "gha" };
+  if (!text && ghaEnvironment(env).offered) return { type: "gha" };
   return { type: "local", path: path.resolve(cwd, text || defaultLocal(env)) };
 }
 

@@ -9,6 +9,7 @@ import type { Log } from "../log.js";
 import { prewarm } from "../pipeline/prewarm.js";
 import { defaultOutDir, type RunReport, runProfile } from "../pipeline/run-profile.js";
 import { stderrProgress } from "../progress.js";
+import { githubCommandLog } from "./command-groups.js";
 import { Inputs, Outputs, SAVE_ALWAYS_ENV, State } from "./io-names.js";
 import { publishRun, setOutputs } from "./outputs.js";
 
@@ -142,7 +143,13 @@ function publish(report: RunReport): void {
 async function runStep(log: Log): Promise<void> {
   const j = await job(log);
   const name = j.profile?.name as string;
-  publish(await runProfile({ job: j, outDir: defaultOutDir(name) }));
+  publish(
+    await runProfile({
+      job: j,
+      outDir: defaultOutDir(name),
+      commandLog: githubCommandLog(j.env, process.stdout, log),
+    }),
+  );
 }
 
 async function prewarmStep(log: Log): Promise<void> {
@@ -151,6 +158,7 @@ async function prewarmStep(log: Log): Promise<void> {
     job: j,
     outDir: defaultOutDir(j.profile?.name as string),
     ifChanged: core.getMultilineInput(Inputs.ifChanged),
+    commandLog: githubCommandLog(j.env, process.stdout, log),
   });
   setOutputs({
     [Outputs.primaryKey]: r.key,

@@ -31,16 +31,12 @@ export function probeRoots(env: NodeJS.ProcessEnv): AcceleratorProbeRoots {
   };
 }
 
-export const DEFAULT_ROOTS: AcceleratorProbeRoots = probeRoots(process.env);
-
 /**
  * Finds the accelerator vendor, model and driver, and CANN on Ascend. Reads the drivers' files first
  * (instant), and only falls back to nvidia-smi / npu-smi, which can take a second, for the model.
  * Nothing keyed depends on npu-smi, which fails while another process holds the card.
  */
-export async function probeAccelerator(
-  roots: AcceleratorProbeRoots = DEFAULT_ROOTS,
-): Promise<AcceleratorFacts> {
+export async function probeAccelerator(roots: AcceleratorProbeRoots): Promise<AcceleratorFacts> {
   const nvidia = (await nvidiaFromProc(roots.nvidiaProc)) ?? (await nvidiaFromSmi(roots.env));
   if (nvidia) return { ...nvidia, vendor: "nvidia", cann: null, cannHome: null };
   const cann = findCann(roots);

@@ -36,7 +36,7 @@ export interface StackFingerprint {
 export interface StackProbeOptions {
   python: string;
   pins: Record<string, string>;
-  env?: NodeJS.ProcessEnv;
+  env: NodeJS.ProcessEnv;
   accelerator?: AcceleratorProbeRoots;
 }
 
@@ -55,7 +55,7 @@ export const ASCEND_CODEGEN_VARIABLES = [
 
 /** Probes Python packages and the accelerator in parallel, then bishengir on Ascend, and forms the fingerprint. */
 export async function probeStack(opts: StackProbeOptions): Promise<StackFingerprint> {
-  const env = opts.env ?? process.env;
+  const { env } = opts;
   const warnings: string[] = [];
   const [py, acc] = await Promise.all([
     probePython(opts.python, env).catch((e: Error) => {

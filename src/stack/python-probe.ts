@@ -152,7 +152,7 @@ const probes = new Map<string, Promise<PythonFacts>>();
  * A probe with the same interpreter and inputs is run once per process: bin/kcache.js starts it
  * before the CLI's modules load, so the ~60 ms the interpreter takes overlaps with Node's start-up.
  */
-export function probePython(python: string, env: NodeJS.ProcessEnv = process.env): Promise<PythonFacts> {
+export function probePython(python: string, env: NodeJS.ProcessEnv): Promise<PythonFacts> {
   const key = JSON.stringify([python, ...INPUTS.map((k) => env[k] ?? null)]);
   let p = probes.get(key);
   if (!p) {

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { UsageError } from "../../errors.js";
+import { githubCommandLog } from "../../github/command-groups.js";
 import { writeStepSummary } from "../../github/outputs.js";
 import { compare } from "../../pipeline/compare.js";
 import { compareHtml } from "../../report/compare-html.js";
@@ -35,6 +36,7 @@ export async function compareCommand(
     outDir: out,
     rounds,
     echo: process.stderr,
+    commandLog: githubCommandLog(job.env, process.stderr, log),
     records: o.file
       ? {
           file: o.file,

@@ -1,3 +1,4 @@
+import { githubCommandLog } from "../../github/command-groups.js";
 import { prewarm } from "../../pipeline/prewarm.js";
 import { defaultOutDir } from "../../pipeline/run-profile.js";
 import type { GlobalOptions } from "../options.js";
@@ -12,6 +13,7 @@ export async function prewarmCommand(
     outDir: o.out ?? defaultOutDir(o.profile, job.env),
     ifChanged: o.ifChanged,
     echo: o.json ? process.stderr : process.stdout,
+    commandLog: githubCommandLog(job.env, o.json ? process.stderr : process.stdout, job.ctx.log),
   });
   if (o.json) printJson(report);
   process.exitCode = report.run?.exitCode ?? 0;

@@ -1,3 +1,4 @@
+import { githubCommandLog } from "../../github/command-groups.js";
 import { publishRun } from "../../github/outputs.js";
 import { defaultOutDir, runProfile } from "../../pipeline/run-profile.js";
 import type { GlobalOptions } from "../options.js";
@@ -14,6 +15,7 @@ export async function runCommandCli(
     save: o.save,
     // With --json, stdout carries only the report; command output still reaches the log files and stderr.
     echo: o.json ? process.stderr : process.stdout,
+    commandLog: githubCommandLog(job.env, o.json ? process.stderr : process.stdout, job.ctx.log),
   });
   // With --json, stdout carries only the report: annotations go to stderr, which the runner reads too.
   const file = publishRun(report, job.env, {

@@ -9,7 +9,7 @@ import { commandBasics, printJson } from "../setup.js";
 export async function stackCommand(o: GlobalOptions) {
   const { config, log } = commandBasics(o);
   const t0 = performance.now();
-  const fp = await probeStack({ python: config.stack.python, pins: config.stack.pins });
+  const fp = await probeStack({ python: config.stack.python, pins: config.stack.pins, env: process.env });
   const ms = performance.now() - t0;
   reportStack(config, fp, log, Strictness.parse(o.strict));
   if (o.json) {

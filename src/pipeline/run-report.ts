@@ -1,0 +1,108 @@
+import type { RestoreReport } from "../cache/restore.js";
+import type { SaveReport } from "../cache/save.js";
+import type { CheckResult } from "../checks/check.js";
+import type { CommandSpec } from "../config/profile-schema.js";
+import type { Job } from "../job/build-job.js";
+import type { FolderCount } from "../telemetry/folder-count.js";
+import type { KernelStats } from "../telemetry/read.js";
+
+/**
+ * What `kcache run` reports (kcache-report.json, schema kcache-run-report/1) and what it is given:
+ * the stages in order, each command's exit and kernels, the checks, and the save or why there was none.
+ */
+export const RUN_REPORT_SCHEMA = "kcache-run-report/1";
+
+export interface Stage {
+  name: string;
+  kind: "restore" | "command" | "group" | "checks" | "save";
+  seconds: number;
+  status: "ok" | "failed" | "skipped" | "warned";
+  /** One line: "hit (exact)", "exit 2", "3 passed, 1 failed"... */
+  summary: string;
+  children?: Stage[];
+  /** A parallel group whose commands had no listener: compiles counted from the cache folder for the whole group. */
+  folderKernels?: FolderCount;
+}
+
+/**
+ * A command's kernels. With Triton's compilation listener (>= 3.4) every load is counted; without
+ * it (Triton-Ascend's 3.2 line) compiles are counted from the cache folder and loads are unknown.
+ */
+export interface CommandKernels extends Omit<KernelStats, "loaded" | "compileSeconds"> {
+  /** Where `compiled` comes from: the listener, new group files in the cache folder, or neither. */
+  source: "listener" | "cache-folder" | "none";
+  /** Null when only the cache folder was counted. */
+  loaded: number | null;
+  compileSeconds: number | null;
+  /** Compiles counted from the cache folder during this command (also when the listener ran); null in a parallel group or with no Triton cache. */
+  folderCompiled: number | null;
+}
+
+export interface CommandReport {
+  name: string;
+  group: string | null;
+  run: string;
+  exitCode: number;
+  timedOut: boolean;
+  seconds: number;
+  log: string;
+  devices: string | null;
+  kernels: CommandKernels;
+}
+
+export interface RunReport {
+  schema: typeof RUN_REPORT_SCHEMA;
+  profile: string;
+  key: string;
+  scope: string;
+  revision: string;
+  stackId: string;
+  startedAt: string;
+  seconds: number;
+  restore: RestoreReport | null;
+  commands: CommandReport[];
+  checks: CheckResult[];
+  save: SaveReport | null;
+  /** Why nothing was saved, when the gate or the policy held the save back. */
+  saveSkipped: string | null;
+  kernels: {
+    status: KernelStats["status"];
+    source: CommandKernels["source"];
+    loaded: number | null;
+    compiled: number;
+    compileSeconds: number | null;
+  };
+  /** Set when `expect: warm` saw kernels compiled after an exact-key restore. */
+  unexpectedCompile: string | null;
+  stages: Stage[];
+  passed: boolean;
+  firstFailure: string | null;
+  exitCode: number;
+  outDir: string;
+}
+
+export interface RunOptions {
+  /** Built by src/job/ with a profile; its context is what this run restores and saves. */
+  job: Job;
+  /** Where logs, telemetry and kcache-report.json go. */
+  outDir: string;
+  /** Restore from the store before the commands (false for a cold run). */
+  restore?: boolean;
+  /** Save after the gate passed (false to never save). */
+  save?: boolean;
+  /** Echo command output (default: stdout). */
+  echo?: NodeJS.WritableStream | null;
+  /** Write a run record to the store (default true; compare's rounds write none). */
+  record?: boolean;
+  /** Says each command as it starts (default: a log line; under GitHub Actions github/ folds its output). */
+  commandLog?: CommandLog;
+}
+
+/**
+ * How a run says its commands start and end. The default writes a log line; github/command-groups.ts
+ * folds each command's output into a `::group::` of the job's log.
+ */
+export interface CommandLog {
+  /** A command starts; `inGroup` when it runs beside others (its lines are prefixed). Returns what to do when it ends. */
+  started(cmd: CommandSpec, devices: string[] | undefined, inGroup: boolean): (() => void) | undefined;
+}

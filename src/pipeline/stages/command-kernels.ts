@@ -1,0 +1,47 @@
+/** Kernels counted per command and across a run: the listener's counts, else the cache folder's. */
+import type { FolderCount } from "../../telemetry/folder-count.js";
+import type { KernelStats } from "../../telemetry/read.js";
+import type { CommandKernels, CommandReport, RunReport, Stage } from "../run-report.js";
+
+/** One command's kernels: the listener's counts where it ran, else the cache folder's. */
+export function commandKernels(listener: KernelStats, folder: FolderCount | null): CommandKernels {
+  const folderCompiled = folder ? folder.compiled : null;
+  if (listener.status === "available" || listener.status === "no-triton")
+    return { ...listener, source: listener.status === "available" ? "listener" : "none", folderCompiled };
+  if (folder)
+    return {
+      ...listener,
+      source: "cache-folder",
+      loaded: null,
+      compiled: folder.compiled,
+      compileSeconds: null,
+      compiledKernels: folder.kernels,
+      folderCompiled,
+    };
+  return { ...listener, source: "none", loaded: null, compileSeconds: null, folderCompiled };
+}
+
+/**
+ * Kernels across the run. A parallel group counted from the cache folder counts as one unit (its
+ * commands' own figures are left out); everything else adds up command by command.
+ */
+export function totalKernels(commands: CommandReport[], stages: Stage[]): RunReport["kernels"] {
+  const statuses = commands.map((c) => c.kernels.status);
+  const folderGroups = new Set(stages.filter((s) => s.folderKernels).map((s) => s.name));
+  const own = commands.filter((c) => !(c.group && folderGroups.has(c.group)));
+  const groupCompiled = stages.reduce((n, s) => n + (s.folderKernels?.compiled ?? 0), 0);
+  const byFolder = folderGroups.size > 0 || own.some((c) => c.kernels.source === "cache-folder");
+  const unknown = own.some((c) => c.kernels.loaded === null) || folderGroups.size > 0;
+  const sum = (f: (c: CommandReport) => number | null) => own.reduce((n, c) => n + (f(c) ?? 0), 0);
+  return {
+    status: statuses.includes("available")
+      ? "available"
+      : statuses.includes("unavailable")
+        ? "unavailable"
+        : "no-triton",
+    source: byFolder ? "cache-folder" : statuses.includes("available") ? "listener" : "none",
+    loaded: unknown ? null : sum((c) => c.kernels.loaded),
+    compiled: sum((c) => c.kernels.compiled) + groupCompiled,
+    compileSeconds: unknown ? null : sum((c) => c.kernels.compileSeconds),
+  };
+}

@@ -1,0 +1,180 @@
+import fs from "node:fs";
+import path from "node:path";
+import { inLanes } from "../../bounded-lanes.js";
+import type { JobContext } from "../../cache/job-context.js";
+import { parseDuration } from "../../config/durations.js";
+import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
+import { mayHoldKernels } from "../../kinds/registry.js";
+import { deviceEnv } from "../../process/devices.js";
+import { runCommand } from "../../process/run-command.js";
+import { withSources } from "../../process/source-env.js";
+import { compiledBetween, KernelFolders } from "../../telemetry/folder-count.js";
+import { telemetryEnv } from "../../telemetry/hook.js";
+import { readTelemetry } from "../../telemetry/read.js";
+import type { CommandLog, CommandReport, Stage } from "../run-report.js";
+import { commandKernels } from "./command-kernels.js";
+
+/** Where the commands run: the job's environment and folder, the run's output folder, its echo and log. */
+export interface CommandPlace {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  outDir: string;
+  echo: NodeJS.WritableStream | null;
+  commandLog: CommandLog;
+}
+
+/**
+ * The commands stage: the profile's commands in order as timed stages, parallel groups over their
+ * devices, each with its own log, telemetry file and kernel counts. After a failure the rest are
+ * skipped unless the profile says continue-on-error.
+ */
+export class CommandsStage {
+  readonly commands: CommandReport[] = [];
+  failed: CommandReport | null = null;
+  /** The commands' environment: the job's, the profile's env, and each cache's variable. */
+  readonly env: NodeJS.ProcessEnv;
+  readonly workdir: string;
+  private readonly folders: KernelFolders;
+
+  constructor(
+    private readonly ctx: JobContext,
+    private readonly profile: ProfileSpec,
+    private readonly place: CommandPlace,
+  ) {
+    this.env = { ...place.env, ...profile.env };
+    for (const c of ctx.caches) {
+      fs.mkdirSync(c.path, { recursive: true });
+      if (c.env) this.env[c.env] = c.path;
+    }
+    this.workdir = profile.workdir ? path.resolve(place.cwd, profile.workdir) : place.cwd;
+    // Triton caches (or ones whose kind is detected later) are where compiles can be counted without a listener.
+    this.folders = new KernelFolders(ctx.caches.filter(mayHoldKernels).map((c) => c.path));
+  }
+
+  async run(): Promise<Stage[]> {
+    const stages: Stage[] = [];
+    for (const item of this.profile.commands) {
+      if (this.failed && !this.profile["continue-on-error"]) {
+        stages.push({
+          name: item.name,
+          kind: "parallel" in item ? "group" : "command",
+          seconds: 0,
+          status: "skipped",
+          summary: "not run: an earlier command failed",
+        });
+        continue;
+      }
+      if ("parallel" in item) stages.push(await this.runGroup(item));
+      else stages.push(commandStage(await this.runOne(item, null, undefined)));
+    }
+    return stages;
+  }
+
+  private async runOne(
+    cmd: CommandSpec,
+    group: string | null,
+    devices: string[] | undefined,
+    prefix?: string,
+  ) {
+    const { outDir, echo } = this.place;
+    const telemetryFile = path.join(outDir, "telemetry", `${cmd.name}.jsonl`);
+    fs.rmSync(telemetryFile, { force: true });
+    const devs = cmd.devices ?? devices;
+    const env = telemetryEnv({ ...this.env, ...cmd.env, ...(devs ? deviceEnv(devs) : {}) }, telemetryFile);
+    const logFile = path.join(outDir, "logs", `${cmd.name}.log`);
+    const before = group === null && this.folders.counting ? this.folders.before() : null;
+    const ended = this.place.commandLog.started(cmd, devs, prefix !== undefined);
+    const r = await runCommand({
+      run: withSources(cmd.run, cmd.source ?? [], this.workdir),
+      cwd: cmd.workdir ? path.resolve(this.workdir, cmd.workdir) : this.workdir,
+      env,
+      logFile,
+      timeoutMs: cmd.timeout ? (parseDuration(cmd.timeout) as number) : undefined,
+      echo,
+      linePrefix: prefix,
+    });
+    ended?.();
+    const report: CommandReport = {
+      name: cmd.name,
+      group,
+      run: cmd.run,
+      exitCode: r.exitCode,
+      timedOut: r.timedOut,
+      seconds: r.seconds,
+      log: logFile,
+      devices: devs ? devs.join(",") : null,
+      kernels: commandKernels(
+        readTelemetry(telemetryFile),
+        before ? compiledBetween(before, this.folders.after()) : null,
+      ),
+    };
+    this.commands.push(report);
+    if (r.exitCode !== 0) {
+      this.failed ??= report;
+      this.ctx.log.warn(
+        `${cmd.name} ${r.timedOut ? `timed out after ${cmd.timeout}` : `exited ${r.exitCode}`}; its output is in ${logFile}`,
+      );
+    }
+    return report;
+  }
+
+  private async runGroup(group: GroupSpec): Promise<Stage> {
+    const g0 = performance.now();
+    const before = this.folders.counting ? this.folders.before() : null;
+    const slots = group.devices ? group.devices.length : group.parallel.length;
+    const children: Stage[] = new Array(group.parallel.length);
+    // A pool of device slots: command i waits for a free device when there are more commands than devices.
+    await inLanes(group.parallel, slots, async (cmd, slot, i) => {
+      const devices = group.devices ? [group.devices[slot] as string] : undefined;
+      children[i] = commandStage(await this.runOne(cmd, group.name, devices, `[${cmd.name}] `));
+    });
+    const failed = children.filter((c) => c.status === "failed").length;
+    // Commands running at once share the cache folder: without their listeners, count the group as one.
+    const members = this.commands.filter((c) => c.group === group.name);
+    const folder =
+      before && members.some((c) => c.kernels.status === "unavailable")
+        ? compiledBetween(before, this.folders.after())
+        : null;
+    if (!folder) this.folders.forget();
+    return {
+      name: group.name,
+      kind: "group",
+      seconds: (performance.now() - g0) / 1000,
+      status: failed ? "failed" : "ok",
+      summary: `${children.length - failed} of ${children.length} exited 0${folder ? `; ${folder.compiled} kernels compiled (cache folder)` : ""}`,
+      children,
+      ...(folder ? { folderKernels: folder } : {}),
+    };
+  }
+}
+
+/** The default CommandLog: one log line per command as it starts. */
+export function plainCommandLog(ctx: JobContext): CommandLog {
+  return {
+    started(cmd, devices) {
+      ctx.log.info(`${cmd.name}: ${cmd.run}${devices ? ` (devices ${devices.join(",")})` : ""}`);
+      return undefined;
+    },
+  };
+}
+
+function commandStage(r: CommandReport): Stage {
+  const k = r.kernels;
+  const kernels =
+    k.source === "listener"
+      ? `; ${k.loaded} kernels loaded, ${k.compiled} compiled`
+      : k.source === "cache-folder"
+        ? `; ${k.compiled} kernels compiled (cache folder)`
+        : k.status === "unavailable"
+          ? r.group
+            ? ""
+            : "; telemetry unavailable"
+          : "";
+  return {
+    name: r.name,
+    kind: "command",
+    seconds: r.seconds,
+    status: r.exitCode === 0 ? "ok" : "failed",
+    summary: `${r.timedOut ? "timed out" : `exit ${r.exitCode}`}${kernels}`,
+  };
+}

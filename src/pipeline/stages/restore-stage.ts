@@ -1,0 +1,38 @@
+import type { JobContext } from "../../cache/job-context.js";
+import { type RestoreReport, restore } from "../../cache/restore.js";
+import { tolerateCacheFailure } from "../../cache/tolerate.js";
+import type { Stage } from "../run-report.js";
+
+/** The run's first stage: restore the caches (a store failure warns), or nothing on a cold run. */
+export async function restoreStage(
+  ctx: JobContext,
+  enabled: boolean,
+): Promise<{ restored: RestoreReport | null; stage: Stage }> {
+  if (!enabled)
+    return {
+      restored: null,
+      stage: {
+        name: "restore",
+        kind: "restore",
+        seconds: 0,
+        status: "skipped",
+        summary: "cold run: nothing restored",
+      },
+    };
+  const s0 = performance.now();
+  const restored = await tolerateCacheFailure("restore", ctx.strict, ctx.log, () => restore(ctx));
+  return {
+    restored,
+    stage: {
+      name: "restore",
+      kind: "restore",
+      seconds: (performance.now() - s0) / 1000,
+      status: restored ? "ok" : "warned",
+      summary: !restored
+        ? "store failed (warned)"
+        : restored.matchedKey
+          ? `${restored.cacheHit ? "hit (exact)" : `partial (${restored.matchedKey})`}, ${restored.entriesRestored} entries from ${restored.store}`
+          : `miss (${restored.store})`,
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import type { JobContext } from "../../cache/job-context.js";
+import { type SaveReport, save } from "../../cache/save.js";
+import { tolerateCacheFailure } from "../../cache/tolerate.js";
+import type { ProfileSpec } from "../../config/profile-schema.js";
+import type { Stage } from "../run-report.js";
+
+/**
+ * The run's last stage: save, only when the gate passed (`firstFailure` null) and neither the run
+ * (--no-save) nor the profile (save: never) turned saving off. A store failure warns.
+ */
+export async function saveStage(
+  ctx: JobContext,
+  profile: ProfileSpec,
+  opts: { enabled: boolean; firstFailure: string | null },
+): Promise<{ saved: SaveReport | null; saveSkipped: string | null; stage: Stage }> {
+  let saved: SaveReport | null = null;
+  let saveSkipped: string | null = null;
+  const s0 = performance.now();
+  if (!opts.enabled) saveSkipped = "saving is off for this run (--no-save)";
+  else if (profile.save === "never") saveSkipped = "saving is off for this profile (save: never)";
+  else if (opts.firstFailure) saveSkipped = `not saved: ${opts.firstFailure} failed`;
+  else {
+    saved = await tolerateCacheFailure("save", ctx.strict, ctx.log, () => save(ctx));
+    if (!saved) saveSkipped = "the store failed (warned)";
+    else ctx.log.info(`${saved.message} (${saved.store})`);
+  }
+  const status: Stage["status"] = saved
+    ? "ok"
+    : opts.firstFailure || saveSkipped?.startsWith("saving is off")
+      ? "skipped"
+      : "warned";
+  return {
+    saved,
+    saveSkipped,
+    stage: {
+      name: "save",
+      kind: "save",
+      seconds: (performance.now() - s0) / 1000,
+      status,
+      summary: saved ? saved.outcome : (saveSkipped as string),
+    },
+  };
+}
