@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { ghaEnvironment } from "../environment.js";
 import { StoreError } from "../errors.js";
 import { restApi } from "./gha-rest.js";
@@ -63,11 +63,6 @@ export function ghaStore(settings: GhaSettings): Store {
     key,
     KCACHE_GHA_VERSION,
   );
-  const downloadUrl = (name: string) => service.downloadUrl(name);
-  const upload = (name: string, body: Readable | Buffer, expected?: number) =>
-    service.upload(name, body, expected);
-  const download = (name: string, bytes?: number) => service.download(name, bytes);
-
   return {
     description: "GitHub Actions cache",
     capabilities: { listAll: rest !== null, delete: rest !== null, evicts: true },
@@ -79,54 +74,51 @@ export function ghaStore(settings: GhaSettings): Store {
         }),
 
     put: async (name, body, expected) => {
-      const r = await upload(name, body, expected);
+      const r = await service.upload(name, body, expected);
       if (r === "exists") throw new StoreError(`GitHub cache: ${name} already exists`);
       return { size: r };
     },
-
-    createIfAbsent: async (name, body) => {
-      if ((await upload(name, body)) !== "exists") return true;
-      // Reserved by another writer, which may still be uploading it: it is absent until finalized.
-      const until = Date.now() + 15_000;
-      while (Date.now() < until) {
-        if (await downloadUrl(name)) return false;
-        await new Promise((r) => setTimeout(r, 200));
-      }
-      throw new StoreError(
-        `GitHub cache: ${name} is reserved by another run that has not finished writing it (if that run died, the reservation lapses)`,
-      );
-    },
-
+    createIfAbsent: (name, body) => createIfAbsent(service, name, body),
     get: async (name, expected) => {
-      const s = await download(name, expected);
+      const s = await service.download(name, expected);
       if (!s) throw new ObjectNotFound(name);
       return s;
     },
-
     read: async (name) => {
-      const s = await download(name);
-      if (!s) return null;
-      const chunks: Buffer[] = [];
-      for await (const c of s) chunks.push(c as Buffer);
-      return Buffer.concat(chunks);
+      const s = await service.download(name);
+      return s ? buffer(s) : null;
     },
-
-    exists: async (name) => (await downloadUrl(name)) !== null,
-
-    list: async (prefix): Promise<StoredObject[]> => {
-      if (rest) return rest.list(key(prefix));
-      if (!prefix.startsWith(`${MANIFESTS}/`)) {
-        throw new StoreError(
-          "GitHub's cache service cannot list packs without a token: set GITHUB_TOKEN and GITHUB_REPOSITORY (permissions: actions: read for ls and stats, actions: write for prune)",
-        );
-      }
-      const hit = await service.lookup(prefix, [prefix]);
-      return hit ? [{ name: hit.matchedKey.slice("kcache/".length), size: 0, modified: new Date() }] : [];
-    },
+    exists: async (name) => (await service.downloadUrl(name)) !== null,
+    list: (prefix) => (rest ? rest.list(key(prefix)) : newestManifest(service, prefix)),
 
     // Without a REST token there is no delete for a job: entries age out after 7 days unused.
     delete: async (name) => {
       if (rest) await rest.delete(key(name));
     },
   };
+}
+
+/** Creates an entry unless its key exists; one reserved by a writer still uploading it is waited for (15 s). */
+async function createIfAbsent(service: GhaCacheService, name: string, body: Buffer): Promise<boolean> {
+  if ((await service.upload(name, body)) !== "exists") return true;
+  // Reserved by another writer, which may still be uploading it: it is absent until finalized.
+  const until = Date.now() + 15_000;
+  while (Date.now() < until) {
+    if (await service.downloadUrl(name)) return false;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new StoreError(
+    `GitHub cache: ${name} is reserved by another run that has not finished writing it (if that run died, the reservation lapses)`,
+  );
+}
+
+/** Without a REST token, a listing is the service's own lookup: the newest manifest under the prefix. */
+async function newestManifest(service: GhaCacheService, prefix: string): Promise<StoredObject[]> {
+  if (!prefix.startsWith(`${MANIFESTS}/`)) {
+    throw new StoreError(
+      "GitHub's cache service cannot list packs without a token: set GITHUB_TOKEN and GITHUB_REPOSITORY (permissions: actions: read for ls and stats, actions: write for prune)",
+    );
+  }
+  const hit = await service.lookup(prefix, [prefix]);
+  return hit ? [{ name: hit.matchedKey.slice("kcache/".length), size: 0, modified: new Date() }] : [];
 }

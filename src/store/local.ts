@@ -21,7 +21,30 @@ const TMP_NAME = /^(.+)-(\d+)-[0-9a-f]{12}$/;
  * uses link(2), which fails if the name exists, so concurrent savers of one key cannot both win.
  */
 export function localStore(root: string): Store {
-  const file = (name: string) => {
+  const at = new LocalFolder(root);
+  return {
+    description: `local store ${root}`,
+    capabilities: { listAll: true, delete: true },
+    reapTemporary: () => at.wrap("reaping temporary files", async () => reapTemporary(path.join(root, TMP))),
+    put: (name, body) => at.wrap(`writing ${name}`, () => at.put(name, body)),
+    createIfAbsent: (name, body) => at.wrap(`creating ${name}`, () => at.createIfAbsent(name, body)),
+    localFile: (name) => at.file(name),
+    get: (name) => at.wrap(`reading ${name}`, () => at.get(name)),
+    read: (name) => at.wrap(`reading ${name}`, () => at.read(name)),
+    exists: (name) => at.wrap(`checking ${name}`, async () => fs.existsSync(at.file(name))),
+    list: (prefix) => at.wrap(`listing ${prefix}`, async () => at.list(prefix)),
+    delete: (name) => at.wrap(`deleting ${name}`, async () => fs.rmSync(at.file(name), { force: true })),
+  };
+}
+
+/** The folder a local store keeps its objects in, and how each operation is done there. */
+class LocalFolder {
+  private reaped = false;
+
+  constructor(private readonly root: string) {}
+
+  /** An object's file; a name that could leave the folder, or too long for it, is refused. */
+  file(name: string): string {
     const parts = name.split("/");
     for (const p of parts) {
       if (p === "" || p === "." || p === ".." || p === TMP) throw new Error(`bad object name ${name}`);
@@ -31,122 +54,103 @@ export function localStore(root: string): Store {
         );
       }
     }
-    return path.join(root, ...parts);
-  };
-  const tmpFile = () => {
-    const dir = path.join(root, TMP);
+    return path.join(this.root, ...parts);
+  }
+
+  private tmpFile(): string {
+    const dir = path.join(this.root, TMP);
     fs.mkdirSync(dir, { recursive: true });
     return path.join(dir, `${HOST}-${process.pid}-${randomBytes(6).toString("hex")}`);
-  };
-  let reaped = false;
-  const wrap = async <T>(what: string, fn: () => Promise<T>): Promise<T> => {
+  }
+
+  /** Runs one operation; a filesystem error becomes a StoreError naming the store and what was done. */
+  async wrap<T>(what: string, fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (e) {
       if (e instanceof StoreError || e instanceof ObjectNotFound) throw e;
-      throw new StoreError(`local store ${root}: ${what}: ${(e as Error).message}`, e);
+      throw new StoreError(`local store ${this.root}: ${what}: ${(e as Error).message}`, e);
     }
-  };
+  }
 
-  return {
-    description: `local store ${root}`,
-    capabilities: { listAll: true, delete: true },
+  async put(name: string, body: Readable): Promise<{ size: number }> {
+    const dest = this.file(name);
+    if (!this.reaped) {
+      this.reaped = true;
+      reapTemporary(path.join(this.root, TMP));
+    }
+    const tmp = this.tmpFile();
+    try {
+      await pipeline(body, fs.createWriteStream(tmp));
+      const size = fs.statSync(tmp).size;
+      fs.mkdirSync(path.dirname(dest), { recursive: true });
+      fs.renameSync(tmp, dest);
+      return { size };
+    } finally {
+      fs.rmSync(tmp, { force: true });
+    }
+  }
 
-    reapTemporary: () => wrap("reaping temporary files", async () => reapTemporary(path.join(root, TMP))),
+  async createIfAbsent(name: string, body: Buffer): Promise<boolean> {
+    const dest = this.file(name);
+    const tmp = this.tmpFile();
+    try {
+      fs.writeFileSync(tmp, body);
+      fs.mkdirSync(path.dirname(dest), { recursive: true });
+      fs.linkSync(tmp, dest);
+      return true;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
+      throw e;
+    } finally {
+      fs.rmSync(tmp, { force: true });
+    }
+  }
 
-    put: (name, body) =>
-      wrap(`writing ${name}`, async () => {
-        const dest = file(name);
-        if (!reaped) {
-          reaped = true;
-          reapTemporary(path.join(root, TMP));
+  async get(name: string): Promise<Readable> {
+    const fd = await fs.promises.open(this.file(name), "r").catch((e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT") throw new ObjectNotFound(name);
+      throw e;
+    });
+    return fd.createReadStream({ highWaterMark: 1 << 20 }) as Readable;
+  }
+
+  async read(name: string): Promise<Buffer | null> {
+    try {
+      return await fs.promises.readFile(this.file(name));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw e;
+    }
+  }
+
+  /** Objects whose names start with `prefix`, newest first, walking only the folders that can hold them. */
+  list(prefix: string): StoredObject[] {
+    const { root } = this;
+    const slash = prefix.lastIndexOf("/");
+    const out: StoredObject[] = [];
+    const walk = (rel: string) => {
+      let items: fs.Dirent[];
+      try {
+        items = fs.readdirSync(rel ? path.join(root, rel) : root, { withFileTypes: true });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
+        throw e;
+      }
+      for (const d of items) {
+        if (!rel && d.name === TMP) continue;
+        const name = rel ? `${rel}/${d.name}` : d.name;
+        if (d.isDirectory()) {
+          if (prefix.startsWith(`${name}/`) || name.startsWith(prefix)) walk(name);
+        } else if (d.isFile() && name.startsWith(prefix)) {
+          const st = fs.statSync(path.join(root, name));
+          out.push({ name, size: st.size, modified: st.mtime });
         }
-        const tmp = tmpFile();
-        try {
-          await pipeline(body, fs.createWriteStream(tmp));
-          const size = fs.statSync(tmp).size;
-          fs.mkdirSync(path.dirname(dest), { recursive: true });
-          fs.renameSync(tmp, dest);
-          return { size };
-        } finally {
-          fs.rmSync(tmp, { force: true });
-        }
-      }),
-
-    createIfAbsent: (name, body) =>
-      wrap(`creating ${name}`, async () => {
-        const dest = file(name);
-        const tmp = tmpFile();
-        try {
-          fs.writeFileSync(tmp, body);
-          fs.mkdirSync(path.dirname(dest), { recursive: true });
-          fs.linkSync(tmp, dest);
-          return true;
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === "EEXIST") return false;
-          throw e;
-        } finally {
-          fs.rmSync(tmp, { force: true });
-        }
-      }),
-
-    localFile: (name) => file(name),
-
-    get: (name) =>
-      wrap(`reading ${name}`, async () => {
-        const p = file(name);
-        const fd = await fs.promises.open(p, "r").catch((e: NodeJS.ErrnoException) => {
-          if (e.code === "ENOENT") throw new ObjectNotFound(name);
-          throw e;
-        });
-        return fd.createReadStream({ highWaterMark: 1 << 20 }) as Readable;
-      }),
-
-    read: (name) =>
-      wrap(`reading ${name}`, async () => {
-        try {
-          return await fs.promises.readFile(file(name));
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-          throw e;
-        }
-      }),
-
-    exists: (name) => wrap(`checking ${name}`, async () => fs.existsSync(file(name))),
-
-    list: (prefix) =>
-      wrap(`listing ${prefix}`, async () => {
-        const slash = prefix.lastIndexOf("/");
-        const dirPart = slash >= 0 ? prefix.slice(0, slash) : "";
-        const out: StoredObject[] = [];
-        const walk = (rel: string) => {
-          let items: fs.Dirent[];
-          try {
-            items = fs.readdirSync(rel ? path.join(root, rel) : root, { withFileTypes: true });
-          } catch (e) {
-            if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
-            throw e;
-          }
-          for (const d of items) {
-            if (!rel && d.name === TMP) continue;
-            const name = rel ? `${rel}/${d.name}` : d.name;
-            if (d.isDirectory()) {
-              if (prefix.startsWith(`${name}/`) || name.startsWith(prefix)) walk(name);
-            } else if (d.isFile() && name.startsWith(prefix)) {
-              const st = fs.statSync(path.join(root, name));
-              out.push({ name, size: st.size, modified: st.mtime });
-            }
-          }
-        };
-        walk(dirPart);
-        return out.sort((a, b) => b.modified.getTime() - a.modified.getTime() || (a.name < b.name ? 1 : -1));
-      }),
-
-    delete: (name) =>
-      wrap(`deleting ${name}`, async () => {
-        fs.rmSync(file(name), { force: true });
-      }),
-  };
+      }
+    };
+    walk(slash >= 0 ? prefix.slice(0, slash) : "");
+    return out.sort((a, b) => b.modified.getTime() - a.modified.getTime() || (a.name < b.name ? 1 : -1));
+  }
 }
 
 /** Removes temp files whose writer is gone: a dead process on this host, or older than a day. */

@@ -1,0 +1,206 @@
+import { randomUUID } from "node:crypto";
+import type { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
+import { quietAwsSdkNotice } from "../environment.js";
+import { withIdleTimeout } from "./idle-timeout.js";
+import { StoreRetryStrategy } from "./retry-strategy.js";
+import type { S3Settings } from "./s3-settings.js";
+import { ObjectNotFound, type StoredObject } from "./store.js";
+
+/**
+ * One bucket and prefix as kcache uses them, on @aws-sdk/client-s3: each store operation as its S3
+ * requests. Errors are the SDK's; s3.ts turns them into store errors.
+ */
+export class S3Bucket {
+  private conditional: Promise<boolean> | undefined;
+
+  constructor(
+    private readonly settings: S3Settings,
+    private readonly c: Client,
+  ) {}
+
+  private key(name: string): string {
+    return `${this.settings.prefix}${name}`;
+  }
+
+  /** A multipart upload (visible only when complete); its size as the server has it. */
+  async put(name: string, body: Readable): Promise<{ size: number }> {
+    const { c, settings } = this;
+    const upload = new c.lib.Upload({
+      client: c.s3,
+      params: { Bucket: settings.bucket, Key: this.key(name), Body: body },
+      partSize: settings.partBytes,
+      queueSize: 3,
+      leavePartsOnError: false,
+    });
+    let size = 0;
+    upload.on("httpUploadProgress", (p) => {
+      size = Math.max(size, p.loaded ?? 0);
+    });
+    await upload.done();
+    const head = await c.s3.send(
+      new c.sdk.HeadObjectCommand({ Bucket: settings.bucket, Key: this.key(name) }),
+    );
+    return { size: head.ContentLength ?? size };
+  }
+
+  /** `PUT If-None-Match: *` where the server honours it, else HEAD then PUT. */
+  async createIfAbsent(name: string, body: Buffer): Promise<boolean> {
+    const { c, settings } = this;
+    this.conditional ??=
+      settings.conditionalWrites === "auto"
+        ? probeConditional(c, settings)
+        : Promise.resolve(settings.conditionalWrites === "always");
+    const put = (extra: { IfNoneMatch?: string }) =>
+      c.s3.send(
+        new c.sdk.PutObjectCommand({ Bucket: settings.bucket, Key: this.key(name), Body: body, ...extra }),
+      );
+    if (await this.conditional) {
+      try {
+        await put({ IfNoneMatch: "*" });
+        return true;
+      } catch (e) {
+        const status = statusOf(e);
+        if (status === 412 || status === 409) return false;
+        throw e;
+      }
+    }
+    if (await this.exists(name)) return false;
+    await put({});
+    return true;
+  }
+
+  /** The object's bytes, bounded by the idle timeout; null when there is no such object. */
+  async body(name: string, where: string): Promise<Readable | null> {
+    const { c, settings } = this;
+    try {
+      const r = await c.s3.send(new c.sdk.GetObjectCommand({ Bucket: settings.bucket, Key: this.key(name) }));
+      return withIdleTimeout(r.Body as Readable, settings.idleTimeoutMs, `${where}: reading ${name}`);
+    } catch (e) {
+      if (statusOf(e) === 404) return null;
+      throw e;
+    }
+  }
+
+  async get(name: string, where: string): Promise<Readable> {
+    const body = await this.body(name, where);
+    if (!body) throw new ObjectNotFound(name);
+    return body;
+  }
+
+  async read(name: string, where: string): Promise<Buffer | null> {
+    const body = await this.body(name, where);
+    return body ? await buffer(body) : null;
+  }
+
+  async exists(name: string): Promise<boolean> {
+    return exists(this.c, this.settings, this.key(name));
+  }
+
+  /** Every object under `prefix`, newest first, page by page. */
+  async list(prefix: string): Promise<StoredObject[]> {
+    const { c, settings } = this;
+    const out: StoredObject[] = [];
+    let token: string | undefined;
+    do {
+      const r = await c.s3.send(
+        new c.sdk.ListObjectsV2Command({
+          Bucket: settings.bucket,
+          Prefix: this.key(prefix),
+          ContinuationToken: token,
+        }),
+      );
+      for (const o of r.Contents ?? []) {
+        if (!o.Key) continue;
+        out.push({
+          name: o.Key.slice(settings.prefix.length),
+          size: o.Size ?? 0,
+          modified: o.LastModified ?? new Date(0),
+        });
+      }
+      token = r.IsTruncated ? r.NextContinuationToken : undefined;
+    } while (token);
+    return out.sort((a, b) => b.modified.getTime() - a.modified.getTime() || (a.name < b.name ? 1 : -1));
+  }
+
+  async delete(name: string): Promise<void> {
+    const { c, settings } = this;
+    await c.s3.send(new c.sdk.DeleteObjectCommand({ Bucket: settings.bucket, Key: this.key(name) }));
+  }
+}
+
+type Sdk = typeof import("@aws-sdk/client-s3");
+type Lib = typeof import("@aws-sdk/lib-storage");
+export interface Client {
+  sdk: Sdk;
+  lib: Lib;
+  s3: InstanceType<Sdk["S3Client"]>;
+}
+
+export async function makeClient(settings: S3Settings): Promise<Client> {
+  quietAwsSdkNotice();
+  const [sdk, lib, { NodeHttpHandler }] = await Promise.all([
+    import("@aws-sdk/client-s3"),
+    import("@aws-sdk/lib-storage"),
+    import("@smithy/node-http-handler"),
+  ]);
+  const s3 = new sdk.S3Client({
+    region: settings.region,
+    endpoint: settings.endpoint,
+    forcePathStyle: settings.forcePathStyle,
+    requestChecksumCalculation: settings.checksums === "when-required" ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
+    responseChecksumValidation: settings.checksums === "when-required" ? "WHEN_REQUIRED" : "WHEN_SUPPORTED",
+    retryStrategy: new StoreRetryStrategy(settings.retry),
+    requestHandler: new NodeHttpHandler({
+      connectionTimeout: settings.connectTimeoutMs,
+      requestTimeout: settings.idleTimeoutMs,
+      // Without this a timed-out request only logs a warning and waits on.
+      throwOnRequestTimeout: true,
+    }),
+  });
+  return { sdk, lib, s3 };
+}
+
+async function exists(c: Client, settings: S3Settings, k: string): Promise<boolean> {
+  try {
+    await c.s3.send(new c.sdk.HeadObjectCommand({ Bucket: settings.bucket, Key: k }));
+    return true;
+  } catch (e) {
+    if (statusOf(e) === 404) return false;
+    throw e;
+  }
+}
+
+/**
+ * Whether the server refuses a second `PUT If-None-Match: *` of one name. Servers that ignore the
+ * header overwrite silently; only a second write tells.
+ */
+async function probeConditional(c: Client, settings: S3Settings): Promise<boolean> {
+  const probe = `${settings.prefix}.kcache-probe/${randomUUID()}`;
+  const put = () =>
+    c.s3.send(
+      new c.sdk.PutObjectCommand({ Bucket: settings.bucket, Key: probe, Body: "probe", IfNoneMatch: "*" }),
+    );
+  try {
+    await put();
+    try {
+      await put();
+      return false;
+    } catch (e) {
+      const status = statusOf(e);
+      if (status === 412 || status === 409) return true;
+      throw e;
+    }
+  } catch (e) {
+    const status = statusOf(e);
+    // A server that rejects the header outright (501 NotImplemented, 400) cannot create conditionally.
+    if (status === 501 || status === 400) return false;
+    throw e;
+  } finally {
+    await c.s3.send(new c.sdk.DeleteObjectCommand({ Bucket: settings.bucket, Key: probe })).catch(() => {});
+  }
+}
+
+function statusOf(e: unknown): number | undefined {
+  return (e as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+}

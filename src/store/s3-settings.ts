@@ -1,0 +1,34 @@
+import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry-strategy.js";
+
+/** An S3 store's settings (kcache.yml's store: with type s3, or $KCACHE_STORE=s3://), and their defaults. */
+export interface S3Settings {
+  bucket: string;
+  /** Prepended to every object name ("ci/kcache/"). */
+  prefix: string;
+  region: string;
+  /** For MinIO, Ceph RGW, Huawei OBS and other S3-compatible servers. */
+  endpoint?: string;
+  /** Bucket in the path (http://host/bucket/key), as most self-hosted servers want. */
+  forcePathStyle: boolean;
+  /** auto: probe once whether the server honours If-None-Match on PUT; always / never: trust the setting. */
+  conditionalWrites: "auto" | "always" | "never";
+  /** when-required: no CRC checksums unless an operation requires them (servers that reject the new ones). */
+  checksums: "when-required" | "when-supported";
+  connectTimeoutMs: number;
+  /** A request that receives nothing for this long fails (no retry). */
+  idleTimeoutMs: number;
+  retry: RetryPolicy;
+  /** Multipart part size; about (3 in flight + 1 filling) x this is held in memory during an upload. */
+  partBytes: number;
+}
+
+export const DEFAULT_S3: Omit<S3Settings, "bucket" | "region"> = {
+  prefix: "",
+  forcePathStyle: false,
+  conditionalWrites: "auto",
+  checksums: "when-supported",
+  connectTimeoutMs: 10_000,
+  idleTimeoutMs: 60_000,
+  retry: DEFAULT_RETRY_POLICY,
+  partBytes: 8 * 1024 * 1024,
+};
