@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import { StoreError } from "../errors.js";
 import type { Log } from "../log.js";
 import { CONDEMNED, condemnedObject, MANIFESTS, PACKS, parseCondemnedObject, RUNS } from "../store/layout.js";
-import type { Store } from "../store/store.js";
+import type { Store, StoredObject } from "../store/store.js";
 import { type CatalogItem, readCatalog, readCatalogItems } from "./catalog.js";
 import { leased, readLeases, storeNow } from "./pack-lease.js";
 
@@ -46,36 +46,7 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
   }
   const now = (policy.now ?? new Date()).getTime();
   const catalog = await readCatalog(store);
-  const doomed = new Map<string, string>();
-  const kept: CatalogItem[] = [];
-  const perGroup = new Map<string, number>();
-  for (const item of catalog) {
-    if (!item.manifest) {
-      doomed.set(item.object, `damaged: ${item.damaged}`);
-      continue;
-    }
-    const group = `${item.scope}\0${item.manifest.prefix}`;
-    const rank = (perGroup.get(group) ?? 0) + 1;
-    perGroup.set(group, rank);
-    if (policy.keep !== undefined && rank > policy.keep)
-      doomed.set(item.object, `beyond the newest ${policy.keep}`);
-    else if (policy.olderThanMs !== undefined && now - item.modified.getTime() > policy.olderThanMs) {
-      doomed.set(item.object, "older than the limit");
-    } else kept.push(item);
-  }
-  if (policy.maxBytes !== undefined) {
-    // Oldest first out, counting each pack once however many manifests share it.
-    const packBytes = (items: CatalogItem[]) => {
-      const sizes = new Map<string, number>();
-      for (const i of items) for (const p of i.manifest?.packs ?? []) sizes.set(p.object, p.size);
-      return [...sizes.values()].reduce((a, b) => a + b, 0);
-    };
-    while (kept.length > 0 && packBytes(kept) > policy.maxBytes) {
-      const oldest = kept.pop() as CatalogItem;
-      doomed.set(oldest.object, "over the size budget");
-    }
-  }
-
+  const { doomed, kept } = chooseManifests(catalog, policy, now);
   const referenced = new Set<string>();
   for (const i of kept) for (const p of i.manifest?.packs ?? []) referenced.add(p.object);
   const packs = await store.list(`${PACKS}/`);
@@ -109,28 +80,81 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
   // Manifests first: a restore never finds a manifest whose packs are gone.
   for (const object of doomed.keys()) await store.delete(object);
 
-  // Then the packs, in the order pack-lease.ts explains: condemn, read leases, re-read manifests, delete.
+  const deleted = await deleteOrphans(store, orphans, new Set(catalog.map((i) => i.object)), referenced, now);
+  report.packsSpared = orphans.length - deleted.length;
+  report.packsDeleted = deleted.map((p) => p.name);
+  report.bytesFreed = deleted.reduce((s, p) => s + p.size, 0);
+  log.debug(`pruned ${doomed.size} manifests and ${deleted.length} packs (${report.packsSpared} spared)`);
+  return report;
+}
+
+/** Which manifests go (damaged, beyond the newest `keep` per scope and prefix, too old, over the size budget) and why. */
+function chooseManifests(
+  catalog: CatalogItem[],
+  policy: PrunePolicy,
+  now: number,
+): { doomed: Map<string, string>; kept: CatalogItem[] } {
+  const doomed = new Map<string, string>();
+  const kept: CatalogItem[] = [];
+  const perGroup = new Map<string, number>();
+  for (const item of catalog) {
+    if (!item.manifest) {
+      doomed.set(item.object, `damaged: ${item.damaged}`);
+      continue;
+    }
+    const group = `${item.scope}\0${item.manifest.prefix}`;
+    const rank = (perGroup.get(group) ?? 0) + 1;
+    perGroup.set(group, rank);
+    if (policy.keep !== undefined && rank > policy.keep)
+      doomed.set(item.object, `beyond the newest ${policy.keep}`);
+    else if (policy.olderThanMs !== undefined && now - item.modified.getTime() > policy.olderThanMs) {
+      doomed.set(item.object, "older than the limit");
+    } else kept.push(item);
+  }
+  if (policy.maxBytes !== undefined) {
+    // Oldest first out, counting each pack once however many manifests share it.
+    const packBytes = (items: CatalogItem[]) => {
+      const sizes = new Map<string, number>();
+      for (const i of items) for (const p of i.manifest?.packs ?? []) sizes.set(p.object, p.size);
+      return [...sizes.values()].reduce((a, b) => a + b, 0);
+    };
+    while (kept.length > 0 && packBytes(kept) > policy.maxBytes) {
+      const oldest = kept.pop() as CatalogItem;
+      doomed.set(oldest.object, "over the size budget");
+    }
+  }
+  return { doomed, kept };
+}
+
+/**
+ * Deletes orphan packs in the order pack-lease.ts explains: condemn, read leases, re-read manifests
+ * (a save may have committed one since the catalog was read), delete what is still unreferenced and
+ * unleased. Expired leases and the marks of packs referenced again (or gone) are cleared.
+ */
+async function deleteOrphans(
+  store: Store,
+  orphans: StoredObject[],
+  seen: Set<string>,
+  referenced: Set<string>,
+  now: number,
+): Promise<StoredObject[]> {
   for (const p of orphans)
     await store.put(condemnedObject(p.name), Readable.from([Buffer.from(String(now))]));
   // Lease ages by the store's clock, not this host's: hours of skew either way must not expire a
   // live save's lease.
   const leases = await readLeases(store, await storeNow(store));
-  const seen = new Set(catalog.map((i) => i.object));
   for (const o of await store.list(`${MANIFESTS}/`)) {
     if (seen.has(o.name)) continue;
     const item = (await readCatalogItems(store, [o.name]))[0];
     for (const p of item?.manifest?.packs ?? []) referenced.add(p.object);
   }
-  const deleted: typeof orphans = [];
+  const deleted: StoredObject[] = [];
   for (const p of orphans) {
     if (referenced.has(p.name) || leased(leases.live, p.name)) continue;
     await store.delete(p.name);
     await store.delete(condemnedObject(p.name));
     deleted.push(p);
   }
-  report.packsSpared = orphans.length - deleted.length;
-  report.packsDeleted = deleted.map((p) => p.name);
-  report.bytesFreed = deleted.reduce((s, p) => s + p.size, 0);
   for (const l of leases.expired) await store.delete(l);
   // Marks of packs that are referenced again, or gone, are cleared.
   for (const o of await store.list(`${CONDEMNED}/`)) {
@@ -138,6 +162,5 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
     if (pack === null) continue;
     if (referenced.has(pack) || !(await store.exists(pack))) await store.delete(o.name);
   }
-  log.debug(`pruned ${doomed.size} manifests and ${deleted.length} packs (${report.packsSpared} spared)`);
-  return report;
+  return deleted;
 }

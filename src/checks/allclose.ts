@@ -26,43 +26,7 @@ export function allcloseCheck(spec: Spec, fileA: string, fileB: string, name: st
       `${fileA}: shape (${a.shape.join(", ")}) differs from ${fileB} (${b.shape.join(", ")})`,
     );
   }
-  let maxAbs = 0;
-  let maxRel = 0;
-  let worst = -1;
-  let worstExcess = 0;
-  let bad = 0;
-  let diffSq = 0;
-  let refSq = 0;
-  for (let i = 0; i < a.values.length; i++) {
-    const x = a.values[i] as number;
-    const y = b.values[i] as number;
-    if (Number.isFinite(x) && Number.isFinite(y)) {
-      diffSq += (x - y) ** 2;
-      refSq += y * y;
-    }
-    if (Number.isNaN(x) || Number.isNaN(y)) {
-      if (spec["equal-nan"] && Number.isNaN(x) && Number.isNaN(y)) continue;
-      bad++;
-      if (worst < 0 || worstExcess !== Number.POSITIVE_INFINITY) {
-        worst = i;
-        worstExcess = Number.POSITIVE_INFINITY;
-      }
-      continue;
-    }
-    if (x === y) continue; // equal infinities too
-    const diff = Math.abs(x - y);
-    const rel = y === 0 ? Number.POSITIVE_INFINITY : diff / Math.abs(y);
-    if (diff > maxAbs) maxAbs = diff;
-    if (rel > maxRel) maxRel = rel;
-    const excess = diff - (spec.atol + spec.rtol * Math.abs(y));
-    if (excess > 0 || Number.isNaN(excess)) {
-      bad++;
-      if (worst < 0 || excess > worstExcess) {
-        worst = i;
-        worstExcess = excess;
-      }
-    }
-  }
+  const { maxAbs, maxRel, worst, bad, diffSq, refSq } = compareValues(spec, a.values, b.values);
   const normError = refSq > 0 ? Math.sqrt(diffSq / refSq) : diffSq > 0 ? Number.POSITIVE_INFINITY : 0;
   const details = {
     shape: a.shape,
@@ -98,4 +62,46 @@ export function allcloseCheck(spec: Spec, fileA: string, fileB: string, name: st
 
 function fmt(v: number): string {
   return Number.isFinite(v) ? v.toExponential(3) : String(v);
+}
+
+/** Element by element: the largest errors, the count beyond tolerance, the worst element, and the L2 sums. */
+function compareValues(spec: Spec, xs: ArrayLike<number>, ys: ArrayLike<number>) {
+  let maxAbs = 0;
+  let maxRel = 0;
+  let worst = -1;
+  let worstExcess = 0;
+  let bad = 0;
+  let diffSq = 0;
+  let refSq = 0;
+  for (let i = 0; i < xs.length; i++) {
+    const x = xs[i] as number;
+    const y = ys[i] as number;
+    if (Number.isFinite(x) && Number.isFinite(y)) {
+      diffSq += (x - y) ** 2;
+      refSq += y * y;
+    }
+    if (Number.isNaN(x) || Number.isNaN(y)) {
+      if (spec["equal-nan"] && Number.isNaN(x) && Number.isNaN(y)) continue;
+      bad++;
+      if (worst < 0 || worstExcess !== Number.POSITIVE_INFINITY) {
+        worst = i;
+        worstExcess = Number.POSITIVE_INFINITY;
+      }
+      continue;
+    }
+    if (x === y) continue; // equal infinities too
+    const diff = Math.abs(x - y);
+    const rel = y === 0 ? Number.POSITIVE_INFINITY : diff / Math.abs(y);
+    if (diff > maxAbs) maxAbs = diff;
+    if (rel > maxRel) maxRel = rel;
+    const excess = diff - (spec.atol + spec.rtol * Math.abs(y));
+    if (excess > 0 || Number.isNaN(excess)) {
+      bad++;
+      if (worst < 0 || excess > worstExcess) {
+        worst = i;
+        worstExcess = excess;
+      }
+    }
+  }
+  return { maxAbs, maxRel, worst, bad, diffSq, refSq };
 }

@@ -119,25 +119,6 @@ export async function compare(
     }
   }
 
-  const of = (kind: "cold" | "warm") => runs.filter((r) => r.kind === kind);
-  const cold = stats(of("cold").map((r) => r.seconds));
-  const warm = stats(of("warm").map((r) => r.seconds));
-  const names = [...new Set(runs.flatMap((r) => r.commands.map((c) => c.name)))];
-  const commands = names.map((name) => {
-    const c = stats(
-      of("cold").flatMap((r) => r.commands.filter((x) => x.name === name).map((x) => x.seconds)),
-    );
-    const w = stats(
-      of("warm").flatMap((r) => r.commands.filter((x) => x.name === name).map((x) => x.seconds)),
-    );
-    return {
-      name,
-      cold: c,
-      warm: w,
-      savedSeconds: c.median - w.median,
-      reductionPct: pct(c.median, w.median),
-    };
-  });
   return {
     schema: COMPARE_SCHEMA,
     profile: profileName,
@@ -147,21 +128,43 @@ export async function compare(
     rounds: opts.rounds,
     startedAt: t0.toISOString(),
     runs,
-    summary: {
-      cold,
-      warm,
-      savedSeconds: cold.median - warm.median,
-      reductionPct: pct(cold.median, warm.median),
-      commands,
-      kernelsCompiled: {
-        cold: of("cold").map((r) => r.kernelsCompiled),
-        warm: of("warm").map((r) => r.kernelsCompiled),
-      },
-      restoreSeconds: stats(of("warm").map((r) => r.restoreSeconds)),
-      saveSeconds: stats(runs.filter((r) => r.saveSeconds > 0).map((r) => r.saveSeconds)),
-    },
+    summary: summary(runs),
     records: spec ? diffRecords(results.cold, results.warm, spec.key, spec.metrics, spec.threshold) : null,
     passed: runs.every((r) => r.passed),
+  };
+}
+
+/** Medians (and ranges) of the cold and warm runs, per run and per command, and what the cache saved. */
+function summary(runs: CompareRun[]): CompareReport["summary"] {
+  const of = (kind: "cold" | "warm") => runs.filter((r) => r.kind === kind);
+  const cold = stats(of("cold").map((r) => r.seconds));
+  const warm = stats(of("warm").map((r) => r.seconds));
+  const names = [...new Set(runs.flatMap((r) => r.commands.map((c) => c.name)))];
+  const secondsOf = (kind: "cold" | "warm", name: string) =>
+    stats(of(kind).flatMap((r) => r.commands.filter((x) => x.name === name).map((x) => x.seconds)));
+  const commands = names.map((name) => {
+    const c = secondsOf("cold", name);
+    const w = secondsOf("warm", name);
+    return {
+      name,
+      cold: c,
+      warm: w,
+      savedSeconds: c.median - w.median,
+      reductionPct: pct(c.median, w.median),
+    };
+  });
+  return {
+    cold,
+    warm,
+    savedSeconds: cold.median - warm.median,
+    reductionPct: pct(cold.median, warm.median),
+    commands,
+    kernelsCompiled: {
+      cold: of("cold").map((r) => r.kernelsCompiled),
+      warm: of("warm").map((r) => r.kernelsCompiled),
+    },
+    restoreSeconds: stats(of("warm").map((r) => r.restoreSeconds)),
+    saveSeconds: stats(runs.filter((r) => r.saveSeconds > 0).map((r) => r.saveSeconds)),
   };
 }
 
