@@ -81,6 +81,24 @@ function importGraph(): Map<string, string[]> {
 const folderOf = (file: string) => (file.includes("/") ? (file.split("/")[0] as string) : ".");
 
 describe("src/ import directions (docs/ARCHITECTURE.md)", () => {
+  it("every folder of src/ is on the map, and every folder and top-level file is in docs/ARCHITECTURE.md", () => {
+    const doc = fs.readFileSync(path.resolve(SRC, "../docs/ARCHITECTURE.md"), "utf8");
+    const folders: string[] = [];
+    const walk = (rel: string) => {
+      for (const e of fs.readdirSync(path.join(SRC, rel), { withFileTypes: true }))
+        if (e.isDirectory()) {
+          const sub = rel ? `${rel}/${e.name}` : e.name;
+          folders.push(sub);
+          walk(sub);
+        }
+    };
+    walk("");
+    expect(folders.filter((f) => !f.includes("/") && !(f in MAY_IMPORT))).toEqual([]);
+    expect(folders.filter((f) => !doc.includes(`\`${f}/\``))).toEqual([]);
+    const topFiles = fs.readdirSync(SRC).filter((f) => f.endsWith(".ts"));
+    expect(topFiles.filter((f) => !doc.includes(`\`${f}\``))).toEqual([]);
+  });
+
   it("every import between folders goes the way the map allows", () => {
     const wrong: string[] = [];
     for (const [file, deps] of importGraph()) {
