@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
+import { childOutput } from "./child-output.js";
 
 export const BIN = path.resolve(import.meta.dirname, "../../bin/kcache.js");
 
@@ -24,17 +25,10 @@ export function startCli(
 ): { pid: number; kill(): void; promise: Promise<CliResult> } {
   const [cmd, ...argv] = [...(opts.wrapper ?? []), process.execPath, BIN, ...args] as [string, ...string[]];
   const child = spawn(cmd, argv, { env: opts.env, cwd: opts.cwd });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => {
-    stdout += d;
-  });
-  child.stderr.on("data", (d) => {
-    stderr += d;
-  });
+  const out = childOutput(child);
   const promise = new Promise<CliResult>((resolve, reject) => {
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.on("close", (code) => resolve({ code, stdout: out.stdout, stderr: out.stderr }));
   });
   return { pid: child.pid as number, kill: () => child.kill("SIGKILL"), promise };
 }

@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { upstreamRequest } from "./upstream-request.js";
 
 /**
  * A loopback proxy in front of s3rver that enforces `If-None-Match: *` on PUT, as AWS S3, MinIO and
@@ -15,20 +16,11 @@ export async function conditionalProxy(target: string) {
   const keyOf = (req: http.IncomingMessage) => (req.url ?? "").split("?")[0] ?? "";
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer) =>
     new Promise<number>((resolve) => {
-      const up = http.request(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: req.method,
-          path: req.url,
-          headers: req.headers,
-        },
-        (r) => {
-          res.writeHead(r.statusCode ?? 502, r.headers);
-          r.pipe(res);
-          r.on("end", () => resolve(r.statusCode ?? 502));
-        },
-      );
+      const up = upstreamRequest(upstream, req, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        r.pipe(res);
+        r.on("end", () => resolve(r.statusCode ?? 502));
+      });
       up.on("error", () => {
         res.destroy();
         resolve(502);

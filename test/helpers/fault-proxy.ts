@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { upstreamRequest } from "./upstream-request.js";
 
 /** What the proxy does to a request it is given: pass it on, or fail it in one of the ways stores fail. */
 export type Fault =
@@ -49,40 +50,31 @@ export async function faultProxy(target: string, choose: (req: http.IncomingMess
       res.end(Buffer.alloc(40, 0x5a));
       return;
     }
-    const up = http.request(
-      {
-        host: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-      },
-      (r) => {
-        res.writeHead(r.statusCode ?? 502, r.headers);
-        if (fault.kind === "stall") {
-          hung.push(res);
-          let sent = 0;
-          r.on("data", (d: Buffer) => {
-            const room = fault.bytes - sent;
-            if (room > 0) res.write(d.subarray(0, room));
-            sent += Math.min(Math.max(room, 0), d.length);
-          });
-          return;
-        }
-        if (fault.kind !== "truncate") {
-          r.pipe(res);
-          return;
-        }
+    const up = upstreamRequest(upstream, req, (r) => {
+      res.writeHead(r.statusCode ?? 502, r.headers);
+      if (fault.kind === "stall") {
+        hung.push(res);
         let sent = 0;
         r.on("data", (d: Buffer) => {
           const room = fault.bytes - sent;
-          if (room <= 0) return;
-          res.write(d.subarray(0, room));
-          sent += Math.min(room, d.length);
-          if (sent >= fault.bytes) res.destroy();
+          if (room > 0) res.write(d.subarray(0, room));
+          sent += Math.min(Math.max(room, 0), d.length);
         });
-      },
-    );
+        return;
+      }
+      if (fault.kind !== "truncate") {
+        r.pipe(res);
+        return;
+      }
+      let sent = 0;
+      r.on("data", (d: Buffer) => {
+        const room = fault.bytes - sent;
+        if (room <= 0) return;
+        res.write(d.subarray(0, room));
+        sent += Math.min(room, d.length);
+        if (sent >= fault.bytes) res.destroy();
+      });
+    });
     up.on("error", () => res.destroy());
     req.pipe(up);
   });

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { childOutput } from "./child-output.js";
 import { BIN } from "./cli.js";
 
 export interface MeasuredRun {
@@ -54,14 +55,7 @@ export function runMeasured(
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-c", command], { env, cwd: opts.cwd });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d) => {
-      stdout += d;
-    });
-    child.stderr.on("data", (d) => {
-      stderr += d;
-    });
+    const out = childOutput(child);
     const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : null;
     child.on("error", reject);
     child.on("spawn", () => opts.onStart?.(child.pid as number));
@@ -74,7 +68,14 @@ export function runMeasured(
       } catch {
         // killed before it could record
       }
-      resolve({ code, signal, stdout, stderr, peakRssMb, seconds: (performance.now() - t0) / 1000 });
+      resolve({
+        code,
+        signal,
+        stdout: out.stdout,
+        stderr: out.stderr,
+        peakRssMb,
+        seconds: (performance.now() - t0) / 1000,
+      });
     });
   });
 }

@@ -1,0 +1,16 @@
+import http from "node:http";
+
+/**
+ * The request a loopback proxy sends on to the real server: the client's method, path and headers,
+ * to `upstream`. `onResponse` gets the server's answer; the caller pipes the client's body into it.
+ */
+export function upstreamRequest(
+  upstream: URL,
+  req: http.IncomingMessage,
+  onResponse: (r: http.IncomingMessage) => void,
+): http.ClientRequest {
+  return http.request(
+    { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+    onResponse,
+  );
+}

@@ -1,0 +1,65 @@
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import {
+  decodeManifest,
+  encodeManifest,
+  MANIFEST_FORMAT,
+  type Manifest,
+} from "../../src/manifest/manifest.js";
+
+const hex = (s: string) => createHash("sha256").update(s).digest("hex");
+
+/** A manifest of `n` entries in one pack, as a save would write it. */
+function manifestOf(n: number): Manifest {
+  return {
+    format: MANIFEST_FORMAT,
+    key: `bench-s1-${"a".repeat(40)}`,
+    prefix: "bench",
+    stackId: "s1",
+    stack: { python: "3.12", triton: "3.6.0" },
+    revision: "a".repeat(40),
+    scope: "refs/heads/main",
+    createdAt: "2026-12-01T00:00:00.000Z",
+    producer: "kcache test",
+    parent: null,
+    caches: [{ name: "triton", kind: "triton" }],
+    packs: [
+      { object: "packs/p-0", sha256: hex("pack"), size: 100, entryBytes: 1000, entries: n, savedBy: "k" },
+    ],
+    entries: Array.from({ length: n }, (_, i) => ({
+      cache: "triton",
+      name: `E${i}`,
+      sha256: hex(`entry ${i}`),
+      size: 10,
+      files: 2,
+      pack: 0,
+    })),
+  };
+}
+
+describe("the manifest format (src/manifest/)", () => {
+  it("reads back what it wrote, field for field", () => {
+    const m = manifestOf(3);
+    expect(decodeManifest(encodeManifest(m), "m.json")).toEqual(m);
+  });
+
+  it("refuses a manifest whose body changed after its integrity line was written, naming the object", () => {
+    const text = encodeManifest(manifestOf(2)).toString().replace('"E1"', '"E9"');
+    expect(() => decodeManifest(Buffer.from(text), "manifests/x")).toThrow(
+      /manifests\/x: manifest digest mismatch/,
+    );
+  });
+
+  it("refuses a truncated manifest, a manifest that lists an entry twice, and a bad field", () => {
+    const whole = encodeManifest(manifestOf(2));
+    expect(() => decodeManifest(whole.subarray(0, 20), "m")).toThrow(/truncated|integrity line/);
+    const twice = manifestOf(2);
+    twice.entries.push({ ...(twice.entries[0] as Manifest["entries"][number]) });
+    expect(() => decodeManifest(encodeManifest(twice), "m")).toThrow(/entry triton\/E0 is listed twice/);
+    const bad = manifestOf(1) as unknown as { entries: { files: number }[] };
+    (bad.entries[0] as { files: number }).files = 0;
+    expect(() => decodeManifest(encodeManifest(bad as unknown as Manifest), "m")).toThrow(
+      /manifest field entries\.0\.files/,
+    );
+  });
+});
