@@ -111,13 +111,13 @@ const MUTANTS = [
   {
     name: "--strict ignores data faults on restore",
     file: "src/cache/restore.ts",
-    find: "if (ctx.strict && report.faults.length) {",
-    replace: "if (false) {",
+    find: "const failing = report.faults.filter((f) => ctx.strict.fails(f.code));",
+    replace: "const failing: typeof report.faults = [];",
     tests: ["test/pack/limits-and-inputs.test.ts"],
   },
   {
     name: "no idle timeout on S3 bodies",
-    file: "src/store/s3.ts",
+    file: "src/store/s3-bucket.ts",
     find: "return withIdleTimeout(r.Body as Readable, settings.idleTimeoutMs, `${where}: reading ${name}`);",
     replace: "return r.Body as Readable;",
     tests: ["test/store/s3-failures.test.ts"],
@@ -195,8 +195,8 @@ const MUTANTS = [
   {
     name: "an action with no store named does not use GitHub's cache service",
     file: "src/config/store-config.ts",
-    find: "if (!text && env.ACTIONS_RUNTIME_TOKEN && (env.ACTIONS_RESULTS_URL || env.ACTIONS_CACHE_URL))",
-    replace: "if (false)",
+    find: "if (!text && ghaEnvironment(env).offered) return",
+    replace: "if (false) return",
     tests: ["test/github/action.test.ts"],
   },
   {
@@ -215,7 +215,7 @@ const MUTANTS = [
   },
   {
     name: "without a listener, compiles are not counted from the cache folder",
-    file: "src/pipeline/run-profile.ts",
+    file: "src/pipeline/stages/command-kernels.ts",
     find: "      compiled: folder.compiled,\n      compileSeconds: null,",
     replace: "      compiled: 0,\n      compileSeconds: null,",
     tests: ["test/telemetry/folder-count.test.ts"],
@@ -251,8 +251,8 @@ const MUTANTS = [
   {
     name: "a save with nothing new records no key",
     file: "src/cache/save.ts",
-    find: "if (parent && parent.key === ctx.key && fresh().length === 0 && dropped === 0) {",
-    replace: "if (parent && fresh().length === 0 && dropped === 0) {",
+    find: "if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.dropped === 0) {",
+    replace: "if (parent && this.fresh().length === 0 && this.dropped === 0) {",
     tests: ["test/pipeline/prewarm.test.ts", "test/cache/save.test.ts"],
   },
   {
@@ -329,7 +329,7 @@ const MUTANTS = [
   {
     name: "a missing Zstandard engine is found per pack, not before the restore",
     file: "src/cache/restore.ts",
-    find: "if (match.manifest.entries.length > 0) await zstdEngine();",
+    find: "if (match.manifest.entries.length > 0) await zstdEngine(ctx.runtime.zstd);",
     replace: "",
     tests: ["test/cache/zstd-engines.test.ts"],
   },
@@ -339,6 +339,27 @@ const MUTANTS = [
     find: "const scope = defaultBranchScope(ctx.scopes.defaultBranch);",
     replace: "const scope = ctx.scopes.write;",
     tests: ["test/history/baseline.test.ts"],
+  },
+  {
+    name: "--strict with codes fails on every fault",
+    file: "src/cache/faults.ts",
+    find: 'return this.codes === "all" || (this.codes !== "none" && this.codes.has(code));',
+    replace: 'return this.codes !== "none";',
+    tests: ["test/cli/strict-codes.test.ts"],
+  },
+  {
+    name: "faults met lose their codes (every restore fault reported as pack-unreadable)",
+    file: "src/cache/lookup.ts",
+    find: 'faults?.push(fault("manifest-damaged", e.message));',
+    replace: 'faults?.push(fault("pack-unreadable", e.message));',
+    tests: ["test/cache/integrity.test.ts", "test/cli/strict-codes.test.ts"],
+  },
+  {
+    name: "$KCACHE_THREADS not read into the job",
+    file: "src/environment.ts",
+    find: "threads: Number.isInteger(asked) && asked > 0 ? asked : null,",
+    replace: "threads: null,",
+    tests: ["test/github/action.test.ts"],
   },
 ];
 

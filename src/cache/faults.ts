@@ -69,11 +69,6 @@ export class Strictness {
   }
 }
 
-/** Whether a command-line word is a list of fault codes (`--strict entry-bad,disk-failed`), not the next argument. */
-export function isFaultCodeList(word: string | undefined): boolean {
-  return word?.split(",").every((c) => c in FAULT_CODES || /^(true|false)$/i.test(c)) ?? false;
-}
-
 /** A fault `--strict` turned into an error: exit 3, its code kept for the caller. */
 export class StrictFaultError extends IntegrityError {
   constructor(

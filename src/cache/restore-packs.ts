@@ -48,7 +48,7 @@ export async function readPacks(
       const onThread = pool !== null && !(mainReads && lane === 0);
       out.push({
         refs,
-        result: await readOnePack(ctx, pack, refs, targets, onThread ? pool : null, onBytes),
+        result: await readOnePack(ctx, { pack, refs, targets, pool: onThread ? pool : null, onBytes }),
       });
     });
   } finally {
@@ -76,13 +76,18 @@ function packJobs(
   );
 }
 
+/** One pack to read: the entries wanted from it, where they go, and the pool to read it on (none: here). */
+interface OnePack {
+  pack: Manifest["packs"][number];
+  refs: EntryRef[];
+  targets: Map<string, RestoreTarget>;
+  pool: ThreadPool | null;
+  onBytes: (n: number) => void;
+}
+
 async function readOnePack(
   ctx: JobContext,
-  pack: Manifest["packs"][number],
-  refs: EntryRef[],
-  targets: Map<string, RestoreTarget>,
-  pool: ThreadPool | null,
-  onBytes: (n: number) => void,
+  { pack, refs, targets, pool, onBytes }: OnePack,
 ): Promise<PackReadResult> {
   const zstd = ctx.runtime.zstd;
   try {

@@ -19,14 +19,18 @@ import { type Present, presentId } from "./save-scan.js";
  * The manifest a save commits: the parent's packs it still references (re-indexed), then the packs
  * it wrote, and every entry, sorted. Pure: it reads and writes nothing.
  */
-export function manifestFor(
-  ctx: JobContext,
-  plan: SavePlan,
-  parent: Manifest | null,
-  parentRefs: Map<string, EntryRef>,
-  written: WrittenPack[],
-  kinds: Map<string, CacheKindName>,
-): Manifest {
+export interface ManifestParts {
+  plan: SavePlan;
+  /** The manifest saved on top of, and its entries by id. */
+  parent: Manifest | null;
+  parentRefs: Map<string, EntryRef>;
+  written: WrittenPack[];
+  /** Each cache's kind as scanned. */
+  kinds: Map<string, CacheKindName>;
+}
+
+export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
+  const { plan, parent, parentRefs, written, kinds } = parts;
   const packs: PackRef[] = [];
   const remap = new Map<number, number>();
   const entries: EntryRef[] = [];

@@ -175,14 +175,13 @@ class SaveRun {
       );
     const written = await writePacks(ctx, plan.groups, this.leaseId);
     for (const w of written) report.skipped.vanished += w.vanished.length;
-    const manifest = manifestFor(
-      ctx,
+    const manifest = manifestFor(ctx, {
       plan,
-      this.parent?.manifest ?? null,
-      this.parentRefs,
+      parent: this.parent?.manifest ?? null,
+      parentRefs: this.parentRefs,
       written,
-      this.kinds,
-    );
+      kinds: this.kinds,
+    });
     const body = encodeManifest(manifest);
     const committed = await commitManifest(ctx.store, this.object, body);
     if (committed !== "committed") {

@@ -1,7 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { ExitCode, KcacheError } from "../errors.js";
 import { VERSION } from "../version.js";
-import { strictArgv } from "./strict-flag.js";
 
 /**
  * Declares the commands; each lives in its own module under commands/ and is imported only when
@@ -205,7 +204,7 @@ export async function main(argv: string[]): Promise<void> {
     .action(async (a, b, o) => (await import("./commands/diff.js")).diffCommand(a, b, o));
 
   try {
-    await program.parseAsync(strictArgv(argv));
+    await program.parseAsync(argv);
   } catch (e) {
     process.exitCode = exitCodeFor(e);
   }

@@ -1,7 +1,7 @@
 /** Options every command takes (declared once in cli/main.ts, read by each command). */
 export interface GlobalOptions {
   config?: string;
-  /** --strict alone (true, or "" after cli/strict-flag.ts), or the fault codes it names. */
+  /** --strict alone (true), or the fault codes it names. */
   strict?: boolean | string;
   json?: boolean;
   verbose?: boolean;

@@ -37,7 +37,7 @@ export async function checksStage(
   for (const [i, spec] of profile.checks.entries()) {
     const logFile = path.join(place.outDir, "logs", `check-${i + 1}.log`);
     const result = isHistoryCheck(spec)
-      ? await historyCheck(ctx, spec, i, place, logFile, history)
+      ? await historyCheck(ctx, { spec, index: i, logFile }, place, history)
       : await runCheck(spec, i, place.workdir, place.env, logFile);
     checks.push(result);
     if (!result.passed)
@@ -62,12 +62,11 @@ export async function checksStage(
 /** A threshold check whose baseline is the median of the default branch's recorded runs. */
 async function historyCheck(
   ctx: JobContext,
-  spec: Extract<CheckSpec, { type: "threshold" }>,
-  i: number,
+  check: { spec: Extract<CheckSpec, { type: "threshold" }>; index: number; logFile: string },
   place: CheckPlace,
-  logFile: string,
   history: Record<string, HistoryRows>,
 ): Promise<CheckResult> {
+  const { spec, index: i, logFile } = check;
   const name = checkName(spec, i);
   const base = await historyBaseline(spec, name, ctx, place.profileName, place.outDir);
   const defaultScope = defaultBranchScope(ctx.scopes.defaultBranch);
