@@ -19,10 +19,17 @@ export function overridesFrom(o: GlobalOptions, profile?: string): JobOverrides 
   };
 }
 
-/** The configuration (with --store and the other overrides applied) and a log, for commands that need no key. */
+/**
+ * The configuration (with --store and the other overrides applied) and a log, for commands that need
+ * no key and touch no cache folder: a cache path naming a variable this shell lacks ($CACHE_ROOT of
+ * a CI job) does not stop `kcache ls` on a laptop.
+ */
 export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
   const log = createLog({ verbose: o.verbose });
-  return { config: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log }).config, log };
+  return {
+    config: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log, cachesUnused: true }).config,
+    log,
+  };
 }
 
 /** The job (config, stack, revision, scopes, key) for commands that restore, save or run. */

@@ -49,6 +49,8 @@ export function loadConfig(opts: {
   cwd?: string;
   env: NodeJS.ProcessEnv;
   store?: string;
+  /** The command touches no cache folder (ls, inspect, prune, stats): a cache whose path cannot be expanded here is left out. */
+  cachesUnused?: boolean;
 }): Config {
   const { env } = opts;
   const cwd = opts.cwd ?? process.cwd();
@@ -68,7 +70,10 @@ export function loadConfig(opts: {
     file = path.join(cwd, DEFAULT_CONFIG_FILE);
   }
   const raw = file ? readYaml(file) : defaultRawConfig();
-  return resolveConfig(raw, file ?? "(defaults)", env, cwd, { store: opts.store });
+  return resolveConfig(raw, file ?? "(defaults)", env, cwd, {
+    store: opts.store,
+    cachesUnused: opts.cachesUnused,
+  });
 }
 
 function readYaml(file: string): unknown {
@@ -97,7 +102,7 @@ export function resolveConfig(
   source: string,
   env: NodeJS.ProcessEnv,
   cwd: string,
-  overrides: { store?: string } = {},
+  overrides: { store?: string; cachesUnused?: boolean } = {},
 ): Config {
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(formatIssue(source, parsed.error.issues[0]));
@@ -113,12 +118,14 @@ export function resolveConfig(
     return r.value;
   };
 
-  const caches = cfg.caches.map((c, i) => ({
-    name: c.name,
-    kind: c.kind,
-    path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
-    env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
-  }));
+  const caches = cfg.caches
+    .filter((c) => !overrides.cachesUnused || interpolate(c.path, env).ok)
+    .map((c, i) => ({
+      name: c.name,
+      kind: c.kind,
+      path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
+      env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
+    }));
   checkCachePaths(caches, (i) => `${source}: caches[${i}].path`, env, cwd);
   let store: StoreConfig;
   try {

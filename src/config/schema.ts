@@ -54,7 +54,7 @@ export const s3StoreSchema = z
     region: z.string().min(1).optional(),
     /** Checked as a URL once ${VAR} is expanded (config/store-config.ts). */
     endpoint: z.string().min(1).optional(),
-    // Unset settings take the backend's defaults (DEFAULT_S3 in store/s3.ts), kept in that one place.
+    // Unset settings take the backend's defaults (DEFAULT_S3 in store/s3-settings.ts, merged by its s3Settings), kept in that one place.
     "path-style": z.boolean().optional(),
     "conditional-writes": z.enum(["auto", "always", "never"]).optional(),
     checksums: z.enum(["when-supported", "when-required"]).optional(),

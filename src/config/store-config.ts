@@ -14,7 +14,7 @@ export type StoreConfig =
       prefix: string;
       region: string;
       endpoint: string | undefined;
-      /** Settings left unset take the backend's defaults (DEFAULT_S3 in store/s3.ts). */
+      /** Settings left unset take the backend's defaults (DEFAULT_S3 in store/s3-settings.ts, merged by its s3Settings). */
       pathStyle?: boolean;
       conditionalWrites?: "auto" | "always" | "never";
       checksums?: "when-supported" | "when-required";

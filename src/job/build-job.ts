@@ -41,6 +41,8 @@ export interface JobRequest {
   configFile?: string;
   config?: Config;
   overrides?: JobOverrides;
+  /** The command touches no cache folder: caches whose path cannot be expanded here are left out. */
+  cachesUnused?: boolean;
   log: Log;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
@@ -66,7 +68,9 @@ export function jobConfig(req: JobRequest): { config: Config; profile: Job["prof
   const env = req.env ?? process.env;
   const cwd = req.cwd ?? process.cwd();
   const o = req.overrides ?? {};
-  let config = req.config ?? loadConfig({ file: req.configFile, env, cwd, store: o.store });
+  let config =
+    req.config ??
+    loadConfig({ file: req.configFile, env, cwd, store: o.store, cachesUnused: req.cachesUnused });
   if (req.config && o.store !== undefined)
     config = { ...config, store: storeFromText(o.store, "store", env, cwd) };
   let profile: Job["profile"] = null;

@@ -1,7 +1,8 @@
 import type { Config } from "../config/load.js";
 import { DEFAULT_GHA_TIMEOUT_MS, ghaStore } from "./gha.js";
 import { localStore } from "./local.js";
-import { DEFAULT_S3, s3Store } from "./s3.js";
+import { s3Store } from "./s3.js";
+import { s3Settings } from "./s3-settings.js";
 import { latchStalls } from "./stall-latch.js";
 import type { Store } from "./store.js";
 
@@ -15,22 +16,7 @@ export function openStore(config: Config, env: NodeJS.ProcessEnv): Store {
     case "local":
       return localStore(s.path);
     case "s3":
-      return latchStalls(
-        s3Store({
-          ...DEFAULT_S3,
-          bucket: s.bucket,
-          prefix: s.prefix,
-          region: s.region,
-          endpoint: s.endpoint,
-          forcePathStyle: s.pathStyle ?? DEFAULT_S3.forcePathStyle,
-          conditionalWrites: s.conditionalWrites ?? DEFAULT_S3.conditionalWrites,
-          checksums: s.checksums ?? DEFAULT_S3.checksums,
-          connectTimeoutMs: s.connectTimeoutMs ?? DEFAULT_S3.connectTimeoutMs,
-          idleTimeoutMs: s.idleTimeoutMs ?? DEFAULT_S3.idleTimeoutMs,
-          retry:
-            s.retries === undefined ? DEFAULT_S3.retry : { ...DEFAULT_S3.retry, attempts: s.retries + 1 },
-        }),
-      );
+      return latchStalls(s3Store(s3Settings(s)));
     case "gha":
       return latchStalls(
         ghaStore({

@@ -1,3 +1,4 @@
+import type { StoreConfig } from "../config/store-config.js";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./retry-strategy.js";
 
 /** An S3 store's settings (kcache.yml's store: with type s3, or $KCACHE_STORE=s3://), and their defaults. */
@@ -32,3 +33,20 @@ export const DEFAULT_S3: Omit<S3Settings, "bucket" | "region"> = {
   retry: DEFAULT_RETRY_POLICY,
   partBytes: 8 * 1024 * 1024,
 };
+
+/** An S3 store's settings from kcache.yml's: what it leaves unset takes DEFAULT_S3, merged here only. */
+export function s3Settings(s: Extract<StoreConfig, { type: "s3" }>): S3Settings {
+  return {
+    ...DEFAULT_S3,
+    bucket: s.bucket,
+    prefix: s.prefix,
+    region: s.region,
+    endpoint: s.endpoint,
+    forcePathStyle: s.pathStyle ?? DEFAULT_S3.forcePathStyle,
+    conditionalWrites: s.conditionalWrites ?? DEFAULT_S3.conditionalWrites,
+    checksums: s.checksums ?? DEFAULT_S3.checksums,
+    connectTimeoutMs: s.connectTimeoutMs ?? DEFAULT_S3.connectTimeoutMs,
+    idleTimeoutMs: s.idleTimeoutMs ?? DEFAULT_S3.idleTimeoutMs,
+    retry: s.retries === undefined ? DEFAULT_S3.retry : { ...DEFAULT_S3.retry, attempts: s.retries + 1 },
+  };
+}

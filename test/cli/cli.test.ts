@@ -37,6 +37,17 @@ describe("kcache CLI", () => {
     expect(restore.code).toBe(0);
     expect(JSON.parse(restore.stdout)).toMatchObject({ cacheHit: true, entriesRestored: 10, entriesBad: 0 });
     expect(restore.stderr).toMatch(/restored 10 entries/);
+
+    // A laptop without the CI job's $CACHE_ROOT: ls and inspect touch no cache folder and still work;
+    // restore, which needs the folder, says which variable is missing (exit 2).
+    const laptop = { ...p.env, CACHE_ROOT: undefined };
+    const lsHere = await runCli(["ls", "--json"], { env: laptop, cwd: p.dir });
+    expect(lsHere.code).toBe(0);
+    expect(JSON.parse(lsHere.stdout).keys).toHaveLength(1);
+    expect((await runCli(["inspect", saved.primaryKey], { env: laptop, cwd: p.dir })).code).toBe(0);
+    const needs = await runCli(["restore"], { env: laptop, cwd: p.dir });
+    expect(needs.code).toBe(2);
+    expect(needs.stderr).toMatch(/caches\[0\]\.path: environment variable CACHE_ROOT is not set/);
   });
 
   it("names the file, the field and the fix for a bad config, and exits 2", async () => {
