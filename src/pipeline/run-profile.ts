@@ -48,7 +48,11 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   fs.mkdirSync(path.join(outDir, "telemetry"), { recursive: true });
   const echo = opts.echo === undefined ? process.stdout : opts.echo;
 
-  const { restored, stage: restoring } = await restoreStage(ctx, opts.restore !== false);
+  const {
+    restored,
+    faults: restoreFaults,
+    stage: restoring,
+  } = await restoreStage(ctx, opts.restore !== false);
   const stages: Stage[] = [restoring];
   const commandLog = opts.commandLog ?? plainCommandLog(ctx);
   const commands = new CommandsStage(ctx, profile, { env: job.env, cwd: job.cwd, outDir, echo, commandLog });
@@ -81,6 +85,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     checks: checked.checks,
     save: saving.saved,
     saveSkipped: saving.saveSkipped,
+    faults: [...restoreFaults, ...saving.faults],
     kernels: verdict.kernels,
     unexpectedCompile: verdict.unexpectedCompile,
     stages,

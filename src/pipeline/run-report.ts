@@ -1,3 +1,4 @@
+import type { Fault } from "../cache/faults.js";
 import type { RestoreReport } from "../cache/restore.js";
 import type { SaveReport } from "../cache/save.js";
 import type { CheckResult } from "../checks/check.js";
@@ -63,6 +64,8 @@ export interface RunReport {
   commands: CommandReport[];
   checks: CheckResult[];
   save: SaveReport | null;
+  /** Every store and data fault the run's restore and save met, coded (docs/cli.md#faults). */
+  faults: Fault[];
   /** Why nothing was saved, when the gate or the policy held the save back. */
   saveSkipped: string | null;
   kernels: {

@@ -132,6 +132,12 @@ describe("kcache CLI", () => {
     const lenient = await runCli(["save"], { env: p.env, cwd: p.dir });
     expect(lenient.code).toBe(0);
     expect(lenient.stderr).toMatch(/warning: save skipped: local store/);
+    // The fault is coded in the JSON result: a store folder that is a file is the local disk's fault.
+    const json = await runCli(["save", "--json"], { env: p.env, cwd: p.dir });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      outcome: "failed",
+      faults: [{ code: "disk-failed", message: expect.stringMatching(/local store .*(ENOTDIR|EEXIST)/) }],
+    });
     const strict = await runCli(["save", "--strict"], { env: p.env, cwd: p.dir });
     expect(strict.code).toBe(3);
     const restore = await runCli(["restore"], { env: p.env, cwd: p.dir });

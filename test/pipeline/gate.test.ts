@@ -167,4 +167,22 @@ describe("kcache run: the save gate", () => {
     );
     expect(ok.report.exitCode).toBe(0);
   });
+
+  it("lists the store faults it warned of in the report, coded: the run goes on and passes", async () => {
+    const sb = sandbox();
+    fs.rmSync(sb.store, { recursive: true, force: true });
+    fs.writeFileSync(sb.store, "a file where the store folder should be");
+    generateTritonCache(path.join(sb.dir, "compiled"), { entries: 2, totalBytes: 20_000 });
+    const { report } = await runSandboxProfile(sb, {
+      commands: [{ name: "c", run: "cp -R compiled/. triton/" }],
+    });
+    expect(report.passed).toBe(true);
+    expect(report.stages.map((s) => [s.name, s.status])).toEqual([
+      ["restore", "warned"],
+      ["c", "ok"],
+      ["checks", "skipped"],
+      ["save", "warned"],
+    ]);
+    expect(report.faults.map((f) => f.code)).toEqual(["disk-failed", "disk-failed"]);
+  });
 });

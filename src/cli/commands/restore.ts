@@ -1,3 +1,4 @@
+import type { Fault } from "../../cache/faults.js";
 import { restore } from "../../cache/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { CacheMissError } from "../../errors.js";
@@ -9,8 +10,13 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
   const { ctx } = await commandJob(o);
   const { log } = ctx;
   log.info(`key ${ctx.key} (scope ${ctx.scopes.write})`);
-  const report = await tolerateCacheFailure("restore", ctx.strict, log, () =>
-    restore(ctx, { lookupOnly: o.lookupOnly }),
+  const faults: Fault[] = [];
+  const report = await tolerateCacheFailure(
+    "restore",
+    ctx.strict,
+    log,
+    () => restore(ctx, { lookupOnly: o.lookupOnly }),
+    faults,
   );
   if (report) {
     if (!report.matchedKey) log.info(`cache miss: no saved key matched (${report.store})`);
@@ -28,7 +34,9 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
     }
   }
   if (o.json)
-    printJson(report ?? { primaryKey: ctx.key, matchedKey: null, error: log.warnings.at(-1) ?? null });
+    printJson(
+      report ?? { primaryKey: ctx.key, matchedKey: null, faults, error: log.warnings.at(-1) ?? null },
+    );
   if (o.failOnCacheMiss && !report?.matchedKey) {
     throw new CacheMissError(`no saved key matched ${ctx.key} (--fail-on-cache-miss)`);
   }

@@ -1,3 +1,4 @@
+import type { Fault } from "../../cache/faults.js";
 import { save } from "../../cache/save.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { formatBytes, formatSeconds } from "../../format.js";
@@ -7,7 +8,8 @@ import { commandJob, printJson } from "../setup.js";
 export async function saveCommand(o: GlobalOptions) {
   const { ctx } = await commandJob(o);
   const { log } = ctx;
-  const report = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx));
+  const faults: Fault[] = [];
+  const report = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx), faults);
   if (report) {
     log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {
@@ -27,5 +29,7 @@ export async function saveCommand(o: GlobalOptions) {
     if (skipped.length) log.info(`not saved: ${skipped.join(", ")}`);
   }
   if (o.json)
-    printJson(report ?? { primaryKey: ctx.key, outcome: "failed", error: log.warnings.at(-1) ?? null });
+    printJson(
+      report ?? { primaryKey: ctx.key, outcome: "failed", faults, error: log.warnings.at(-1) ?? null },
+    );
 }

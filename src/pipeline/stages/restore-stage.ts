@@ -1,3 +1,4 @@
+import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
 import { type RestoreReport, restore } from "../../cache/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
@@ -7,10 +8,11 @@ import type { Stage } from "../run-report.js";
 export async function restoreStage(
   ctx: JobContext,
   enabled: boolean,
-): Promise<{ restored: RestoreReport | null; stage: Stage }> {
+): Promise<{ restored: RestoreReport | null; faults: Fault[]; stage: Stage }> {
   if (!enabled)
     return {
       restored: null,
+      faults: [],
       stage: {
         name: "restore",
         kind: "restore",
@@ -20,9 +22,11 @@ export async function restoreStage(
       },
     };
   const s0 = performance.now();
-  const restored = await tolerateCacheFailure("restore", ctx.strict, ctx.log, () => restore(ctx));
+  const tolerated: Fault[] = [];
+  const restored = await tolerateCacheFailure("restore", ctx.strict, ctx.log, () => restore(ctx), tolerated);
   return {
     restored,
+    faults: restored ? restored.faults : tolerated,
     stage: {
       name: "restore",
       kind: "restore",

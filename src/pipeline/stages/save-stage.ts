@@ -1,3 +1,4 @@
+import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
 import { type SaveReport, save } from "../../cache/save.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
@@ -12,15 +13,17 @@ export async function saveStage(
   ctx: JobContext,
   profile: ProfileSpec,
   opts: { enabled: boolean; firstFailure: string | null },
-): Promise<{ saved: SaveReport | null; saveSkipped: string | null; stage: Stage }> {
+): Promise<{ saved: SaveReport | null; saveSkipped: string | null; faults: Fault[]; stage: Stage }> {
   let saved: SaveReport | null = null;
   let saveSkipped: string | null = null;
+  const faults: Fault[] = [];
   const s0 = performance.now();
   if (!opts.enabled) saveSkipped = "saving is off for this run (--no-save)";
   else if (profile.save === "never") saveSkipped = "saving is off for this profile (save: never)";
   else if (opts.firstFailure) saveSkipped = `not saved: ${opts.firstFailure} failed`;
   else {
-    saved = await tolerateCacheFailure("save", ctx.strict, ctx.log, () => save(ctx));
+    saved = await tolerateCacheFailure("save", ctx.strict, ctx.log, () => save(ctx), faults);
+    if (saved) faults.push(...saved.faults);
     if (!saved) saveSkipped = "the store failed (warned)";
     else ctx.log.info(`${saved.message} (${saved.store})`);
   }
@@ -32,6 +35,7 @@ export async function saveStage(
   return {
     saved,
     saveSkipped,
+    faults,
     stage: {
       name: "save",
       kind: "save",
