@@ -50,17 +50,26 @@ def mark(p):
     except OSError:
         read_from[p] = -1
 mark(os.path.realpath(sys.executable))
-mark(os.path.join(sys.prefix, "pyvenv.cfg"))
+# A virtual environment (venv, virtualenv, uv) is found by site, which -S skips: sys.prefix is then
+# the base interpreter's. Look for its pyvenv.cfg as site does, beside the executable or one up.
+exe_dir = os.path.dirname(os.path.abspath(sys.executable))
+venv = next((d for d in (exe_dir, os.path.dirname(exe_dir)) if os.path.isfile(os.path.join(d, "pyvenv.cfg"))), None)
+mark(os.path.join(venv or sys.prefix, "pyvenv.cfg"))
 dirs = list(sys.path)
-prefixes = [sys.prefix]
-if sys.prefix != sys.base_prefix:
+prefixes = [venv or sys.prefix]
+if venv:
     try:
-        with open(os.path.join(sys.prefix, "pyvenv.cfg")) as f:
+        with open(os.path.join(venv, "pyvenv.cfg")) as f:
             if re.search(r"include-system-site-packages\s*=\s*true", f.read(), re.I):
                 prefixes.append(sys.base_prefix)
     except OSError:
         pass
 site_dirs = site.getsitepackages(prefixes)
+if venv:
+    # A venv's own folder, which Debian's site (dist-packages) names only once it knows it is in one.
+    own = os.path.join(venv, "lib", "python%d.%d" % sys.version_info[:2], "site-packages")
+    if own not in site_dirs:
+        site_dirs.insert(0, own)
 if site.check_enableusersite():
     site_dirs.append(site.getusersitepackages())
 for d in site_dirs:
@@ -179,7 +188,8 @@ export function probePython(python: string, env: NodeJS.ProcessEnv): Promise<Pyt
 function cacheFile(python: string, key: string, env: NodeJS.ProcessEnv): { file: string; id: string } | null {
   const exe = findOnPath(python, env);
   if (!exe) return null;
-  const id = createHash("sha256").update(`${key}\0${exe}`).digest("hex").slice(0, 20);
+  // The script is part of the key: a kcache that probes differently never reuses an older answer.
+  const id = createHash("sha256").update(`${key}\0${exe}\0${SCRIPT}`).digest("hex").slice(0, 20);
   return { file: path.join(stateDir(env), "python-probe", `${id}.json`), id };
 }
 

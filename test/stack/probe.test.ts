@@ -55,6 +55,45 @@ describe("stack probe", () => {
     expect(facts.abi).toMatch(/^cpython-3\d+/);
   });
 
+  // The interpreters here: the one on PATH, and Debian's (whose site names dist-packages, not a venv's site-packages).
+  const interpreters = [
+    ...new Set(
+      ["python3", "/usr/bin/python3"]
+        .filter((p) => p === "python3" || fs.existsSync(p))
+        .map((p) =>
+          execFileSync(p, ["-c", "import os, sys; print(os.path.realpath(sys.executable))"], {
+            encoding: "utf8",
+          }).trim(),
+        ),
+    ),
+  ];
+  it.each(interpreters)(
+    "finds the packages of a virtual environment (venv, uv) over %s, which Python's -S start leaves out",
+    async (real) => {
+      // A venv as `python3 -m venv` lays it out: pyvenv.cfg, bin/python3 linking the base interpreter,
+      // lib/pythonX.Y/site-packages. Only its site-packages has torch and triton.
+      const venv = tempDir("venv");
+      const version = execFileSync(real, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"], {
+        encoding: "utf8",
+      }).trim();
+      fs.mkdirSync(path.join(venv, "bin"));
+      fs.symlinkSync(real, path.join(venv, "bin", "python3"));
+      fs.writeFileSync(
+        path.join(venv, "pyvenv.cfg"),
+        `home = ${path.dirname(real)}\ninclude-system-site-packages = false\nversion = ${version}\n`,
+      );
+      const site = path.join(venv, "lib", `python${version}`, "site-packages");
+      fs.cpSync(fakeSitePackages(), site, { recursive: true });
+      const facts = await probePython(path.join(venv, "bin", "python3"), {
+        PATH: process.env.PATH,
+        HOME: venv,
+      });
+      expect(facts.packages).toMatchObject({ torch: "2.11.0+cu128", triton: "3.6.0" });
+      expect(facts.torchCuda).toBe("12.8");
+      expect(facts.tritonDir).toBeNull();
+    },
+  );
+
   it("probes once per interpreter and inputs: a changed PYTHONPATH is probed again", async () => {
     const site = fakeSitePackages();
     const env = { PATH: process.env.PATH, PYTHONPATH: site };
