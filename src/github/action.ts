@@ -3,6 +3,7 @@ import { Strictness } from "../cache/faults.js";
 import { restore } from "../cache/restore.js";
 import { save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
+import { hostEnvironment } from "../environment.js";
 import { CacheMissError, KcacheError, UsageError } from "../errors.js";
 import { buildJob, type Job, type JobOverrides, parseKind } from "../job/build-job.js";
 import type { Log } from "../log.js";
@@ -133,7 +134,7 @@ async function saveStep(log: Log, key?: string): Promise<void> {
 }
 
 function publish(report: RunReport): void {
-  publishRun(report, process.env, { markdownTo: process.stdout, annotations: "stdout" });
+  publishRun(report, hostEnvironment(), { markdownTo: process.stdout, annotations: "stdout" });
   if (report.exitCode !== 0)
     core.setFailed(
       `kcache run ${report.profile}: failed at ${report.firstFailure} (exit ${report.exitCode})`,

@@ -1,12 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import * as core from "@actions/core";
+import { hostEnvironment } from "../environment.js";
 import type { RunReport } from "../pipeline/run-profile.js";
 import { runMarkdown } from "../report/run-markdown.js";
 import { Outputs } from "./io-names.js";
 
 /** Sets step outputs through @actions/core ($GITHUB_OUTPUT, with a random delimiter); nothing outside a runner. */
-export function setOutputs(values: Record<string, string>, env: NodeJS.ProcessEnv = process.env): void {
+export function setOutputs(values: Record<string, string>, env: NodeJS.ProcessEnv = hostEnvironment()): void {
   if (!env.GITHUB_OUTPUT) return;
   // @actions/core refuses a file that does not exist yet; a runner creates it, a script may not.
   fs.appendFileSync(env.GITHUB_OUTPUT, "");

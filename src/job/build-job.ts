@@ -5,6 +5,7 @@ import { stateDir, stateFile } from "../cache/local-state.js";
 import { type Config, loadConfig, profileConfig } from "../config/load.js";
 import type { ProfileSpec } from "../config/profile-schema.js";
 import { storeFromText } from "../config/store-config.js";
+import { hostEnvironment } from "../environment.js";
 import { UsageError } from "../errors.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import { CACHE_KIND_NAMES, type CacheKindName } from "../kinds/kind.js";
@@ -65,7 +66,7 @@ export interface Job {
 
 /** kcache.yml with the overrides and the profile applied, in that order of precedence: overrides win. */
 export function jobConfig(req: JobRequest): { config: Config; profile: Job["profile"] } {
-  const env = req.env ?? process.env;
+  const env = req.env ?? hostEnvironment();
   const cwd = req.cwd ?? process.cwd();
   const o = req.overrides ?? {};
   let config =
@@ -91,7 +92,7 @@ export function jobConfig(req: JobRequest): { config: Config; profile: Job["prof
  * stack is probed once.
  */
 export async function buildJob(req: JobRequest): Promise<Job> {
-  let env = req.env ?? process.env;
+  let env = req.env ?? hostEnvironment();
   const cwd = req.cwd ?? process.cwd();
   const o = req.overrides ?? {};
   const { config, profile } = jobConfig(req);

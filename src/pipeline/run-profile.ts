@@ -20,10 +20,13 @@ export type {
   RunReport,
   Stage,
 } from "./run-report.js";
+
+import { hostEnvironment } from "../environment.js";
+
 export { RUN_REPORT_SCHEMA } from "./run-report.js";
 
 /** Where a profile's logs, telemetry and report go by default: $RUNNER_TEMP/kcache/<profile>, else .kcache/<profile>. */
-export function defaultOutDir(profile: string, env: NodeJS.ProcessEnv = process.env): string {
+export function defaultOutDir(profile: string, env: NodeJS.ProcessEnv = hostEnvironment()): string {
   return env.RUNNER_TEMP ? path.join(env.RUNNER_TEMP, "kcache", profile) : path.join(".kcache", profile);
 }
 

@@ -6,7 +6,7 @@ import { ENVIRONMENT_VARIABLES } from "../../src/environment.js";
 import { srcFiles } from "./source-files.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
-/** Folders at or above job/: they build the job, and may read the process's environment. */
+/** Folders at or above job/: they build the job, and may take the process's environment (through hostEnvironment). */
 const READS_THE_ENVIRONMENT = new Set(["job", "pipeline", "history", "report", "github", "cli"]);
 const CLI_DOC = fs.readFileSync(path.join(ROOT, "docs/cli.md"), "utf8");
 

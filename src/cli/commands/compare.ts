@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { githubCommandLog } from "../../github/command-groups.js";
 import { writeStepSummary } from "../../github/outputs.js";
@@ -52,7 +53,7 @@ export async function compareCommand(
   fs.writeFileSync(path.join(out, "compare.json"), `${JSON.stringify(report, null, 2)}\n`);
   fs.writeFileSync(path.join(out, "compare.md"), markdown);
   fs.writeFileSync(path.join(out, "compare.html"), compareHtml(report));
-  writeStepSummary(process.env, markdown);
+  writeStepSummary(hostEnvironment(), markdown);
   if (o.json) printJson(report);
   else process.stdout.write(markdown);
   log.info(`wrote ${path.join(out, "compare.json")}, compare.md and compare.html`);

@@ -1,4 +1,5 @@
 import { readCatalog, readCatalogItems } from "../../cache/catalog.js";
+import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes, textTable } from "../../format.js";
 import { scopePlan } from "../../keys/scope.js";
@@ -9,16 +10,17 @@ import { commandBasics, printJson } from "../setup.js";
 
 export async function inspectCommand(key: string, o: GlobalOptions & { scope?: string; entries?: boolean }) {
   const { config } = commandBasics(o);
-  const store = openStore(config, process.env);
+  const store = openStore(config, hostEnvironment());
   // A store that cannot list everything (GitHub's cache without a REST token) is asked for the key
   // itself, in each scope a restore here would read, as `restore --lookup-only` does.
   const items = store.capabilities.listAll
     ? await readCatalog(store)
     : await readCatalogItems(
         store,
-        (o.scope ? [o.scope] : scopePlan(process.env, process.cwd(), config.key.defaultBranch).read).map(
-          (s) => manifestObject(s, key),
-        ),
+        (o.scope
+          ? [o.scope]
+          : scopePlan(hostEnvironment(), process.cwd(), config.key.defaultBranch).read
+        ).map((s) => manifestObject(s, key)),
       );
   const found = items.filter((i) => i.key === key && (!o.scope || i.scope === o.scope));
   if (found.length === 0)

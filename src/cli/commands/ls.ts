@@ -1,4 +1,5 @@
 import { manifestBytes, readCatalog } from "../../cache/catalog.js";
+import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatAge, formatBytes, textTable } from "../../format.js";
 import { openStore } from "../../store/open.js";
@@ -7,7 +8,7 @@ import { commandBasics, printJson } from "../setup.js";
 
 export async function lsCommand(o: GlobalOptions & { prefix?: string }) {
   const { config } = commandBasics(o);
-  const store = openStore(config, process.env);
+  const store = openStore(config, hostEnvironment());
   if (!store.capabilities.listAll) {
     throw new UsageError(
       `kcache ls needs a store that can list its keys; ${store.description} answers a lookup with the newest match only${store.capabilityHint ? `; ${store.capabilityHint}` : " (use kcache inspect <key>, or the store's own listing)"}`,

@@ -1,5 +1,6 @@
 import { prune } from "../../cache/prune.js";
 import { parseDuration, parseSize } from "../../config/durations.js";
+import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import { openStore } from "../../store/open.js";
@@ -16,7 +17,7 @@ export async function pruneCommand(
     if (!Number.isInteger(keep) || keep < 0) throw new UsageError(`--keep ${o.keep}: give a whole number`);
   }
   const report = await prune(
-    openStore(config, process.env),
+    openStore(config, hostEnvironment()),
     {
       keep,
       olderThanMs: o.olderThan ? duration(o.olderThan, "--older-than") : undefined,

@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { Strictness } from "../../cache/faults.js";
+import { hostEnvironment } from "../../environment.js";
 import { reportStack } from "../../job/build-context.js";
 import { canonicalForm, probeStack } from "../../stack/fingerprint.js";
 import type { GlobalOptions } from "../options.js";
@@ -9,7 +10,11 @@ import { commandBasics, printJson } from "../setup.js";
 export async function stackCommand(o: GlobalOptions) {
   const { config, log } = commandBasics(o);
   const t0 = performance.now();
-  const fp = await probeStack({ python: config.stack.python, pins: config.stack.pins, env: process.env });
+  const fp = await probeStack({
+    python: config.stack.python,
+    pins: config.stack.pins,
+    env: hostEnvironment(),
+  });
   const ms = performance.now() - t0;
   reportStack(config, fp, log, Strictness.parse(o.strict));
   if (o.json) {

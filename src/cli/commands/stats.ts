@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { readCatalog } from "../../cache/catalog.js";
 import { parseDuration } from "../../config/durations.js";
+import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import { readRunRecords, weeklyStats } from "../../history/stats.js";
@@ -18,7 +19,7 @@ export async function statsCommand(
   o: GlobalOptions & { prefix?: string; since?: string; allScopes?: boolean; html?: string },
 ) {
   const { config } = commandBasics(o);
-  const store = openStore(config, process.env);
+  const store = openStore(config, hostEnvironment());
   if (!store.capabilities.listAll)
     throw new UsageError(
       `kcache stats needs a store that can list its objects; ${store.description} cannot${store.capabilityHint ? ` (${store.capabilityHint})` : ""}`,
@@ -27,7 +28,7 @@ export async function statsCommand(
   if (o.since && sinceMs === null)
     throw new UsageError(`--since ${o.since}: use a number and a unit, like 30d or 12h`);
   const defaultScope = defaultBranchScope(
-    scopePlan(process.env, process.cwd(), config.key.defaultBranch).defaultBranch,
+    scopePlan(hostEnvironment(), process.cwd(), config.key.defaultBranch).defaultBranch,
   );
   const { records, unreadable } = await readRunRecords(store);
   const chosen = records.filter(

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { workflowStep } from "../../github/workflow-step.js";
 import { generateWorkflows } from "../../github/workflows.js";
@@ -32,7 +33,7 @@ export async function workflowCommand(
       configPath,
       utc: o.utc,
       jitter: o.jitter,
-      seed: o.seed ?? process.env.GITHUB_REPOSITORY ?? path.basename(process.cwd()),
+      seed: o.seed ?? hostEnvironment().GITHUB_REPOSITORY ?? path.basename(process.cwd()),
     })) {
       const file = path.join(o.out, w.file);
       const current = fs.existsSync(file) ? fs.readFileSync(file, "utf8") : null;
