@@ -118,15 +118,17 @@ export function resolveConfig(
     return r.value;
   };
 
-  const caches = cfg.caches
-    .filter((c) => !overrides.cachesUnused || interpolate(c.path, env).ok)
-    .map((c, i) => ({
-      name: c.name,
-      kind: c.kind,
-      path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
-      env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
-    }));
-  checkCachePaths(caches, (i) => `${source}: caches[${i}].path`, env, cwd);
+  // Each kept cache with its index in kcache.yml, which errors name (a left-out cache shifts none).
+  const kept = cfg.caches
+    .map((c, i) => ({ c, i }))
+    .filter(({ c }) => !overrides.cachesUnused || interpolate(c.path, env).ok);
+  const caches = kept.map(({ c, i }) => ({
+    name: c.name,
+    kind: c.kind,
+    path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
+    env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
+  }));
+  checkCachePaths(caches, (j) => `${source}: caches[${kept[j]?.i}].path`, env, cwd);
   let store: StoreConfig;
   try {
     store =
