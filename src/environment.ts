@@ -83,9 +83,6 @@ export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
   };
 }
 
-/** The defaults when nothing is asked: what a library caller or a test gets. */
-export const DEFAULT_RUNTIME: RuntimeSettings = { threads: null, zstd: "" };
-
 /** S3 settings an s3:// URL cannot carry ($KCACHE_STORE, --store), and the region fallback for every S3 store. */
 export interface S3Environment {
   region: string;

@@ -62,11 +62,6 @@ export class Strictness {
   fails(code: FaultCode): boolean {
     return this.codes === "all" || (this.codes !== "none" && this.codes.has(code));
   }
-
-  /** Whether any fault fails the command (what `--strict` alone means). */
-  get any(): boolean {
-    return this.codes !== "none";
-  }
 }
 
 /** A fault `--strict` turned into an error: exit 3, its code kept for the caller. */

@@ -171,8 +171,10 @@ async function settleOutcomes(
 ): Promise<EntryRef[]> {
   const restored: EntryRef[] = [];
   const missing: EntryRef[] = [];
-  const packFaults: Fault[] = [];
-  const entryFaults: { cache: string; name: string; fault: Fault }[] = [];
+  const unreadable: Fault[] = [];
+  const refused: Fault[] = [];
+  /** Faults of entries, by "cache/name" (the readers' label, as `recovered` holds it). */
+  const entryFaults: { entry: string; fault: Fault }[] = [];
   for (const { refs, result } of results) {
     const ok = new Set(result.restored.map(entryId));
     for (const r of refs) (ok.has(entryId(r)) ? restored : missing).push(r);
@@ -181,18 +183,16 @@ async function settleOutcomes(
     const pack = refs[0] ? match.manifest.packs[refs[0].pack]?.object : "?";
     if (result.packError) {
       const message = `${pack}: ${result.packError}`;
-      packFaults.push(fault(diskFaultIn(message) ? "disk-failed" : "pack-unreadable", message));
+      unreadable.push(fault(diskFaultIn(message) ? "disk-failed" : "pack-unreadable", message));
     }
     for (const b of result.bad) {
-      const [cache = "", ...name] = b.entry.split("/");
       const message = `entry ${b.entry}: ${b.reason}`;
       entryFaults.push({
-        cache,
-        name: name.join("/"),
+        entry: b.entry,
         fault: fault(diskFaultIn(message) ? "disk-failed" : "entry-bad", message),
       });
     }
-    for (const r of result.refused) packFaults.push(fault("member-refused", `pack member refused: ${r}`));
+    for (const r of result.refused) refused.push(fault("member-refused", `pack member refused: ${r}`));
   }
   const onDisk = await verifiedOnDisk(missing, targets, folders);
   const recovered = new Set<string>();
@@ -202,8 +202,7 @@ async function settleOutcomes(
       recovered.add(`${r.cache}/${r.name}`);
     }
   report.entriesBad = missing.length - recovered.size;
-  const stillBad = entryFaults.filter((f) => !recovered.has(`${f.cache}/${f.name}`)).map((f) => f.fault);
-  const unreadable = packFaults.filter((f) => f.code !== "member-refused");
+  const stillBad = entryFaults.filter((f) => !recovered.has(f.entry)).map((f) => f.fault);
   // One warning, however many packs failed; the details with --verbose.
   if (unreadable.length || report.entriesBad || report.membersRefused) {
     const parts = [
@@ -216,7 +215,7 @@ async function settleOutcomes(
       report.membersRefused ? `${report.membersRefused} unsafe pack members refused` : null,
     ].filter(Boolean);
     ctx.log.warn(`restore of ${match.key} incomplete: ${parts.join("; ")}`);
-    const said = [...unreadable, ...stillBad, ...packFaults.filter((f) => f.code === "member-refused")];
+    const said = [...unreadable, ...stillBad, ...refused];
     for (const f of said) ctx.log.debug(`${f.code}: ${f.message}`);
     report.faults.push(...said);
   }

@@ -19,6 +19,7 @@ export async function writePacks(
   // No Zstandard engine (ZstdUnavailableError, naming the fix) fails the save before any upload.
   await zstdEngine(ctx.runtime.zstd);
   const slots: (WrittenPack | undefined)[] = new Array(groups.length);
+  const written = () => slots.filter((w): w is WrittenPack => w !== undefined);
   const progress = ctx.progress?.("uploading", null);
   const { threads, zstd } = saveThreads(groups.length, ctx.runtime.threads);
   const pool = threads > 1 ? ThreadPool.open(threads) : null;
@@ -47,16 +48,13 @@ export async function writePacks(
       { stopOnFailure: true },
     );
   } catch (e) {
-    await deletePacks(
-      ctx.store,
-      slots.filter((w): w is WrittenPack => w !== undefined),
-    );
+    await deletePacks(ctx.store, written());
     throw e;
   } finally {
     progress?.done();
     await pool?.close();
   }
-  return slots.filter((w): w is WrittenPack => w !== undefined);
+  return written();
 }
 
 /** Deletes packs this save wrote and will not reference (best effort: prune reaps what stays). */

@@ -4,7 +4,7 @@ import { formatBytes } from "../format.js";
 import { type EntryRef, encodeManifest, type Manifest } from "../manifest/manifest.js";
 import type { WrittenPack } from "../pack/write/pack-writer.js";
 import { manifestObject } from "../store/layout.js";
-import { type Fault, fault, StrictFaultError } from "./faults.js";
+import { fault, StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
 import { type LocalState, readState, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";

@@ -1,5 +1,6 @@
 import type { Log } from "../log.js";
 import type { CommandLog } from "../pipeline/run-report.js";
+import { plainCommandLog } from "../pipeline/stages/commands-stage.js";
 
 /**
  * Under GitHub Actions, each command of a run that runs alone is folded into a `::group::` of the
@@ -12,12 +13,10 @@ export function githubCommandLog(
   log: Log,
 ): CommandLog | undefined {
   if (env.GITHUB_ACTIONS !== "true") return undefined;
+  const plain = plainCommandLog(log);
   return {
     started(cmd, devices, inGroup) {
-      if (!echo || inGroup) {
-        log.info(`${cmd.name}: ${cmd.run}${devices ? ` (devices ${devices.join(",")})` : ""}`);
-        return undefined;
-      }
+      if (!echo || inGroup) return plain.started(cmd, devices, inGroup);
       echo.write(`::group::${cmd.name}: ${cmd.run}\n`);
       return () => echo.write("::endgroup::\n");
     },

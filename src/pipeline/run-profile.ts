@@ -57,7 +57,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     stage: restoring,
   } = await restoreStage(ctx, opts.restore !== false);
   const stages: Stage[] = [restoring];
-  const commandLog = opts.commandLog ?? plainCommandLog(ctx);
+  const commandLog = opts.commandLog ?? plainCommandLog(ctx.log);
   const commands = new CommandsStage(ctx, profile, { env: job.env, cwd: job.cwd, outDir, echo, commandLog });
   stages.push(...(await commands.run()));
   const place = { workdir: commands.workdir, env: commands.env, outDir, profileName };

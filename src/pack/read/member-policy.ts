@@ -1,4 +1,4 @@
-import { type CacheKind, KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import { KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
 import type { RestoreTarget } from "../pack-request.js";
 import type { TarMember } from "./tar-reader.js";
 

@@ -168,11 +168,6 @@ export async function* packFileChunks(file: string, reuse: boolean): AsyncIterab
   }
 }
 
-/**
- * Reads one compressed pack from `source` (a stream, or a local store's file) and restores the wanted entries from it (PackRestorer).
- * Decompresses in this thread with an in-process engine (zstd-napi, the WebAssembly one), else
- * through a stream engine (Node's zlib, the system zstd).
- */
 export interface PackRead {
   /** The compressed pack: a stream, or a local store's file. */
   from: AsyncIterable<Buffer> | { file: string };
@@ -184,6 +179,11 @@ export interface PackRead {
   onBytes?: (n: number) => void;
 }
 
+/**
+ * Reads one compressed pack from `read.from` (a stream, or a local store's file) and restores the wanted entries from it (PackRestorer).
+ * Decompresses in this thread with an in-process engine (zstd-napi, the WebAssembly one), else
+ * through a stream engine (Node's zlib, the system zstd).
+ */
 export async function readPack(read: PackRead): Promise<PackReadResult> {
   const { from, onBytes } = read;
   const restorer = new PackRestorer(read.pack, read.wanted, read.targets);

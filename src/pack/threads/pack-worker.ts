@@ -8,7 +8,7 @@ import { createHash } from "node:crypto";
 import { parentPort } from "node:worker_threads";
 import { cacheKind } from "../../kinds/registry.js";
 import { readPack } from "../read/pack-reader.js";
-import { type BuildInput, type BuiltPack, buildPack } from "../write/pack-builder.js";
+import { type BuiltPack, buildPack } from "../write/pack-builder.js";
 import { zstdEngine } from "../zstd/engines.js";
 import { type JobMessage, type ToMain, targetsFrom } from "./thread-messages.js";
 

@@ -1,28 +1,25 @@
 import type { Store } from "../../store/store.js";
-import type { PackReadResult, PromisedPack, RestoreTarget, WantedEntry } from "../pack-request.js";
+import type { PackReadResult, PromisedPack } from "../pack-request.js";
+import type { PackRead } from "../read/pack-reader.js";
 import { targetData } from "./thread-messages.js";
 import type { ThreadPool } from "./thread-pool.js";
 
 /** Compressed bytes forwarded to a thread and not yet read by it. */
 const IN_FLIGHT = 4 * 1024 * 1024;
 
+/** A pack read on a thread: what readPack takes, with the pool, and the store and object the bytes come from. */
+export interface ThreadRestore extends Omit<PackRead, "from"> {
+  pool: ThreadPool;
+  store: Store;
+  /** The pack's object in the store. */
+  object: string;
+}
+
 /**
  * Restores one pack on a pool thread. A local store's pack is read by the thread from its file; any
  * other store's is downloaded here and forwarded chunk by chunk, at most IN_FLIGHT bytes ahead of
  * the thread, so a fast download never piles up in memory.
  */
-export interface ThreadRestore {
-  pool: ThreadPool;
-  store: Store;
-  /** The pack's object in the store. */
-  object: string;
-  pack: PromisedPack;
-  wanted: WantedEntry[];
-  targets: Map<string, RestoreTarget>;
-  /** The Zstandard engine asked for ("" for the best that works). */
-  zstd: string;
-  onBytes?: (n: number) => void;
-}
 
 export async function restoreOnThread(restore: ThreadRestore): Promise<PackReadResult> {
   const { pool, store, object, pack, wanted, targets, onBytes } = restore;

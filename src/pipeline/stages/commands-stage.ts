@@ -5,6 +5,7 @@ import type { JobContext } from "../../cache/job-context.js";
 import { parseDuration } from "../../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
+import type { Log } from "../../log.js";
 import { deviceEnv } from "../../process/devices.js";
 import { runCommand } from "../../process/run-command.js";
 import { withSources } from "../../process/source-env.js";
@@ -149,10 +150,10 @@ export class CommandsStage {
 }
 
 /** The default CommandLog: one log line per command as it starts. */
-export function plainCommandLog(ctx: JobContext): CommandLog {
+export function plainCommandLog(log: Log): CommandLog {
   return {
     started(cmd, devices) {
-      ctx.log.info(`${cmd.name}: ${cmd.run}${devices ? ` (devices ${devices.join(",")})` : ""}`);
+      log.info(`${cmd.name}: ${cmd.run}${devices ? ` (devices ${devices.join(",")})` : ""}`);
       return undefined;
     },
   };
