@@ -239,7 +239,15 @@ function runProbe(python: string, env: NodeJS.ProcessEnv): Promise<PythonFacts> 
       { env, timeout: 10_000, maxBuffer: 1 << 20 },
       (err, stdout, stderr) => {
         if (err) {
-          reject(new Error(`${python}: ${stderr.trim().split("\n").pop() || err.message}`));
+          // Node's own message repeats the command line, the whole probe script with it: say how it ended.
+          const ended = err.killed
+            ? "timed out after 10 s"
+            : typeof err.code === "number"
+              ? `exited ${err.code}`
+              : err.code === "ENOENT"
+                ? "not found"
+                : (err.signal ?? err.message.split("\n")[0]);
+          reject(new Error(`${python}: ${stderr.trim().split("\n").pop() || ended}`));
           return;
         }
         try {

@@ -260,6 +260,16 @@ describe("stack probe", () => {
   it("still forms a key, with a warning, when the interpreter is missing", async () => {
     const fp = await probeStack({ python: "/nonexistent/python3", pins: {}, env: { PATH: "" } });
     expect(fp.stackId).toMatch(/^[0-9a-f]{12}$/);
-    expect(fp.warnings.join("\n")).toMatch(/python probe failed/);
+    expect(fp.warnings.join("\n")).toMatch(/python probe failed \(\/nonexistent\/python3: not found\)/);
+  });
+
+  it("says how a failing interpreter ended, in one line, never the probe script", async () => {
+    const dir = tempDir("bad-python");
+    const python = path.join(dir, "python3");
+    fs.writeFileSync(python, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
+    const fp = await probeStack({ python, pins: {}, env: { PATH: process.env.PATH } });
+    const warning = fp.warnings.join("\n");
+    expect(warning).toContain(`python probe failed (${python}: exited 3)`);
+    expect(warning).not.toContain("import json");
   });
 });
