@@ -1471,7 +1471,13 @@ var dirKind = {
             if (e.code === "ENOENT") continue;
             throw e;
           }
-          const file = { rel: "", size: st2.size, mtimeMs: st2.mtimeMs, ino: st2.ino };
+          const file = {
+            rel: "",
+            size: st2.size,
+            mtimeMs: st2.mtimeMs,
+            atimeMs: st2.atimeMs,
+            ino: st2.ino
+          };
           result.entries.push({ name: childRel, files: [file] });
         } else result.otherFiles++;
       }
@@ -1573,7 +1579,7 @@ var tritonKind = {
           gone = true;
           break;
         }
-        files.push({ rel: f2.name, size: st2.size, mtimeMs: st2.mtimeMs, ino: st2.ino });
+        files.push({ rel: f2.name, size: st2.size, mtimeMs: st2.mtimeMs, atimeMs: st2.atimeMs, ino: st2.ino });
       }
       if (!gone) result.entries.push({ name: d.name, files });
     }

@@ -3,9 +3,13 @@
 When (and only when) the job imports triton.knobs, it registers
 triton.knobs.compilation.listener (Triton >= 3.4), which Triton calls for every kernel load, and
 appends one JSON line per kernel to $KCACHE_TELEMETRY_FILE: name, cache_hit, compile seconds, pid.
-A listener the job already had keeps being called. At exit each process that imported triton
-writes one line saying whether the listener could be registered. Then any other sitecustomize on
-the path runs, as it would have without kcache. Nothing here may break the job: errors are ignored.
+A listener the job already had keeps being called. When the job imports triton.runtime.cache, its
+FileCacheManager's get_file and get_group are wrapped: each cache entry folder a lookup found files
+in is written once per process ({"used": folder}), so kcache knows which entries the job used
+(kernels, launchers and autotune results alike, on any Triton version). At exit each process that
+imported triton writes one line saying whether the listener and the wrapper were in. Then any other
+sitecustomize on the path runs, as it would have without kcache. Nothing here may break the job:
+errors are ignored.
 """
 import json
 import os
@@ -15,7 +19,7 @@ import time
 
 _FILE = os.environ.get("KCACHE_TELEMETRY_FILE")
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_state = {"registered": False, "downstream": None}
+_state = {"registered": False, "downstream": None, "usage": False}
 _local = threading.local()
 
 
@@ -100,11 +104,49 @@ def _register(knobs):
         pass
 
 
+def _wrap_cache_manager(module):
+    """Records the entry folder of every cache lookup that hit, once per folder and process."""
+    cls = getattr(module, "FileCacheManager", None)
+    if cls is None or getattr(cls, "_kcache_wrapped", False):
+        return
+    seen = set()
+
+    def note(manager, result):
+        try:
+            folder = getattr(manager, "cache_dir", None)
+            if result and folder and folder not in seen:
+                seen.add(folder)
+                _write({"used": os.path.abspath(folder), "pid": os.getpid()})
+        except Exception:
+            pass
+        return result
+
+    get_file, get_group = cls.get_file, cls.get_group
+
+    def wrapped_get_file(self, filename):
+        return note(self, get_file(self, filename))
+
+    def wrapped_get_group(self, filename):
+        return note(self, get_group(self, filename))
+
+    try:
+        cls.get_file = wrapped_get_file
+        cls.get_group = wrapped_get_group
+        cls._kcache_wrapped = True
+        _state["usage"] = True
+    except Exception:
+        pass
+
+
+# Modules whose loading the hook follows, and what it does once each has loaded.
+_AFTER_LOAD = {"triton.knobs": lambda m: _register(m), "triton.runtime.cache": lambda m: _wrap_cache_manager(m)}
+
+
 class _KnobsFinder:
-    """Wraps the loader of triton.knobs so the listener is registered right after it loads."""
+    """Wraps the loaders of triton.knobs and triton.runtime.cache so the hook is in right after they load."""
 
     def find_spec(self, name, path=None, target=None):
-        if name != "triton.knobs":
+        if name not in _AFTER_LOAD:
             return None
         import importlib.machinery
 
@@ -114,9 +156,11 @@ class _KnobsFinder:
         loader = spec.loader
         exec_module = loader.exec_module
 
+        after = _AFTER_LOAD[name]
+
         def exec_and_register(module):
             exec_module(module)
-            _register(module)
+            after(module)
 
         loader.exec_module = exec_and_register
         return spec
@@ -126,7 +170,7 @@ def _at_exit():
     if "triton" in sys.modules:
         triton = sys.modules["triton"]
         _write({"event": "exit", "pid": os.getpid(), "triton": getattr(triton, "__version__", None),
-                "listener": _state["registered"]})
+                "listener": _state["registered"], "usage": _state["usage"]})
 
 
 def _run_next_sitecustomize():
@@ -144,9 +188,10 @@ def _run_next_sitecustomize():
 
 if _FILE:
     try:
-        if "triton.knobs" in sys.modules:
-            _register(sys.modules["triton.knobs"])
-        else:
+        for _name, _after in _AFTER_LOAD.items():
+            if _name in sys.modules:
+                _after(sys.modules[_name])
+        if not all(n in sys.modules for n in _AFTER_LOAD):
             sys.meta_path.insert(0, _KnobsFinder())
         import atexit
 

@@ -12,6 +12,11 @@ export interface SaveSettings {
   maxDeadShare: number;
   packBytes: number;
   compressionLevel: number;
+  /** save.keep-unused: drop an entry unused for this many saves in a row, or this many days (0: rule off). */
+  keepUnusedRuns: number;
+  keepUnusedDays: number;
+  /** save.max-bytes: the most bytes a key holds, least recently used dropped first (null: no cap). */
+  maxBytes: number | null;
 }
 
 /**

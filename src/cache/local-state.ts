@@ -15,6 +15,11 @@ export interface LocalState {
   parent: { key: string; scope: string; exact: boolean; manifest: Manifest } | null;
   /** cache name -> entry name -> [signature, sha256]. */
   index: Record<string, Record<string, [string, string]>>;
+  /**
+   * Left by a restore that stamped its entries' access times (cache/usage.ts): per cache, whether
+   * reads move access times there. A save reads use from atimes only where this says true.
+   */
+  usage?: { atime: Record<string, boolean> };
 }
 
 export { stateDir } from "../state-dir.js";
@@ -43,4 +48,31 @@ export function writeState(file: string, state: LocalState): void {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   fs.writeFileSync(tmp, JSON.stringify(state));
   fs.renameSync(tmp, file);
+}
+
+/**
+ * Forgets what the last restore learnt about use (a `--lookup-only` restore placed nothing and
+ * stamped nothing): a save after it must not read use from stale stamps.
+ */
+export function forgetUsage(file: string): void {
+  const state = readState(file);
+  if (!state?.usage) return;
+  delete state.usage;
+  writeState(file, state);
+}
+
+/** The state a save leaves: the key it saved (or found) as the parent, and each saved entry's signature and digest. */
+export function stateAfterSave(
+  key: string,
+  parent: LocalState["parent"],
+  saved: { cache: string; entry: { name: string }; sig: string; digest: string | null }[],
+): LocalState {
+  const index: LocalState["index"] = {};
+  for (const p of saved) {
+    if (!p.digest) continue;
+    const idx = index[p.cache] ?? {};
+    idx[p.entry.name] = [p.sig, p.digest];
+    index[p.cache] = idx;
+  }
+  return { version: 1, primaryKey: key, parent, index };
 }

@@ -11,6 +11,7 @@ import type { JobContext } from "./job-context.js";
 import { type LocalState, readState } from "./local-state.js";
 import type { Match } from "./lookup.js";
 import { hashEntry } from "./save-scan.js";
+import { atimeRecordsReads, stampUnread } from "./usage.js";
 
 /**
  * What a restore finds on disk, before and after it writes: entries already there as the manifest
@@ -63,7 +64,11 @@ export async function verifiedOnDisk(
   return out;
 }
 
-/** Records what was restored, with each entry's stat signature as it now lies on disk. */
+/**
+ * Records what was restored, with each entry's stat signature as it now lies on disk. Where reads
+ * move access times (probed per folder), each restored entry is first stamped as unread, so the save
+ * can tell which entries the job used (cache/usage.ts).
+ */
 export async function stateAfterRestore(
   ctx: JobContext,
   match: Match,
@@ -72,13 +77,20 @@ export async function stateAfterRestore(
   folders: Map<string, CacheFolder>,
 ): Promise<LocalState> {
   const index: LocalState["index"] = {};
+  const atime: Record<string, boolean> = {};
   for (const [name, t] of targets) {
     const digests = new Map(restored.filter((r) => r.cache === name).map((r) => [r.name, r.sha256]));
     const scan = await scanFolder(folders.get(name) as CacheFolder, t.kind);
+    const stamp = digests.size > 0 && atimeRecordsReads(t.root);
+    if (digests.size > 0) atime[name] = stamp;
+    if (digests.size > 0 && !stamp)
+      ctx.log.debug(`${t.root}: reads do not move access times here (noatime?); every entry counts as used`);
     const idx: Record<string, [string, string]> = {};
-    for (const e of scan.entries) {
-      const d = digests.get(e.name);
-      if (d) idx[e.name] = [entrySignature(e), d];
+    for (const found of scan.entries) {
+      const d = digests.get(found.name);
+      if (!d) continue;
+      const e = stamp ? stampUnread(t.root, found) : found;
+      idx[e.name] = [entrySignature(e), d];
     }
     index[name] = idx;
   }
@@ -87,6 +99,7 @@ export async function stateAfterRestore(
     primaryKey: ctx.key,
     parent: { key: match.key, scope: match.scope, exact: match.exact, manifest: match.manifest },
     index,
+    usage: { atime },
   };
 }
 

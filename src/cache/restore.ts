@@ -10,11 +10,12 @@ import { zstdEngine } from "../pack/zstd/engines.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import { diskFaultIn, type Fault, fault, StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
-import { writeState } from "./local-state.js";
+import { forgetUsage, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
 import { moveAsideUnlisted } from "./reconcile.js";
 import { type PackOutcome, readPacks } from "./restore-packs.js";
 import { presentEntries, removeStaleStaging, stateAfterRestore, verifiedOnDisk } from "./restore-state.js";
+import { type WorkingSet, workingSetOf } from "./working-set.js";
 
 export interface RestoreReport {
   primaryKey: string;
@@ -39,6 +40,11 @@ export interface RestoreReport {
   entriesMovedAside: number;
   /** Store and data faults met, coded (faults.ts); --strict fails on those it names. */
   faults: Fault[];
+  /**
+   * The restored key's working set: entries a job used at its save, and entries it carried unused
+   * (eviction drops them once unused long enough); `atime` whether this folder records reads (null: nothing restored).
+   */
+  usage: WorkingSet & { atime: boolean | null };
   /** Worker threads that read packs (0: read in the main thread). */
   threads: number;
   seconds: number;
@@ -68,7 +74,10 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     report.matchedScope = match.scope;
     report.cacheHit = match.exact;
   }
-  if (opts.lookupOnly) return finish();
+  if (opts.lookupOnly) {
+    forgetUsage(ctx.stateFile);
+    return finish();
+  }
   if (!match) {
     await setAsideEverything(ctx, report);
     writeState(ctx.stateFile, { version: 1, primaryKey: ctx.key, parent: null, index: {} });
@@ -103,7 +112,13 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   // actions/cache's cache-hit: the exact key, and every one of its entries now in place.
   const wanted = match.manifest.entries.filter((e) => targets.has(e.cache)).length;
   report.cacheHit = match.exact && report.entriesRestored + report.entriesPresent === wanted;
-  writeState(ctx.stateFile, await stateAfterRestore(ctx, match, [...restored, ...present], targets, folders));
+  const state = await stateAfterRestore(ctx, match, [...restored, ...present], targets, folders);
+  writeState(ctx.stateFile, state);
+  const atime = Object.values(state.usage?.atime ?? {});
+  report.usage = {
+    ...workingSetOf(match.manifest, new Set(targets.keys())),
+    atime: atime.length ? atime.every(Boolean) : null,
+  };
   return finish();
 }
 
@@ -123,6 +138,7 @@ function emptyReport(ctx: JobContext, lookupOnly: boolean): RestoreReport {
     membersRefused: 0,
     entriesMovedAside: 0,
     faults: [],
+    usage: { live: { entries: 0, bytes: 0 }, unused: { entries: 0, bytes: 0 }, atime: null },
     threads: 0,
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, path: c.path, entries: 0, bytes: 0 })),

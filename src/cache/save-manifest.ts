@@ -7,6 +7,7 @@ import {
   MANIFEST_FORMAT,
   type Manifest,
   type PackRef,
+  type Use,
 } from "../manifest/manifest.js";
 import type { WrittenPack } from "../pack/write/pack-writer.js";
 import type { Store } from "../store/store.js";
@@ -14,6 +15,7 @@ import { VERSION } from "../version.js";
 import type { JobContext } from "./job-context.js";
 import type { SavePlan } from "./save-plan.js";
 import { type Present, presentId } from "./save-scan.js";
+import { type UsagePlan, usesTable } from "./save-usage.js";
 
 /**
  * The manifest a save commits: the parent's packs it still references (re-indexed), then the packs
@@ -27,10 +29,12 @@ export interface ManifestParts {
   written: WrittenPack[];
   /** Each cache's kind as scanned. */
   kinds: Map<string, CacheKindName>;
+  /** This save's use, and each entry's last use. */
+  usage: Pick<UsagePlan, "now" | "lastUsed">;
 }
 
 export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
-  const { plan, parent, parentRefs, written, kinds } = parts;
+  const { plan, parent, parentRefs, written, kinds, usage } = parts;
   const packs: PackRef[] = [];
   const remap = new Map<number, number>();
   const entries: EntryRef[] = [];
@@ -57,6 +61,12 @@ export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
     for (const e of w.entries) entries.push({ ...e, pack: idx });
   }
   entries.sort((a, b) => (entryId(a) < entryId(b) ? -1 : 1));
+  const uses: Use[] = [];
+  for (const e of entries) {
+    const last = usage.lastUsed.get(entryId(e)) ?? usage.now;
+    e.usedIn = last.generation;
+    uses.push(last);
+  }
   return {
     format: MANIFEST_FORMAT,
     key: ctx.key,
@@ -73,6 +83,8 @@ export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
       .map((c) => ({ name: c.name, kind: kinds.get(c.name) as CacheKindName })),
     packs,
     entries,
+    generation: usage.now.generation,
+    uses: usesTable(uses),
   };
 }
 

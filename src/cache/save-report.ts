@@ -1,6 +1,10 @@
+import type { Manifest } from "../manifest/manifest.js";
+import type { WrittenPack } from "../pack/write/pack-writer.js";
 import type { Fault } from "./faults.js";
 import type { JobContext } from "./job-context.js";
+import type { SavePlan } from "./save-plan.js";
 import type { Skipped } from "./save-scan.js";
+import { emptyUsageReport, type UsageReport } from "./save-usage.js";
 
 export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lost-race";
 
@@ -21,6 +25,8 @@ export interface SaveReport {
   /** Compressed bytes uploaded (packs and manifest). */
   bytesUploaded: number;
   consolidated: boolean;
+  /** Which entries the job used, which it did not, and which went for that (eviction by use). */
+  usage: UsageReport;
   skipped: Skipped;
   /** Faults the save met and recovered from, coded (faults.ts); --strict fails on those it names, once the key is saved. */
   faults: Fault[];
@@ -44,9 +50,33 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
     packsWritten: 0,
     bytesUploaded: 0,
     consolidated: false,
+    usage: emptyUsageReport(),
     skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0, vanished: 0 },
     faults: [],
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),
   };
+}
+
+/** Counts what a committed save holds and what it wrote. */
+export function countSaved(
+  report: SaveReport,
+  plan: SavePlan,
+  manifest: Manifest,
+  written: WrittenPack[],
+  manifestBytes: number,
+): void {
+  report.entries = manifest.entries.length;
+  report.entriesNew = written.reduce((s, w) => s + w.entries.length, 0) - plan.repacked;
+  report.entriesReused = plan.stay.length;
+  report.entriesDropped = plan.dropped;
+  report.packsWritten = written.length;
+  report.bytesUploaded = written.reduce((s, w) => s + w.size, 0) + manifestBytes;
+  for (const e of manifest.entries) {
+    const c = report.caches.find((x) => x.name === e.cache);
+    if (c) {
+      c.entries++;
+      c.bytes += e.size;
+    }
+  }
 }

@@ -6,16 +6,18 @@ import type { WrittenPack } from "../pack/write/pack-writer.js";
 import { manifestObject } from "../store/layout.js";
 import { fault, StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
-import { type LocalState, readState, writeState } from "./local-state.js";
+import { type LocalState, readState, stateAfterSave, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "./pack-lease.js";
 import { commitManifest, existingManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
-import { emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
+import { countSaved, emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
 import { hashEntry, type Present, presentId, scanForSave } from "./save-scan.js";
+import { assessUsage, type SaveOptions, type UsagePlan } from "./save-usage.js";
 
 export type { SaveOutcome, SaveReport } from "./save-report.js";
+export type { HookUsage, SaveOptions } from "./save-usage.js";
 
 /**
  * Saves the caches under the primary key in this run's scope, in phases: scan the folders
@@ -25,8 +27,8 @@ export type { SaveOutcome, SaveReport } from "./save-report.js";
  * uploaded; the rest are referenced in the parent's packs. Incomplete entries, compiler temp folders
  * and locks are never saved. Keys are immutable.
  */
-export async function save(ctx: JobContext): Promise<SaveReport> {
-  const report = await new SaveRun(ctx).run();
+export async function save(ctx: JobContext, opts: SaveOptions = {}): Promise<SaveReport> {
+  const report = await new SaveRun(ctx, opts).run();
   const failing = report.faults.find((f) => ctx.strict.fails(f.code));
   if (failing)
     throw new StrictFaultError(`save met a fault (--strict): ${failing.code}: ${failing.message}`, failing);
@@ -44,11 +46,15 @@ class SaveRun {
   private kept: Present[] = [];
   private reused: Present[] = [];
   private dropped = 0;
+  private usage: UsagePlan | null = null;
   private kinds: Awaited<ReturnType<typeof scanForSave>>["kinds"] = new Map();
   private readonly leaseId = newLeaseId();
   private lease: Lease | null = null;
 
-  constructor(private readonly ctx: JobContext) {
+  constructor(
+    private readonly ctx: JobContext,
+    private readonly opts: SaveOptions,
+  ) {
     this.scope = ctx.scopes.write;
     this.object = manifestObject(this.scope, ctx.key);
     this.report = emptySaveReport(ctx);
@@ -84,10 +90,10 @@ class SaveRun {
     // Another run saved this very key since we looked (a race): it stands.
     if (parent?.key === ctx.key && parent.scope === this.scope) return this.keyExists();
 
-    await this.scan(state);
-    if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.dropped === 0) {
+    await this.scan(state, ours);
+    if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {
       // This very key, visible from another scope (a pull request that restored the default branch's).
-      writeState(ctx.stateFile, nextState(ctx.key, ours?.parent ?? parent, this.kept));
+      writeState(ctx.stateFile, stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept));
       this.report.entries = this.kept.length;
       this.report.entriesReused = this.reused.length;
       return this.done("nothing-new", `nothing new since ${parent.key}: no pack written, 0 bytes uploaded`);
@@ -98,7 +104,7 @@ class SaveRun {
     try {
       // Nothing new still records the key: a manifest over the parent's packs and no pack bytes, so an
       // exact lookup of this revision hits (cache-hit, prewarm's "present") instead of falling back.
-      const nothingNew = parent !== null && this.fresh().length === 0 && this.dropped === 0;
+      const nothingNew = parent !== null && this.fresh().length === 0 && this.unchanged();
       return await this.writeSave(this.plan(nothingNew), nothingNew, 0);
     } finally {
       await this.lease?.release();
@@ -109,8 +115,17 @@ class SaveRun {
     return this.kept.filter((p) => !this.reused.includes(p));
   }
 
-  /** Scans the caches, reusing digests of entries whose stats match what the last restore or save recorded. */
-  private async scan(state: LocalState | null): Promise<void> {
+  /** No entry of the parent's is gone from the folders or evicted. */
+  private unchanged(): boolean {
+    return this.dropped === 0 && !this.usage?.evicted.size;
+  }
+
+  /**
+   * Scans the caches, reusing digests of entries whose stats match what the last restore or save
+   * recorded, and works out which entries the job used (`ours`: the state this job's restore left).
+   * Entries evicted for going unused are left out of the key from here on.
+   */
+  private async scan(state: LocalState | null, ours: LocalState | null): Promise<void> {
     const { present, kinds } = await scanForSave(this.ctx, state, this.report.skipped);
     this.kinds = kinds;
     this.parentRefs = parentRefsOf(
@@ -129,6 +144,21 @@ class SaveRun {
       this.kept.push(p);
     }
     ({ reused: this.reused, dropped: this.dropped } = matchParent(this.kept, this.parentRefs));
+    this.usage = assessUsage({
+      ctx: this.ctx,
+      state: ours,
+      opts: this.opts,
+      parent: this.parent?.manifest ?? null,
+      parentRefs: this.parentRefs,
+      kept: this.kept,
+      reused: this.reused,
+    });
+    this.report.usage = this.usage.report;
+    const evicted = this.usage.evicted;
+    if (evicted.size) {
+      this.kept = this.kept.filter((p) => !evicted.has(presentId(p)));
+      this.reused = this.reused.filter((p) => !evicted.has(presentId(p)));
+    }
   }
 
   private packOf(p: Present): string {
@@ -181,6 +211,7 @@ class SaveRun {
       parentRefs: this.parentRefs,
       written,
       kinds: this.kinds,
+      usage: this.usage as UsagePlan,
     });
     const body = encodeManifest(manifest);
     const committed = await commitManifest(ctx.store, this.object, body);
@@ -195,13 +226,13 @@ class SaveRun {
       return this.writeSave(this.plan(false), false, attempt + 1);
     writeState(
       ctx.stateFile,
-      nextState(
+      stateAfterSave(
         ctx.key,
         { key: ctx.key, scope: this.scope, exact: true, manifest },
         savedEntries(this.kept, manifest),
       ),
     );
-    this.countSaved(plan, manifest, written, body.length);
+    countSaved(report, plan, manifest, written, body.length);
     // A retry that had to pack entries of pruned packs again did write something new.
     if (nothingNew && written.length === 0)
       return this.done(
@@ -210,7 +241,7 @@ class SaveRun {
       );
     return this.done(
       "saved",
-      `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${this.parent?.key ?? "(no parent)"}, ${plan.dropped} dropped`,
+      `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${this.parent?.key ?? "(no parent)"}, ${plan.dropped} dropped${report.usage.evicted.entries ? `, ${report.usage.evicted.entries} evicted unused (${formatBytes(report.usage.evicted.bytes)})` : ""}`,
     );
   }
 
@@ -246,37 +277,4 @@ class SaveRun {
     this.reused = this.reused.filter((p) => !lost.has(this.packOf(p)));
     return true;
   }
-
-  private countSaved(
-    plan: SavePlan,
-    manifest: Manifest,
-    written: WrittenPack[],
-    manifestBytes: number,
-  ): void {
-    const { report } = this;
-    report.entries = manifest.entries.length;
-    report.entriesNew = written.reduce((s, w) => s + w.entries.length, 0) - plan.repacked;
-    report.entriesReused = plan.stay.length;
-    report.entriesDropped = plan.dropped;
-    report.packsWritten = written.length;
-    report.bytesUploaded = written.reduce((s, w) => s + w.size, 0) + manifestBytes;
-    for (const e of manifest.entries) {
-      const c = report.caches.find((x) => x.name === e.cache);
-      if (c) {
-        c.entries++;
-        c.bytes += e.size;
-      }
-    }
-  }
-}
-
-function nextState(key: string, parent: LocalState["parent"], present: Present[]): LocalState {
-  const index: LocalState["index"] = {};
-  for (const p of present) {
-    if (!p.digest) continue;
-    const idx = index[p.cache] ?? {};
-    idx[p.entry.name] = [p.sig, p.digest];
-    index[p.cache] = idx;
-  }
-  return { version: 1, primaryKey: key, parent, index };
 }

@@ -59,10 +59,16 @@ export async function main(argv: string[]): Promise<void> {
     { revision: true, overrides: true },
   ).action(async (o) => (await import("./commands/restore.js")).restoreCommand(o));
 
-  common(program.command("save").description("save what is new in the caches under this run's key"), {
-    revision: true,
-    overrides: true,
-  }).action(async (o) => (await import("./commands/save.js")).saveCommand(o));
+  common(
+    program
+      .command("save")
+      .description("save what is new in the caches under this run's key")
+      .option(
+        "--no-evict",
+        "keep entries the job did not use (for a save after a step that failed); see save.keep-unused",
+      ),
+    { revision: true, overrides: true },
+  ).action(async (o) => (await import("./commands/save.js")).saveCommand(o));
 
   common(
     program.command("stack").description("print the software stack fingerprint that keys are made of"),

@@ -18,7 +18,15 @@ export interface Config {
   caches: CacheConfig[];
   store: StoreConfig;
   key: { prefix: string; restorePrefixes: string[]; defaultBranch: string | undefined };
-  save: { maxChain: number; maxDeadShare: number; packBytes: number; compressionLevel: number };
+  save: {
+    maxChain: number;
+    maxDeadShare: number;
+    packBytes: number;
+    compressionLevel: number;
+    keepUnusedRuns: number;
+    keepUnusedDays: number;
+    maxBytes: number | null;
+  };
   stack: { python: string; pins: Record<string, string> };
   profiles: Record<string, ProfileSpec>;
   github: { action: string };
@@ -158,6 +166,9 @@ export function resolveConfig(
       maxDeadShare: cfg.save["max-dead-share"],
       packBytes: cfg.save["pack-mib"] * 1024 * 1024,
       compressionLevel: cfg.save["compression-level"],
+      keepUnusedRuns: cfg.save["keep-unused"].runs,
+      keepUnusedDays: cfg.save["keep-unused"].days,
+      maxBytes: cfg.save["max-bytes"] ?? null,
     },
     stack: { python: cfg.stack.python, pins },
     // Interpolated when a profile runs (expandProfile), with that run's environment: a variable only

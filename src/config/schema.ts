@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { CACHE_KIND_NAMES } from "../kinds/kind.js";
-import { parseDuration } from "./durations.js";
+import { parseDuration, parseSize } from "./durations.js";
 import { profileSchema } from "./profile-schema.js";
 
 /** A key prefix's limit: with "-<12-hex stack id>-" and a 100-character revision it fits 255 bytes. */
@@ -89,6 +89,14 @@ export const keySchema = z
   })
   .strict();
 
+/**
+ * save.keep-unused's defaults: an entry survives 4 saves unused and is dropped at the 5th, so a key
+ * carries about 4 commits' worth of dead kernels (1.2x the working set at 5% churn) and a kernel a
+ * job uses once every 5 runs never compiles again; 30 days bounds prefixes that save rarely.
+ */
+export const KEEP_UNUSED_RUNS = 5;
+export const KEEP_UNUSED_DAYS = 30;
+
 export const saveSchema = z
   .object({
     /** Consolidate into one pack when a manifest would reference more packs than this. */
@@ -98,6 +106,32 @@ export const saveSchema = z
     /** Split a save's new entries into packs of about this many uncompressed MiB (restore runs them in parallel). */
     "pack-mib": z.number().int().min(1).max(65536).default(64),
     "compression-level": z.number().int().min(1).max(19).default(3),
+    /**
+     * Eviction by use: an entry no job used for `runs` saves in a row, or for `days` days, is dropped
+     * from the key (0 turns a rule off). docs/concepts.md says why these defaults.
+     */
+    "keep-unused": z
+      .object({
+        runs: z.number().int().min(0).max(100000).default(KEEP_UNUSED_RUNS),
+        days: z.number().min(0).max(36500).default(KEEP_UNUSED_DAYS),
+      })
+      .strict()
+      .default({ runs: KEEP_UNUSED_RUNS, days: KEEP_UNUSED_DAYS }),
+    /** The most a key holds ("20GB", "512MiB" or bytes); least recently used entries go first. */
+    "max-bytes": z
+      .union([z.number().int().positive(), z.string()])
+      .transform((v, c) => {
+        const bytes = typeof v === "number" ? v : parseSize(v);
+        if (bytes === null || bytes <= 0) {
+          c.addIssue({
+            code: "custom",
+            message: `"${v}" is not a size: write 20GB, 512MiB or a number of bytes`,
+          });
+          return z.NEVER;
+        }
+        return bytes;
+      })
+      .optional(),
   })
   .strict();
 
@@ -123,6 +157,7 @@ export const configSchema = z
       "max-dead-share": 0.5,
       "pack-mib": 64,
       "compression-level": 3,
+      "keep-unused": { runs: KEEP_UNUSED_RUNS, days: KEEP_UNUSED_DAYS },
     }),
     stack: stackSchema.default({ python: "python3", pins: {} }),
     /** The kcache action generated workflows use. */

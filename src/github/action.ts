@@ -1,7 +1,7 @@
 import * as core from "@actions/core";
 import { Strictness } from "../cache/faults.js";
 import { restore } from "../cache/restore.js";
-import { save } from "../cache/save.js";
+import { type SaveOptions, save } from "../cache/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { hostEnvironment } from "../environment.js";
 import { CacheMissError, KcacheError, UsageError } from "../errors.js";
@@ -125,10 +125,16 @@ async function restoreStep(log: Log, postSave: boolean): Promise<void> {
   }
 }
 
-async function saveStep(log: Log, key?: string): Promise<void> {
-  const { ctx } = await job(log, key);
+async function saveStep(log: Log, key?: string, post = false): Promise<void> {
+  const { ctx, env } = await job(log, key);
   setOutputs({ [Outputs.primaryKey]: ctx.key });
-  const r = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx));
+  // With save-always the post step also runs after a failed step, which it cannot tell apart: such a
+  // save keeps every entry (a failed job's use proves nothing).
+  const opts: SaveOptions =
+    post && env[SAVE_ALWAYS_ENV] === "true"
+      ? { evict: { never: "save-always: the job may have failed, so its use proves nothing" } }
+      : {};
+  const r = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx, opts));
   if (r) log.info(`${r.message} (${r.store})`);
   setOutputs({ [Outputs.saved]: String(r?.outcome === "saved") });
 }
@@ -179,7 +185,8 @@ export async function runAction(): Promise<void> {
   const post = core.getState(State.isPost) === "true";
   try {
     if (post) {
-      if (core.getState(State.saveInPost) === "true") await saveStep(log, core.getState(State.primaryKey));
+      if (core.getState(State.saveInPost) === "true")
+        await saveStep(log, core.getState(State.primaryKey), true);
       return;
     }
     core.saveState(State.isPost, "true");

@@ -74,6 +74,15 @@ export function defaultBranchScope(defaultBranch: string): string {
   return `branch/${defaultBranch}`;
 }
 
+/**
+ * Whether a scope's runs ran the repository's own code at a branch or tag (push, schedule,
+ * workflow_dispatch): only those may evict entries they did not use. A pull request's, an
+ * untrusted event's or another ref's scope never does.
+ */
+export function isTrustedScope(scope: string): boolean {
+  return scope.startsWith("branch/") || scope.startsWith("tag/");
+}
+
 /** Works out the scopes from GitHub's variables and event payload, or from git outside GitHub. */
 export function scopePlan(env: NodeJS.ProcessEnv, cwd: string, configuredDefault?: string): ScopePlan {
   const facts = eventFacts(env);

@@ -6,6 +6,7 @@ import { type CacheKind, type EntryFile, KCACHE_PRIVATE_PREFIX, type ScanResult 
 export const dirKind: CacheKind = {
   kind: "dir",
   entryShape: "file",
+  lookupsSeenByHook: false,
 
   async scan(root: string): Promise<ScanResult> {
     const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
@@ -30,7 +31,13 @@ export const dirKind: CacheKind = {
             if ((e as NodeJS.ErrnoException).code === "ENOENT") continue;
             throw e;
           }
-          const file: EntryFile = { rel: "", size: st.size, mtimeMs: st.mtimeMs, ino: st.ino };
+          const file: EntryFile = {
+            rel: "",
+            size: st.size,
+            mtimeMs: st.mtimeMs,
+            atimeMs: st.atimeMs,
+            ino: st.ino,
+          };
           result.entries.push({ name: childRel, files: [file] });
         } else result.otherFiles++;
       }

@@ -4,6 +4,8 @@ export interface EntryFile {
   rel: string;
   size: number;
   mtimeMs: number;
+  /** When the file was last read, as the file system keeps it (cache/usage.ts reads use from it). */
+  atimeMs: number;
   ino: number;
 }
 
@@ -56,6 +58,11 @@ export interface CacheKind {
   readonly kind: CacheKindName;
   /** An entry is a top-level folder of files (`<cache>/<entry>/<file>` in a pack) or a single file (`<cache>/<path>`). */
   readonly entryShape: "folder" | "file";
+  /**
+   * Whether its entries are the folders of Triton's cache manager, whose every lookup the hook sees
+   * (so the hook alone can say which entries a job used, where access times cannot).
+   */
+  readonly lookupsSeenByHook: boolean;
   /** Lists candidate entries with their files' stats; reads no file contents. */
   scan(root: string): Promise<ScanResult>;
   /** Why an entry may not be saved, or null when it is complete. Reads what it must (group files). */

@@ -63,6 +63,7 @@ export function looksLikeTritonCache(root: string, top: fs.Dirent[]): boolean {
 export const tritonKind: CacheKind = {
   kind: "triton",
   entryShape: "folder",
+  lookupsSeenByHook: true,
 
   async scan(root: string): Promise<ScanResult> {
     const result: ScanResult = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
@@ -126,7 +127,7 @@ export const tritonKind: CacheKind = {
           gone = true;
           break;
         }
-        files.push({ rel: f.name, size: st.size, mtimeMs: st.mtimeMs, ino: st.ino });
+        files.push({ rel: f.name, size: st.size, mtimeMs: st.mtimeMs, atimeMs: st.atimeMs, ino: st.ino });
       }
       if (!gone) result.entries.push({ name: d.name, files });
     }

@@ -29,6 +29,18 @@ export const entryRefSchema = z.object({
   files: z.number().int().positive(),
   /** Index into `packs`. */
   pack: z.number().int().nonnegative(),
+  /**
+   * The generation of the save at which a job last used the entry (`uses` has its revision and time);
+   * carried over from the parent while unused. Absent in manifests written before usage was recorded.
+   */
+  usedIn: z.number().int().nonnegative().optional(),
+});
+
+/** A save some entry was last used at: its generation in the key's chain, revision and time. */
+export const useSchema = z.object({
+  generation: z.number().int().nonnegative(),
+  revision: z.string(),
+  at: z.string(),
 });
 
 export const manifestSchema = z.object({
@@ -46,11 +58,16 @@ export const manifestSchema = z.object({
   caches: z.array(z.object({ name: z.string(), kind: z.enum(CACHE_KIND_NAMES) })),
   packs: z.array(packRefSchema),
   entries: z.array(entryRefSchema),
+  /** This save's number in its chain of saves (the parent's plus one); absent before usage was recorded. */
+  generation: z.number().int().nonnegative().optional(),
+  /** The saves the entries were last used at, each once (entries' `usedIn` point here). */
+  uses: z.array(useSchema).optional(),
 });
 
 export type Manifest = z.infer<typeof manifestSchema>;
 export type PackRef = z.infer<typeof packRefSchema>;
 export type EntryRef = z.infer<typeof entryRefSchema>;
+export type Use = z.infer<typeof useSchema>;
 
 /**
  * Serialises a manifest with an integrity line: the body's sha256, so a flipped byte that still
@@ -90,6 +107,8 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
     throw new IntegrityError(`${where}: manifest field ${issue?.path.join(".")}: ${issue?.message}`);
   }
   const seen = new Set<string>();
+  const generation = r.data.generation ?? 0;
+  const uses = new Set((r.data.uses ?? []).map((u) => u.generation));
   for (const e of r.data.entries) {
     // An entry listed twice would be restored and counted twice: the manifest is damaged.
     const id = `${e.cache}/${e.name}`;
@@ -98,6 +117,12 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
     if (e.pack >= r.data.packs.length) {
       throw new IntegrityError(
         `${where}: entry ${e.cache}/${e.name} points at pack ${e.pack}, which is not listed`,
+      );
+    }
+    // A use after this save, or one the manifest does not list, is a lie eviction would act on.
+    if (e.usedIn !== undefined && (e.usedIn > generation || !uses.has(e.usedIn))) {
+      throw new IntegrityError(
+        `${where}: entry ${e.cache}/${e.name} was last used at save ${e.usedIn}, which the manifest does not list`,
       );
     }
   }

@@ -76,7 +76,8 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
       }
     }
   }
-  const run = await runProfile(opts);
+  // A prewarm that compiled nothing proves nothing about which kernels are used: it never evicts.
+  const run = await runProfile({ ...opts, evict: "if-new" });
   return done(
     "ran",
     run.restore?.matchedKey ?? null,

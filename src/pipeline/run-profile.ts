@@ -71,7 +71,11 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     stages,
   });
   const { firstFailure } = verdict;
-  const saving = await saveStage(ctx, profile, { enabled: opts.save !== false, firstFailure });
+  const saving = await saveStage(ctx, profile, {
+    enabled: opts.save !== false,
+    firstFailure,
+    save: { hook: commands.hookUsage(), evict: opts.evict ?? "yes" },
+  });
   stages.push(saving.stage);
 
   const report: RunReport = {

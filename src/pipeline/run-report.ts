@@ -1,6 +1,7 @@
 import type { Fault } from "../cache/faults.js";
 import type { RestoreReport } from "../cache/restore.js";
 import type { SaveReport } from "../cache/save.js";
+import type { SaveOptions } from "../cache/save-usage.js";
 import type { CheckResult } from "../checks/check.js";
 import type { CommandSpec } from "../config/profile-schema.js";
 import type { Job } from "../job/build-job.js";
@@ -93,6 +94,8 @@ export interface RunOptions {
   restore?: boolean;
   /** Save after the gate passed (false to never save). */
   save?: boolean;
+  /** Whether the save may evict entries the job did not use (cache/save-usage.ts; default "yes"). */
+  evict?: SaveOptions["evict"];
   /** Echo command output (default: stdout). */
   echo?: NodeJS.WritableStream | null;
   /** Write a run record to the store (default true; compare's rounds write none). */

@@ -10,9 +10,15 @@ export interface KernelStats {
   /** Names of compiled kernels, most frequent first (at most 20). */
   compiledKernels: string[];
   tritonVersions: string[];
+  /** Cache entry folders Triton's cache manager found files in (the hook's wrapper), each once. */
+  usedFolders: string[];
+  /** Every process that imported Triton had the wrapper in, and one did: `usedFolders` misses no lookup. */
+  usageComplete: boolean;
 }
 
 interface KernelLine {
+  used?: string;
+  usage?: boolean;
   kernel?: string;
   cache_hit?: boolean;
   compile_s?: number | null;
@@ -30,6 +36,8 @@ export function readTelemetry(file: string): KernelStats {
     compileSeconds: 0,
     compiledKernels: [],
     tritonVersions: [],
+    usedFolders: [],
+    usageComplete: false,
   };
   let text = "";
   try {
@@ -40,6 +48,9 @@ export function readTelemetry(file: string): KernelStats {
   const names = new Map<string, number>();
   let sawListener = false;
   let sawTriton = false;
+  let exits = 0;
+  let exitsWithUsage = 0;
+  const used = new Set<string>();
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     let rec: KernelLine;
@@ -48,8 +59,14 @@ export function readTelemetry(file: string): KernelStats {
     } catch {
       continue; // a process killed mid-line
     }
+    if (typeof rec.used === "string") {
+      used.add(rec.used);
+      continue;
+    }
     if (rec.event === "exit") {
       sawTriton = true;
+      exits++;
+      if (rec.usage) exitsWithUsage++;
       if (rec.listener) sawListener = true;
       if (rec.triton && !stats.tritonVersions.includes(rec.triton)) stats.tritonVersions.push(rec.triton);
       continue;
@@ -65,6 +82,8 @@ export function readTelemetry(file: string): KernelStats {
     }
   }
   stats.status = sawListener ? "available" : sawTriton ? "unavailable" : "no-triton";
+  stats.usedFolders = [...used];
+  stats.usageComplete = exits > 0 && exitsWithUsage === exits;
   stats.compiledKernels = [...names]
     .sort((a, b) => b[1] - a[1])
     .slice(0, 20)

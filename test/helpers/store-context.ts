@@ -11,10 +11,22 @@ export function storeContext(
   store: Store,
   cache: string,
   state: string,
-  opts: { revision?: string; prefix?: string; stack?: StackFingerprint } = {},
+  opts: {
+    revision?: string;
+    prefix?: string;
+    stack?: StackFingerprint;
+    /** kcache.yml's `save:` section, as written there. */
+    save?: Record<string, unknown>;
+    /** GITHUB_REF of the run (the default branch's by default). */
+    ref?: string;
+  } = {},
 ): Promise<JobContext> {
   const config = resolveConfig(
-    { caches: [{ name: "triton", kind: "triton", path: cache }], key: { prefix: opts.prefix ?? "conf" } },
+    {
+      caches: [{ name: "triton", kind: "triton", path: cache }],
+      key: { prefix: opts.prefix ?? "conf" },
+      ...(opts.save ? { save: opts.save } : {}),
+    },
     "kcache.yml",
     {},
     "/",
@@ -22,7 +34,7 @@ export function storeContext(
   return jobContext({
     config,
     log: silentLog(),
-    env: { KCACHE_STATE_DIR: state, GITHUB_REF: "refs/heads/main" },
+    env: { KCACHE_STATE_DIR: state, GITHUB_REF: opts.ref ?? "refs/heads/main" },
     cwd: "/",
     revision: opts.revision ?? "r".repeat(40),
     stack: opts.stack ?? TEST_STACK,

@@ -28,10 +28,13 @@ export const canMountTmpfs: boolean = (() => {
   }
 })();
 
-/** Mounts a tmpfs of `size` (e.g. "4m") on `dir` (created), unmounted after the test: a disk that fills up. */
-export function mountTmpfs(dir: string, size: string): void {
+/**
+ * Mounts a tmpfs of `size` (e.g. "4m") on `dir` (created), unmounted after the test: a disk that fills
+ * up, or with `options` ("noatime", "relatime") one whose access times behave as asked.
+ */
+export function mountTmpfs(dir: string, size: string, options?: string): void {
   fs.mkdirSync(dir, { recursive: true });
-  execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size}`, "tmpfs", dir]);
+  execFileSync("mount", ["-t", "tmpfs", "-o", `size=${size}${options ? `,${options}` : ""}`, "tmpfs", dir]);
   mounted.push(dir);
 }
 

@@ -62,4 +62,25 @@ describe("the manifest format (src/manifest/)", () => {
       /manifest field entries\.0\.files/,
     );
   });
+
+  it("refuses an entry whose last use is a save the manifest does not list, or one after its own", () => {
+    const m = manifestOf(2);
+    m.generation = 4;
+    m.uses = [{ generation: 3, revision: "b".repeat(40), at: m.createdAt }];
+    (m.entries[0] as { usedIn?: number }).usedIn = 3;
+    expect(decodeManifest(encodeManifest(m), "m").entries[0]?.usedIn).toBe(3);
+    (m.entries[1] as { usedIn?: number }).usedIn = 2;
+    expect(() => decodeManifest(encodeManifest(m), "m")).toThrow(
+      /E1 was last used at save 2, which the manifest does not list/,
+    );
+    m.uses.push({ generation: 9, revision: "c".repeat(40), at: m.createdAt });
+    (m.entries[1] as { usedIn?: number }).usedIn = 9;
+    expect(() => decodeManifest(encodeManifest(m), "m")).toThrow(/last used at save 9/);
+  });
+
+  it("reads a manifest written before use was recorded (no generation, no uses)", () => {
+    const m = decodeManifest(encodeManifest(manifestOf(3)), "m");
+    expect(m.generation).toBeUndefined();
+    expect(m.entries.every((e) => e.usedIn === undefined)).toBe(true);
+  });
 });

@@ -114,4 +114,48 @@ describe("the Python telemetry hook", () => {
     expect(cold.compiled).toBe(7);
     expect(warm).toMatchObject({ status: "available", compiled: 0, loaded: 4 });
   });
+
+  it("records every cache entry folder a warm job's lookups found (kernels, launchers, autotune results), and says when it saw all", () => {
+    const file = path.join(tempDir(), "t.jsonl");
+    const sim = path.resolve(import.meta.dirname, "../../demo/sim");
+    const cache = tempDir("cache");
+    const env = telemetryEnv(
+      { PATH: process.env.PATH, PYTHONPATH: sim, TRITON_CACHE_DIR: cache, TRITON_SIM_COMPILE_MS: "1" },
+      file,
+    );
+    execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
+    fs.rmSync(file);
+    execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
+    const warm = readTelemetry(file);
+    const entries = fs
+      .readdirSync(cache, { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => path.join(cache, d.name));
+    expect(warm.usageComplete).toBe(true);
+    const holds = (d: string, re: RegExp) => fs.readdirSync(d).some((f) => re.test(f));
+    const launchers = entries.filter((d) => holds(d, /\.so$/));
+    const tunings = entries.filter((d) => holds(d, /\.autotune\.json$/));
+    expect(launchers.length).toBeGreaterThan(0);
+    expect(tunings.length).toBeGreaterThan(0);
+    // Launchers and autotune results are looked up too; of the kernels, exactly those loaded (the
+    // autotuned configs that lost are not: a warm run compiles only the best one).
+    const used = new Set(warm.usedFolders);
+    expect(warm.usedFolders.every((d) => entries.includes(d))).toBe(true);
+    expect([...launchers, ...tunings].every((d) => used.has(d))).toBe(true);
+    const kernels = entries.filter((d) => holds(d, /^__grp__/));
+    expect(kernels.filter((d) => used.has(d)).length).toBe(warm.loaded);
+    expect(warm.loaded).toBeLessThan(kernels.length);
+    // A job that uses fewer kernels is seen using fewer entries.
+    fs.rmSync(file);
+    execFileSync("python3", [path.join(sim, "workload.py"), "1", "0"], { env });
+    const fewer = readTelemetry(file);
+    expect(fewer.usedFolders.length).toBeGreaterThan(0);
+    expect(fewer.usedFolders.length).toBeLessThan(entries.length);
+  });
+
+  it("a Triton without the cache manager module leaves use incomplete: the save then trusts access times only", () => {
+    const file = path.join(tempDir(), "t.jsonl");
+    runJob(fakeTriton(true), file);
+    expect(readTelemetry(file)).toMatchObject({ usageComplete: false, usedFolders: [] });
+  });
 });

@@ -1,8 +1,10 @@
 import { readCatalog, readCatalogItems } from "../../cache/catalog.js";
+import { lastUseOf, workingSetOf } from "../../cache/working-set.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes, textTable } from "../../format.js";
 import { scopePlan } from "../../keys/scope.js";
+import type { EntryRef, Manifest } from "../../manifest/manifest.js";
 import { manifestObject } from "../../store/layout.js";
 import { openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
@@ -49,6 +51,7 @@ export async function inspectCommand(key: string, o: GlobalOptions & { scope?: s
       ...Object.entries(m.stack).map(([k, v]) => `  ${k}=${v}`),
       `caches    ${m.caches.map((c) => `${c.name} (${c.kind}): ${m.entries.filter((e) => e.cache === c.name).length} entries`).join(", ")}`,
       `packs     ${m.packs.length}, ${formatBytes(m.packs.reduce((s, p) => s + p.size, 0))} compressed`,
+      workingSetLine(m),
       textTable(
         ["  PACK", "SIZE", "ENTRIES", "LIVE"],
         m.packs.map((p, idx) => [
@@ -62,16 +65,32 @@ export async function inspectCommand(key: string, o: GlobalOptions & { scope?: s
     if (o.entries) {
       lines.push(
         textTable(
-          ["  ENTRY", "SIZE", "FILES", "SHA256"],
+          ["  ENTRY", "SIZE", "FILES", "SHA256", "LAST USED"],
           m.entries.map((e) => [
             `  ${e.cache}/${e.name}`,
             formatBytes(e.size),
             String(e.files),
             e.sha256.slice(0, 16),
+            lastUsedCell(m, e),
           ]),
         ),
       );
     }
     process.stdout.write(`${lines.join("\n")}\n`);
   }
+}
+
+/** The key's working set: what the job used at its save and what it carried unused. */
+function workingSetLine(m: Manifest): string {
+  const w = workingSetOf(m);
+  if (m.generation === undefined) return "use       not recorded (saved before kcache recorded use)";
+  return `use       save ${m.generation} of its chain: ${w.live.entries} entries (${formatBytes(w.live.bytes)}) used at it, ${w.unused.entries} (${formatBytes(w.unused.bytes)}) carried unused`;
+}
+
+/** When a job last used an entry: "this save", or how many saves ago, at which revision and time. */
+function lastUsedCell(m: Manifest, e: EntryRef): string {
+  if (m.generation === undefined) return "-";
+  const u = lastUseOf(m, e);
+  const ago = (m.generation ?? 0) - u.generation;
+  return `${ago === 0 ? "this save" : `${ago} save${ago === 1 ? "" : "s"} ago`} (${u.revision.slice(0, 12)}, ${u.at.slice(0, 16).replace("T", " ")})`;
 }

@@ -1,5 +1,5 @@
 import type { Fault } from "../../cache/faults.js";
-import { restore } from "../../cache/restore.js";
+import { type RestoreReport, restore } from "../../cache/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { CacheMissError } from "../../errors.js";
 import { formatBytes, formatSeconds } from "../../format.js";
@@ -29,6 +29,7 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
         `restored ${report.entriesRestored} entries${report.entriesPresent ? ` (${report.entriesPresent} more already present)` : ""} (${formatBytes(report.bytesRestored)}, ${formatBytes(report.bytesDownloaded)} read) from ${report.matchedKey}${report.cacheHit ? " (exact)" : ` (${report.matchedScope})`} of ${report.store} in ${formatSeconds(report.seconds)}${report.threads ? ` on ${report.threads} threads` : ""}`,
       );
       for (const c of report.caches) log.info(`  ${c.name}: ${c.entries} entries at ${c.path}`);
+      log.info(restoredUsageLine(report.usage));
       if (report.entriesBad)
         log.warn(`${report.entriesBad} entries failed verification and were not written`);
     }
@@ -40,4 +41,15 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
   if (o.failOnCacheMiss && !report?.matchedKey) {
     throw new CacheMissError(`no saved key matched ${ctx.key} (--fail-on-cache-miss)`);
   }
+}
+
+/** What the restored key says about its working set, and whether this folder records reads. */
+function restoredUsageLine(u: RestoreReport["usage"]): string {
+  const reads =
+    u.atime === null
+      ? ""
+      : u.atime
+        ? "; reads are recorded here (access times)"
+        : "; reads are not recorded here (noatime?): the save counts every entry as used unless the hook saw the job";
+  return `  working set: ${u.live.entries} entries (${formatBytes(u.live.bytes)}) used at the key's save, ${u.unused.entries} (${formatBytes(u.unused.bytes)}) carried unused${reads}`;
 }

@@ -1,15 +1,22 @@
 import type { Fault } from "../../cache/faults.js";
 import { save } from "../../cache/save.js";
+import { usageSummary } from "../../cache/save-usage.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { formatBytes, formatSeconds } from "../../format.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
 
-export async function saveCommand(o: GlobalOptions) {
+export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
   const { ctx } = await commandJob(o);
   const { log } = ctx;
   const faults: Fault[] = [];
-  const report = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx), faults);
+  const report = await tolerateCacheFailure(
+    "save",
+    ctx.strict,
+    log,
+    () => save(ctx, o.evict === false ? { evict: { never: "--no-evict" } } : {}),
+    faults,
+  );
   if (report) {
     log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {
@@ -17,6 +24,8 @@ export async function saveCommand(o: GlobalOptions) {
         `uploaded ${formatBytes(report.bytesUploaded)} in ${report.packsWritten} pack(s)${report.consolidated ? " (consolidated)" : ""}; ${report.entries} entries in the key; ${formatSeconds(report.seconds)}`,
       );
     }
+    if (report.outcome === "saved" || report.outcome === "nothing-new")
+      log.info(usageSummary(report.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));
     const s = report.skipped;
     const skipped = [
       s.incomplete && `${s.incomplete} incomplete entries`,

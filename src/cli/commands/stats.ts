@@ -5,6 +5,7 @@ import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import { readRunRecords, weeklyStats } from "../../history/stats.js";
+import { type PrefixWorkingSet, workingSets } from "../../history/working-sets.js";
 import { defaultBranchScope, scopePlan } from "../../keys/scope.js";
 import { statsHtml } from "../../report/stats-html.js";
 import { openStore } from "../../store/open.js";
@@ -41,7 +42,9 @@ export async function statsCommand(
   // What each workload's keys hold in the store now: the packs its manifests reference, each once.
   const storeBytes: Record<string, number> = {};
   const counted = new Set<string>();
-  for (const item of await readCatalog(store)) {
+  const catalog = await readCatalog(store);
+  const sets = workingSets(catalog, defaultScope, o.prefix);
+  for (const item of catalog) {
     const m = item.manifest;
     if (!m || (o.prefix && !m.prefix.startsWith(o.prefix))) continue;
     for (const pack of m.packs) {
@@ -65,9 +68,11 @@ export async function statsCommand(
       runs: chosen.length,
       unreadable,
       weeks,
+      workingSets: sets,
     });
     return;
   }
+  if (sets.length) process.stdout.write(`${workingSetLines(sets, defaultScope).join("\n")}\n\n`);
   if (weeks.length === 0) {
     process.stderr.write(
       `no runs recorded in ${store.description}${o.allScopes ? "" : ` for ${defaultScope}`}\n`,
@@ -90,4 +95,25 @@ export async function statsCommand(
     ),
   ];
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/** The working-set table: per prefix, what the newest key's job used, what its restores carry unused, and the trend. */
+function workingSetLines(sets: PrefixWorkingSet[], scope: string): string[] {
+  const share = (w: { live: { bytes: number }; unused: { bytes: number } }) =>
+    w.live.bytes + w.unused.bytes > 0
+      ? `${Math.round((w.unused.bytes / (w.live.bytes + w.unused.bytes)) * 100)}%`
+      : "-";
+  return [
+    `working sets of ${scope}'s newest keys (a restore downloads both columns; eviction drops the unused ones):`,
+    "",
+    "| prefix | newest key | used at its save | carried unused | unused share | trend |",
+    "|---|---|---:|---:|---:|---|",
+    ...sets.map((s) => {
+      const n = s.newest;
+      const trend = s.earlier
+        ? `${s.saves} saves before: ${formatBytes(s.earlier.live.bytes)} used, ${formatBytes(s.earlier.unused.bytes)} unused`
+        : "-";
+      return `| ${s.prefix} | ${n.key} | ${n.live.entries} entries, ${formatBytes(n.live.bytes)} | ${n.unused.entries} entries, ${formatBytes(n.unused.bytes)} | ${share(n)} | ${trend} |`;
+    }),
+  ];
 }

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { inLanes } from "../../bounded-lanes.js";
 import type { JobContext } from "../../cache/job-context.js";
+import type { HookUsage } from "../../cache/save-usage.js";
 import { parseDuration } from "../../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
@@ -11,7 +12,7 @@ import { runCommand } from "../../process/run-command.js";
 import { withSources } from "../../process/source-env.js";
 import { compiledBetween, KernelFolders } from "../../telemetry/folder-count.js";
 import { telemetryEnv } from "../../telemetry/hook.js";
-import { readTelemetry } from "../../telemetry/read.js";
+import { type KernelStats, readTelemetry } from "../../telemetry/read.js";
 import type { CommandLog, CommandReport, Stage } from "../run-report.js";
 import { commandKernels } from "./command-kernels.js";
 
@@ -36,6 +37,8 @@ export class CommandsStage {
   readonly env: NodeJS.ProcessEnv;
   readonly workdir: string;
   private readonly folders: KernelFolders;
+  /** What the hook saw the commands' Triton cache lookups find, all commands together. */
+  private readonly used = { folders: new Set<string>(), complete: true, any: false };
 
   constructor(
     private readonly ctx: JobContext,
@@ -95,6 +98,8 @@ export class CommandsStage {
       linePrefix: prefix,
     });
     ended?.();
+    const telemetry = readTelemetry(telemetryFile);
+    this.noteUsage(telemetry);
     const report: CommandReport = {
       name: cmd.name,
       group,
@@ -104,10 +109,7 @@ export class CommandsStage {
       seconds: r.seconds,
       log: logFile,
       devices: devs ? devs.join(",") : null,
-      kernels: commandKernels(
-        readTelemetry(telemetryFile),
-        before ? compiledBetween(before, this.folders.after()) : null,
-      ),
+      kernels: commandKernels(telemetry, before ? compiledBetween(before, this.folders.after()) : null),
     };
     this.commands.push(report);
     if (r.exitCode !== 0) {
@@ -117,6 +119,22 @@ export class CommandsStage {
       );
     }
     return report;
+  }
+
+  private noteUsage(t: KernelStats): void {
+    for (const f of t.usedFolders) this.used.folders.add(f);
+    if (t.status !== "no-triton") {
+      this.used.any ||= t.usageComplete;
+      this.used.complete &&= t.usageComplete;
+    }
+  }
+
+  /**
+   * The entry folders the commands' Triton processes found in the cache, for the save's record of
+   * use: complete when every command that imported Triton had the hook's wrapper in.
+   */
+  hookUsage(): HookUsage {
+    return { complete: this.used.any && this.used.complete, dirs: [...this.used.folders] };
   }
 
   private async runGroup(group: GroupSpec): Promise<Stage> {
