@@ -128,3 +128,33 @@ export function speedTable(raw: SpeedRaw): string[] {
   );
   return lines;
 }
+
+/** One history of the working-set benchmark: a churn rate, with eviction by use at its defaults or off. */
+export interface WorkingSetRow {
+  label: "defaults" | "off";
+  churn: number;
+  commits: number;
+  kernels: number;
+  restoredOverLive: number;
+  restoredEntries: number;
+  newestKeyOverOne: number;
+  storeAfterPruneOverOne: number;
+  folderArchiveOverOne: number;
+  recompiled: number;
+  evicted: number;
+  consolidations: number;
+  source: string;
+}
+
+/** The working-set table: restored bytes and store bytes at the last commit, per churn rate. */
+export function workingSetTable(rows: WorkingSetRow[]): string[] {
+  const x = (v: number) => `${v.toFixed(2)}x`;
+  return [
+    "| churn per commit | eviction | restored / live (last commit) | newest key / one working set | store after prune / one working set | folder archive (actions/cache) / one working set | recompiled | entries evicted |",
+    "|---|---|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${Math.round(r.churn * 100)}% | ${r.label === "defaults" ? "defaults (5 saves, 30 days)" : "off"} | ${x(r.restoredOverLive)} | ${x(r.newestKeyOverOne)} | ${x(r.storeAfterPruneOverOne)} | ${x(r.folderArchiveOverOne)} | ${r.recompiled} | ${r.evicted} |`,
+    ),
+  ];
+}

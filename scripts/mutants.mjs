@@ -11,11 +11,90 @@ const ROOT = path.resolve(import.meta.dirname, "..");
 const isRoot = process.getuid?.() === 0;
 
 /**
- * name, file, exact text (must occur once), its replacement, the tests that must catch it; `also`:
+ * name, file, exact text (must occur once), its replacement, the tests that must catch it (`testName`:
+ * only the tests whose names match it, for files that are slow as a whole); `also`:
  * more replacements planted with it, where a second line of defence would otherwise hide the bug
  * from every user (the bug is the pair).
  */
 const MUTANTS = [
+  {
+    name: "eviction's runs rule one save late",
+    file: "src/cache/eviction.ts",
+    find: "now.generation - last.generation >= s.keepUnusedRuns",
+    replace: "now.generation - last.generation > s.keepUnusedRuns",
+    tests: ["test/cache/eviction.test.ts"],
+  },
+  {
+    name: "eviction's days rule never applies",
+    file: "src/cache/eviction.ts",
+    find: 'if (s.keepUnusedDays > 0 && age >= s.keepUnusedDays * DAY_MS) return "days";',
+    replace: "",
+    tests: ["test/cache/eviction.test.ts", "test/cache/working-set.test.ts"],
+    testName: "days",
+  },
+  {
+    name: "save.max-bytes ignored",
+    file: "src/cache/eviction.ts",
+    find: "if (settings.maxBytes === null) return out;",
+    replace: "if (settings.maxBytes !== -1) return out;",
+    tests: ["test/cache/eviction.test.ts"],
+  },
+  {
+    name: "the cap drops the most recently used first",
+    file: "src/cache/eviction.ts",
+    find: "a.lastUsed.generation - b.lastUsed.generation ||",
+    replace: "b.lastUsed.generation - a.lastUsed.generation ||",
+    tests: ["test/cache/eviction.test.ts"],
+  },
+  {
+    name: "a restore does not stamp access times (use never learnt)",
+    file: "src/cache/restore-state.ts",
+    find: "const e = stamp ? stampUnread(t.root, found) : found;",
+    replace: "const e = found;",
+    tests: ["test/cache/working-set.test.ts"],
+    testName: "with the defaults",
+  },
+  {
+    name: "reads since the stamp ignored (live kernels evicted)",
+    file: "src/cache/save-usage.ts",
+    find: "(byAtime && readSinceStamp(p.entry))",
+    replace: "(byAtime && false)",
+    tests: ["test/cache/working-set.test.ts"],
+    testName: "with the defaults",
+  },
+  {
+    name: "a pull request's save evicts",
+    file: "src/keys/scope.ts",
+    find: 'return scope.startsWith("branch/") || scope.startsWith("tag/");',
+    replace: "return true;",
+    tests: ["test/cache/working-set.test.ts"],
+    testName: "pull request",
+  },
+  {
+    name: "the noatime probe always says reads are recorded",
+    file: "src/cache/usage.ts",
+    find: "return !isStamped(read.atimeMs, read.mtimeMs);",
+    replace: "return true;",
+    tests: ["test/cache/working-set.test.ts"],
+    testName: "noatime",
+    needsRoot: true,
+  },
+  {
+    name: "a --lookup-only restore leaves the last restore's stamps trusted",
+    file: "src/cache/restore.ts",
+    find: "    forgetUsage(ctx.stateFile);\n",
+    replace: "",
+    tests: ["test/cache/working-set.test.ts"],
+    testName: "lookup-only",
+  },
+  {
+    name: "a prewarm that compiled nothing evicts",
+    file: "src/cache/save-usage.ts",
+    find: 'if (evict === "if-new" && fresh === 0)',
+    replace: "if (false)",
+    tests: ["test/cache/working-set.test.ts"],
+    testName: "prewarm",
+  },
   {
     name: "group files' child paths not rewritten on restore",
     file: "src/kinds/triton.ts",
@@ -380,11 +459,17 @@ function copyTree() {
   return dir;
 }
 
-function runTests(dir, tests) {
+function runTests(dir, tests, testName) {
   return new Promise((resolve) => {
     const child = spawn(
       process.execPath,
-      [path.join(ROOT, "node_modules/vitest/vitest.mjs"), "run", "--reporter=dot", ...tests],
+      [
+        path.join(ROOT, "node_modules/vitest/vitest.mjs"),
+        "run",
+        "--reporter=dot",
+        ...(testName ? ["-t", testName] : []),
+        ...tests,
+      ],
       { cwd: dir, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, CI: "true", NO_COLOR: "1" } },
     );
     let out = "";
@@ -418,7 +503,7 @@ async function one(m) {
       fs.writeFileSync(f, t.replace(extra.find, extra.replace));
     }
     const t0 = Date.now();
-    const r = await runTests(dir, m.tests);
+    const r = await runTests(dir, m.tests, m.testName);
     const seconds = ((Date.now() - t0) / 1000).toFixed(0);
     // Caught means a test failed on it: a mutant that breaks the build or the setup proves nothing.
     const failed = /Tests\s+\d+ failed/.test(r.out);
