@@ -114,6 +114,9 @@ async function main() {
     "",
     "Recompiled: kernels the job compiled although an earlier commit had compiled them, because the",
     "key had dropped them while still in use. The store is measured after `kcache prune --keep 5`.",
+    "A key's packs still hold the entries it dropped until consolidation rewrites them (up to",
+    "`save.max-dead-share`, half, of a pack may be dead), so the newest key's packs, which a restore",
+    "downloads, are larger than what it writes.",
   ].join("\n");
   writeBenchmarkSection("working-set", "Working sets: restored bytes over what the job uses", section, rows);
   console.log(section);

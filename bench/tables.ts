@@ -150,11 +150,11 @@ export interface WorkingSetRow {
 export function workingSetTable(rows: WorkingSetRow[]): string[] {
   const x = (v: number) => `${v.toFixed(2)}x`;
   return [
-    "| churn per commit | eviction | restored / live (last commit) | newest key / one working set | store after prune / one working set | folder archive (actions/cache) / one working set | recompiled | entries evicted |",
+    "| churn per commit | eviction | restored / live (last commit) | newest key / one working set | store after prune / one working set | actions/cache: its archive of the folder / one working set | recompiled | entries evicted |",
     "|---|---|---:|---:|---:|---:|---:|---:|",
     ...rows.map(
       (r) =>
-        `| ${Math.round(r.churn * 100)}% | ${r.label === "defaults" ? "defaults (5 saves, 30 days)" : "off"} | ${x(r.restoredOverLive)} | ${x(r.newestKeyOverOne)} | ${x(r.storeAfterPruneOverOne)} | ${x(r.folderArchiveOverOne)} | ${r.recompiled} | ${r.evicted} |`,
+        `| ${Math.round(r.churn * 100)}% | ${r.label === "defaults" ? "defaults (5 saves, 30 days)" : "off"} | ${x(r.restoredOverLive)} | ${x(r.newestKeyOverOne)} | ${x(r.storeAfterPruneOverOne)} | ${r.label === "off" ? x(r.folderArchiveOverOne) : "-"} | ${r.recompiled} | ${r.evicted} |`,
     ),
   ];
 }

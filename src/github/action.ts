@@ -2,6 +2,7 @@ import * as core from "@actions/core";
 import { Strictness } from "../cache/faults.js";
 import { restore } from "../cache/restore.js";
 import { type SaveOptions, save } from "../cache/save.js";
+import { usageSummary } from "../cache/save-usage.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { hostEnvironment } from "../environment.js";
 import { CacheMissError, KcacheError, UsageError } from "../errors.js";
@@ -136,6 +137,8 @@ async function saveStep(log: Log, key?: string, post = false): Promise<void> {
       : {};
   const r = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx, opts));
   if (r) log.info(`${r.message} (${r.store})`);
+  if (r?.outcome === "saved" || r?.outcome === "nothing-new")
+    log.info(usageSummary(r.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));
   setOutputs({ [Outputs.saved]: String(r?.outcome === "saved") });
 }
 

@@ -50,6 +50,12 @@ export function runMarkdown(r: RunReport): string {
       lines.push(`| ${mark} ${c.name} | ${c.message.replace(/\|/g, "\\|")} |`);
     }
   }
+  const u = r.save?.usage;
+  if (u && (r.save?.outcome === "saved" || r.save?.outcome === "nothing-new"))
+    lines.push(
+      "",
+      `Working set (use from ${u.source === "none" ? "nowhere: every entry counts as used" : u.source}): ${u.live.entries} entries (${formatBytes(u.live.bytes)}) used, ${u.unused.entries} (${formatBytes(u.unused.bytes)}) kept unused, ${u.evicted.entries} (${formatBytes(u.evicted.bytes)}) evicted${u.noEvict ? ` (none may be: ${u.noEvict})` : ""}.`,
+    );
   if (r.unexpectedCompile) lines.push("", `⚠️ ${r.unexpectedCompile}`);
   return `${lines.join("\n")}\n`;
 }

@@ -250,3 +250,22 @@ describe("BENCHMARKS.md's Zstandard engine table matches bench/results/bench-eng
     }
   });
 });
+
+describe("BENCHMARKS.md's working-set table matches bench/results/bench-working-set.json", () => {
+  const file = path.join(ROOT, "bench/results/bench-working-set.json");
+  it.skipIf(!fs.existsSync(file))(
+    "restored and stored bytes per churn rate; at the defaults and 5% churn within 1.25x, nothing recompiled",
+    async () => {
+      const { workingSetTable } = await import("../../bench/tables.js");
+      const { rows } = JSON.parse(fs.readFileSync(file, "utf8"));
+      expect(doc()).toContain(workingSetTable(rows).join("\n"));
+      // Issue 25's bound, as shipped: 100 commits at 5% churn, use learnt from access times alone.
+      const five = rows.find(
+        (r: { label: string; churn: number }) => r.label === "defaults" && r.churn === 0.05,
+      );
+      expect(five).toMatchObject({ commits: 100, source: "atime", recompiled: 0 });
+      expect(five.restoredOverLive).toBeLessThanOrEqual(1.25);
+      for (const r of rows) expect(r.recompiled).toBe(0);
+    },
+  );
+});
