@@ -158,3 +158,31 @@ export function workingSetTable(rows: WorkingSetRow[]): string[] {
     ),
   ];
 }
+
+/** One revision of bench/gpu/working-set-on-device.sh (bench/results/gpu-working-set.json). */
+export interface GpuWorkingSetRow {
+  mode: "run" | "plain";
+  revision: number;
+  restoredEntries: number;
+  compiled: number;
+  loaded: number | null;
+  saveOutcome: string;
+  saveUsage: {
+    source: string;
+    live: { entries: number };
+    unused: { entries: number };
+    evicted: { entries: number };
+  };
+}
+
+/** The GPU working-set table: per revision, what was restored, compiled, loaded and kept. */
+export function gpuWorkingSetTable(rows: GpuWorkingSetRow[]): string[] {
+  return [
+    "| revision | how use was learnt | restored entries | compiled | kernels loaded (listener) | save | entries used / unused / evicted |",
+    "|---:|---|---:|---:|---:|---|---|",
+    ...rows.map((r) => {
+      const u = r.saveUsage;
+      return `| ${r.revision} | ${r.mode === "run" ? "kcache run: hook and access times" : "restore, python, save: access times"} | ${r.restoredEntries} | ${r.compiled} | ${r.loaded ?? "-"} | ${r.saveOutcome} | ${u.live.entries} / ${u.unused.entries} / ${u.evicted.entries} |`;
+    }),
+  ];
+}

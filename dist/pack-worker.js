@@ -1449,6 +1449,7 @@ var KCACHE_PRIVATE_PREFIX = ".kcache-";
 var dirKind = {
   kind: "dir",
   entryShape: "file",
+  lookupsSeenByHook: false,
   async scan(root) {
     const result = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     const walk = (rel) => {
@@ -1519,6 +1520,7 @@ var SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.=+-]*$/;
 var tritonKind = {
   kind: "triton",
   entryShape: "folder",
+  lookupsSeenByHook: true,
   async scan(root) {
     const result = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     let top;

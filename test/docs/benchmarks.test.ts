@@ -269,3 +269,28 @@ describe("BENCHMARKS.md's working-set table matches bench/results/bench-working-
     },
   );
 });
+
+describe("BENCHMARKS.md's GPU working-set table is bench/results/gpu-working-set.json", () => {
+  it("the key shrinks back to what the job loads, and no run after the first compiles a kernel it had", async () => {
+    const { gpuWorkingSetTable } = await import("../../bench/tables.js");
+    const rows = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/gpu-working-set.json"), "utf8"));
+    expect(doc()).toContain(gpuWorkingSetTable(rows).join("\n"));
+    for (const mode of ["run", "plain"]) {
+      const runs = rows.filter((r: { mode: string }) => r.mode === mode);
+      const lastRun = runs[runs.length - 1];
+      // The last restore wrote exactly the entries its job used, fewer than the key once held.
+      expect(lastRun.restoredEntries).toBe(lastRun.saveUsage.live.entries);
+      expect(Math.max(...runs.map((r: { restoredEntries: number }) => r.restoredEntries))).toBeGreaterThan(
+        lastRun.restoredEntries,
+      );
+      // Revision 1 compiles only its four edited kernels; later revisions nothing.
+      expect(runs[1].compiled).toBe(4);
+      expect(runs.slice(2).every((r: { compiled: number }) => r.compiled === 0)).toBe(true);
+      const evicted = runs.reduce(
+        (n: number, r: { saveUsage: { evicted: { entries: number } } }) => n + r.saveUsage.evicted.entries,
+        0,
+      );
+      expect(evicted).toBe(4);
+    }
+  });
+});

@@ -1,0 +1,55 @@
+"""A torch.compile workload for proving kcache's Inductor kind on a GPU: a two-block MLP compiled with
+mode="max-autotune-no-cudagraphs" (Inductor generates Triton kernels and autotunes its matmuls),
+first call timed. Prints one JSON line: first-call seconds, torch's own cache counters (FX graph
+cache, AOTAutograd cache, Triton compiles by Inductor) and the output's checksum.
+Usage: python3 inductor_model.py [--json FILE]
+"""
+import json
+import sys
+import time
+
+import torch
+from torch._dynamo.utils import counters
+
+
+class Block(torch.nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(d)
+        self.up = torch.nn.Linear(d, 4 * d)
+        self.down = torch.nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
+
+
+def main():
+    torch.manual_seed(0)
+    d = 512
+    model = torch.nn.Sequential(Block(d), Block(d)).cuda().half()
+    x = torch.randn(256, d, device="cuda", dtype=torch.half)
+    compiled = torch.compile(model, mode="max-autotune-no-cudagraphs")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = compiled(x)
+    torch.cuda.synchronize()
+    first = time.perf_counter() - t0
+    with torch.no_grad():
+        ref = model(x)
+    torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2)
+    result = {
+        "first_call_s": first,
+        "fxgraph": {k: v for k, v in counters["inductor"].items() if k.startswith("fxgraph")},
+        "aotautograd": {k: v for k, v in counters["aot_autograd"].items() if "autograd_cache" in k},
+        "inductor": dict(counters["inductor"]),
+        "checksum": float(out.float().sum()),
+    }
+    line = json.dumps(result)
+    print(line)
+    if "--json" in sys.argv:
+        with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+            f.write(line + "\n")
+
+
+main()
