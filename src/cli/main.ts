@@ -37,7 +37,11 @@ export async function main(argv: string[]): Promise<void> {
         "--path <paths...>",
         "cache these folders instead of kcache.yml's caches, as actions/cache's path: globs, ~, and !exclusions",
       );
-      cmd.option("--kind <kind>", "kind of the --path folders: auto (detect each), triton or dir", "auto");
+      cmd.option(
+        "--kind <kind>",
+        "kind of the --path folders: auto (detect each), triton, inductor or dir",
+        "auto",
+      );
       cmd.option(
         "--key <key>",
         "an explicit key: the workload prefix, to which the stack id and the revision are appended",

@@ -134,7 +134,7 @@ export function resolveConfig(
     name: c.name,
     kind: c.kind,
     path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
-    env: c.env ?? (c.kind === "triton" ? "TRITON_CACHE_DIR" : undefined),
+    env: c.env ?? DEFAULT_ENV[c.kind],
   }));
   checkCachePaths(caches, (j) => `${source}: caches[${kept[j]?.i}].path`, env, cwd);
   let store: StoreConfig;
@@ -183,6 +183,12 @@ export function resolveConfig(
  * must never be a folder that holds anything else: the root, the home folder, or the checkout; and
  * no two caches may overlap. `field(i)` names the i-th path in errors.
  */
+/** The variable that points a job at a cache of each kind, unless the cache names its own. */
+const DEFAULT_ENV: Partial<Record<string, string>> = {
+  triton: "TRITON_CACHE_DIR",
+  inductor: "TORCHINDUCTOR_CACHE_DIR",
+};
+
 export function checkCachePaths(
   caches: { path: string }[],
   field: (i: number) => string,

@@ -37,8 +37,13 @@ export function pathLineCaches(
         name,
         kind,
         path: root,
-        // Triton finds its cache through TRITON_CACHE_DIR; a folder of unknown kind gets no variable.
-        env: kind === tritonKind.kind && i === 0 ? "TRITON_CACHE_DIR" : undefined,
+        // Triton and Inductor find their caches through a variable; a folder of unknown kind gets none.
+        env:
+          i === 0 && kind === tritonKind.kind
+            ? "TRITON_CACHE_DIR"
+            : i === 0 && kind === "inductor"
+              ? "TORCHINDUCTOR_CACHE_DIR"
+              : undefined,
         ...(include ? { include } : {}),
         ...(exclude.length ? { exclude } : {}),
       };

@@ -29,7 +29,7 @@ export interface ScanResult {
 }
 
 /** The kinds of cache kcache knows; `kind:` in kcache.yml and manifests names one. */
-export const CACHE_KIND_NAMES = ["triton", "dir"] as const;
+export const CACHE_KIND_NAMES = ["triton", "inductor", "dir"] as const;
 export type CacheKindName = (typeof CACHE_KIND_NAMES)[number];
 
 /**
@@ -69,8 +69,11 @@ export interface CacheKind {
   incompleteReason(root: string, entry: FoundEntry): string | null;
   /** Whether `name` is a well-formed entry name for this kind (checked before any restore write). */
   isEntryName(name: string): boolean;
-  /** Whether a file's stored bytes differ from its bytes on disk (so it must be normalised/relocated). */
-  isRelocatable(rel: string): boolean;
+  /**
+   * Whether a file's stored bytes differ from its bytes on disk (so it must be normalised/relocated):
+   * the entry's name and the file's path in it ("" for a file-shaped entry).
+   */
+  isRelocatable(entryName: string, rel: string): boolean;
   /** Stored form of a relocatable file: independent of the cache's absolute path. */
   normalize(root: string, entryName: string, rel: string, data: Buffer): Buffer;
   /** On-disk form of a relocatable file restored under `root`. */

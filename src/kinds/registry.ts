@@ -1,9 +1,10 @@
 import fs from "node:fs";
 import { dirKind } from "./dir.js";
+import { inductorKind, looksLikeInductorCache } from "./inductor.js";
 import { type CacheFolder, type CacheKind, type CacheKindName, KCACHE_PRIVATE_PREFIX } from "./kind.js";
 import { looksLikeTritonCache, tritonKind } from "./triton.js";
 
-const KINDS: Record<CacheKindName, CacheKind> = { triton: tritonKind, dir: dirKind };
+const KINDS: Record<CacheKindName, CacheKind> = { triton: tritonKind, inductor: inductorKind, dir: dirKind };
 
 /** The cache kind for a configured `kind:` value. */
 export function cacheKind(kind: CacheKindName): CacheKind {
@@ -11,7 +12,8 @@ export function cacheKind(kind: CacheKindName): CacheKind {
 }
 
 /**
- * The kind a folder's layout shows: `triton` when it looks like Triton's cache, `dir` for anything
+ * The kind a folder's layout shows: `inductor` when it holds torch.compile's graph caches (or a
+ * `triton/` folder beside generated modules), `triton` when it looks like Triton's cache, `dir` for anything
  * else with files in it, null when it is missing or empty (nothing to tell by).
  */
 export function detectKind(root: string): CacheKindName | null {
@@ -23,6 +25,7 @@ export function detectKind(root: string): CacheKindName | null {
   }
   const visible = items.filter((d) => !d.name.startsWith(KCACHE_PRIVATE_PREFIX));
   if (visible.length === 0) return null;
+  if (looksLikeInductorCache(visible)) return "inductor";
   return looksLikeTritonCache(root, visible) ? "triton" : "dir";
 }
 

@@ -158,7 +158,7 @@ export const tritonKind: CacheKind = {
     return SEGMENT.test(name) && !TEMP_DIR.test(name);
   },
 
-  isRelocatable(rel: string): boolean {
+  isRelocatable(_entryName: string, rel: string): boolean {
     return GROUP.test(rel);
   },
 

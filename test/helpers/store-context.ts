@@ -19,11 +19,13 @@ export function storeContext(
     save?: Record<string, unknown>;
     /** GITHUB_REF of the run (the default branch's by default). */
     ref?: string;
+    /** The cache's kind (triton by default). */
+    kind?: "triton" | "inductor" | "dir" | "auto";
   } = {},
 ): Promise<JobContext> {
   const config = resolveConfig(
     {
-      caches: [{ name: "triton", kind: "triton", path: cache }],
+      caches: [{ name: "triton", kind: opts.kind ?? "triton", path: cache }],
       key: { prefix: opts.prefix ?? "conf" },
       ...(opts.save ? { save: opts.save } : {}),
     },

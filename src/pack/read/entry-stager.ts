@@ -52,7 +52,7 @@ export class StagedEntry {
     }
     this.digest.beginFile(rel, size);
     const kind = this.target.kind;
-    if (kind.isRelocatable(rel)) {
+    if (kind.isRelocatable(this.entryName, rel)) {
       if (size > MAX_RELOCATABLE) {
         this.fail(`${rel} is ${size} bytes; a relocatable file is at most ${MAX_RELOCATABLE}`);
         return null;

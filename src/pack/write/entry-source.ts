@@ -21,7 +21,7 @@ export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): Ope
   try {
     for (const f of kind.packOrder(entry.files)) {
       const p = f.rel ? path.join(root, entry.name, f.rel) : path.join(root, entry.name);
-      if (kind.isRelocatable(f.rel)) {
+      if (kind.isRelocatable(entry.name, f.rel)) {
         const data = kind.normalize(root, entry.name, f.rel, fs.readFileSync(p));
         opened.push({ rel: f.rel, size: data.length, data, fd: null });
         continue;

@@ -1,0 +1,120 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { restore } from "../../src/cache/restore.js";
+import { save } from "../../src/cache/save.js";
+import { detectKind } from "../../src/kinds/registry.js";
+import { localStore } from "../../src/store/local.js";
+import { generateInductorCache, readPickle } from "../fixtures/inductor-cache.js";
+import { runCli } from "../helpers/cli.js";
+import { tempDir } from "../helpers/sandbox.js";
+import { storeContext } from "../helpers/store-context.js";
+
+const files = (root: string) =>
+  fs.existsSync(root)
+    ? (fs.readdirSync(root, { recursive: true, withFileTypes: true }) as fs.Dirent[])
+        .filter((d) => d.isFile())
+        .map((d) => path.relative(root, path.join(d.parentPath, d.name)))
+        .sort()
+    : [];
+
+/** A simulated Inductor cache saved from A, A deleted, restored at B (a longer path) on another runner. */
+async function movedCache(kind: "inductor" | "triton" = "inductor") {
+  const work = tempDir("inductor");
+  const a = path.join(work, "a", "torchinductor_root");
+  const generated = generateInductorCache(a);
+  const store = localStore(path.join(work, "store"));
+  const saved = await save(await storeContext(store, a, path.join(work, "s-a"), { kind }));
+  const originals = new Map(generated.saved.map((f) => [f, fs.readFileSync(path.join(a, f))]));
+  fs.rmSync(path.join(work, "a"), { recursive: true });
+  const b = path.join(work, "runner-b", "home", "ci", ".cache", "inductor");
+  const ctx = await storeContext(store, b, path.join(work, "s-b"), { kind, revision: "b".repeat(40) });
+  const restored = await restore(ctx);
+  return { work, a, b, store, ctx, generated, originals, saved, restored };
+}
+
+describe("the inductor kind: torch.compile's cache warm at any path", () => {
+  it("kind auto recognises an Inductor cache folder", () => {
+    const dir = tempDir("inductor");
+    generateInductorCache(dir);
+    expect(detectKind(dir)).toBe("inductor");
+  });
+
+  it("restores every file at the new path, and never a lock, a temp file or an unfinished kernel", async () => {
+    const { b, generated, saved, restored } = await movedCache();
+    expect(saved.skipped).toMatchObject({ lockFiles: 1, tempDirs: 2, incomplete: 1 });
+    expect(restored.entriesRestored).toBe(generated.saved.length);
+    expect(files(b).filter((f) => !f.startsWith(".kcache"))).toEqual([...generated.saved].sort());
+  });
+
+  it("rewrites the group files for the new folder, and keeps .best_config results where Inductor looks for them", async () => {
+    const { b, generated, originals } = await movedCache();
+    const groups = generated.saved.filter((f) => path.basename(f).startsWith("__grp__"));
+    expect(groups.length).toBeGreaterThan(0);
+    for (const g of groups) {
+      const { child_paths } = JSON.parse(fs.readFileSync(path.join(b, g), "utf8"));
+      for (const p of Object.values(child_paths) as string[]) {
+        expect(p.startsWith(`${path.join(b, path.dirname(g))}/`)).toBe(true);
+        expect(fs.existsSync(p)).toBe(true);
+      }
+    }
+    for (const f of generated.saved.filter((x) => x.endsWith(".best_config") || x.endsWith(".kernel_perf")))
+      expect(fs.readFileSync(path.join(b, f)).equals(originals.get(f) as Buffer)).toBe(true);
+    const output = fs.readFileSync(
+      path.join(b, "tr/ctrma6wvntogjwn52y4kohuoebgaebhjtkqd4drz5hjus4khpokf.py"),
+      "utf8",
+    );
+    expect(output).toContain(`# kernel path: ${b}/cf/`);
+    expect(output).not.toContain("torchinductor_root");
+  });
+
+  it("rewrites the pickled FX graph and AOTAutograd entries through Python: they load and name the new folder, binaries untouched", async () => {
+    const { a, b, generated } = await movedCache();
+    for (const rel of [generated.fxgraph, generated.aotautograd]) {
+      const g = readPickle(path.join(b, rel));
+      expect(g.source_code).toContain(`# kernel path: ${b}/cf/ccf.py`);
+      expect(g.runnable_graph_str).toBe(`os.environ['TORCHINDUCTOR_CACHE_DIR'] = '${b}'`);
+      expect(g.directory).toBe(`${b}/triton/0/KEY`);
+      expect(JSON.parse(g.group).child_paths["triton_mm.cubin"]).toBe(`${b}/triton/0/KEY/triton_mm.cubin`);
+      // The cubin's debug section still names A: a binary is never edited.
+      const cubin = readPickle(path.join(b, rel)).cubin;
+      expect(cubin).toBe(g.cubin);
+      expect(fs.readFileSync(path.join(b, rel)).includes(Buffer.from(`${a}/op/cop.py`))).toBe(true);
+    }
+  });
+
+  it("stores entries path-free: a save at the new path finds nothing new", async () => {
+    const { ctx } = await movedCache();
+    const again = await save(ctx);
+    expect(again.outcome).toBe("nothing-new");
+    expect(again.entriesReused).toBe(again.entries);
+  });
+
+  it("as actions/cache's drop-in (--path, kind auto): detected, relocated, and nothing written outside the cache folder", async () => {
+    const work = tempDir("inductor");
+    const a = path.join(work, "a", "torchinductor_ci");
+    const generated = generateInductorCache(a);
+    const store = path.join(work, "store");
+    const env = { PATH: process.env.PATH, HOME: path.join(work, "home"), GITHUB_REF: "refs/heads/main" };
+    const args = ["--key", "tc", "--store", store, "--revision", "a".repeat(40)];
+    const saved = await runCli(["save", "--json", "--path", a, ...args], {
+      env: { ...env, KCACHE_STATE_DIR: path.join(work, "s1") },
+      cwd: work,
+    });
+    expect(saved.code, saved.stderr).toBe(0);
+    expect(JSON.parse(saved.stdout).caches[0]).toMatchObject({ entries: generated.saved.length });
+    fs.rmSync(path.join(work, "a"), { recursive: true });
+    const b = path.join(work, "b", "inductor");
+    const before = new Set(files(work));
+    const restored = await runCli(["restore", "--json", "--path", b, ...args], {
+      env: { ...env, KCACHE_STATE_DIR: path.join(work, "s2") },
+      cwd: work,
+    });
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout).entriesRestored).toBe(generated.saved.length);
+    const added = files(work).filter((f) => !before.has(f));
+    const outside = added.filter((f) => !f.startsWith("b/inductor/") && !f.startsWith("s2/"));
+    expect(outside).toEqual([]);
+    expect(readPickle(path.join(b, generated.fxgraph)).directory).toBe(`${b}/triton/0/KEY`);
+  });
+});
