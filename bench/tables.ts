@@ -186,3 +186,71 @@ export function gpuWorkingSetTable(rows: GpuWorkingSetRow[]): string[] {
     }),
   ];
 }
+
+/** One run of bench/gpu/inductor-on-device.sh (bench/results/gpu-inductor.json's rows). */
+export interface GpuInductorRow {
+  label: string;
+  round: number;
+  first_call_s: number;
+  restore_s: number | null;
+  mega_load_s: number | null;
+  fxgraph: Record<string, number>;
+  aotautograd: Record<string, number>;
+  triton_compiled: number;
+  files_inside: number;
+  files_outside: number;
+}
+
+/** The runs in table order, with what each is, and the run each is compared with round by round. */
+export const INDUCTOR_RUNS: { label: string; what: string; versus: string | null }[] = [
+  { label: "cold", what: "cold: empty cache at A", versus: null },
+  {
+    label: "warm-same-path",
+    what: "warm at A itself (the limit), from what the cold run left",
+    versus: null,
+  },
+  {
+    label: "kcache",
+    what: "kcache: A deleted, restored at B, from the same content",
+    versus: "warm-same-path",
+  },
+  { label: "mega-cache", what: "Mega-Cache: load_cache_artifacts into an empty D", versus: "kcache" },
+  {
+    label: "plain-copy",
+    what: "a plain copy of the cold cache at E, A gone (actions/cache)",
+    versus: "kcache",
+  },
+  { label: "warm-same-path-2", what: "a second warm run at A", versus: null },
+  { label: "kcache-second", what: "a second kcache run: B's save restored at C", versus: "warm-same-path-2" },
+];
+
+const spread = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return `${median(xs).toFixed(2)} s (${(s[0] as number).toFixed(2)}–${(s[s.length - 1] as number).toFixed(2)})`;
+};
+
+/** Median over rounds of `label`'s first call divided by `versus`'s in the same round. */
+export function inductorRatio(rows: GpuInductorRow[], label: string, versus: string): number {
+  const of = (l: string) => new Map(rows.filter((r) => r.label === l).map((r) => [r.round, r.first_call_s]));
+  const a = of(label);
+  const b = of(versus);
+  return median([...a].map(([round, s]) => s / (b.get(round) as number)));
+}
+
+/** The GPU Inductor table: first call, the per-round ratio, compiles and files written, per kind of run. */
+export function gpuInductorTable(rows: GpuInductorRow[]): string[] {
+  return [
+    "| run | first call, median (min–max) | / what it is compared with (median of rounds) | Triton kernels compiled per round | FX graph cache | files written in the cache / outside it |",
+    "|---|---|---|---|---|---|",
+    ...INDUCTOR_RUNS.map(({ label, what, versus }) => {
+      const rs = rows.filter((r) => r.label === label).sort((a, b) => a.round - b.round);
+      const fx = rs.every((r) => (r.fxgraph.fxgraph_cache_hit ?? 0) > 0)
+        ? "hit"
+        : rs.every((r) => (r.fxgraph.fxgraph_cache_miss ?? 0) > 0)
+          ? "miss"
+          : "mixed";
+      const ratio = versus ? `${inductorRatio(rows, label, versus).toFixed(2)}x ${versus}` : "-";
+      return `| ${what} | ${spread(rs.map((r) => r.first_call_s))} | ${ratio} | ${rs.map((r) => r.triton_compiled).join(", ")} | ${fx} | ${rs.map((r) => r.files_inside).join(", ")} / ${rs.map((r) => r.files_outside).join(", ")} |`;
+    }),
+  ];
+}

@@ -2,7 +2,9 @@
 mode="max-autotune-no-cudagraphs" (Inductor generates Triton kernels and autotunes its matmuls),
 first call timed. Prints one JSON line: first-call seconds, torch's own cache counters (FX graph
 cache, AOTAutograd cache, Triton compiles by Inductor) and the output's checksum.
-Usage: python3 inductor_model.py [--json FILE]
+Usage: python3 inductor_model.py [--json FILE] [--mega-save FILE] [--mega-load FILE]
+  --mega-save FILE: after the first call, PyTorch's Mega-Cache (torch.compiler.save_cache_artifacts)
+  --mega-load FILE: before compiling, torch.compiler.load_cache_artifacts of such a file (timed apart)
 """
 import json
 import sys
@@ -23,7 +25,17 @@ class Block(torch.nn.Module):
         return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
 
 
+def arg(name):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else None
+
+
 def main():
+    load_s = None
+    if arg("--mega-load"):
+        t0 = time.perf_counter()
+        with open(arg("--mega-load"), "rb") as f:
+            torch.compiler.load_cache_artifacts(f.read())
+        load_s = time.perf_counter() - t0
     torch.manual_seed(0)
     d = 512
     model = torch.nn.Sequential(Block(d), Block(d)).cuda().half()
@@ -38,8 +50,14 @@ def main():
     with torch.no_grad():
         ref = model(x)
     torch.testing.assert_close(out, ref, rtol=2e-2, atol=2e-2)
+    if arg("--mega-save"):
+        artifacts = torch.compiler.save_cache_artifacts()
+        if artifacts is not None:
+            with open(arg("--mega-save"), "wb") as f:
+                f.write(artifacts[0])
     result = {
         "first_call_s": first,
+        "mega_load_s": load_s,
         "fxgraph": {k: v for k, v in counters["inductor"].items() if k.startswith("fxgraph")},
         "aotautograd": {k: v for k, v in counters["aot_autograd"].items() if "autograd_cache" in k},
         "inductor": dict(counters["inductor"]),
@@ -47,8 +65,8 @@ def main():
     }
     line = json.dumps(result)
     print(line)
-    if "--json" in sys.argv:
-        with open(sys.argv[sys.argv.index("--json") + 1], "w") as f:
+    if arg("--json"):
+        with open(arg("--json"), "w") as f:
             f.write(line + "\n")
 
 

@@ -294,3 +294,21 @@ describe("BENCHMARKS.md's GPU working-set table is bench/results/gpu-working-set
     }
   });
 });
+
+describe("BENCHMARKS.md's torch.compile table is bench/results/gpu-inductor.json", () => {
+  it("kcache at a new path within 1.15x of the original, at least 2x faster than Mega-Cache, nothing written outside, a second run compiling nothing", async () => {
+    const { gpuInductorTable, inductorRatio } = await import("../../bench/tables.js");
+    const { rows } = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/gpu-inductor.json"), "utf8"));
+    expect(doc()).toContain(gpuInductorTable(rows).join("\n"));
+    expect(inductorRatio(rows, "kcache", "warm-same-path")).toBeLessThanOrEqual(1.15);
+    expect(inductorRatio(rows, "mega-cache", "kcache")).toBeGreaterThanOrEqual(2);
+    const ours = rows.filter((r: { label: string }) => r.label.startsWith("kcache"));
+    expect(ours.length).toBeGreaterThanOrEqual(6);
+    for (const r of ours) expect(r.files_outside).toBe(0);
+    for (const r of rows.filter((x: { label: string }) => x.label === "kcache-second"))
+      expect(r.triton_compiled).toBe(0);
+    expect(doc()).toContain(
+      `kcache is within ${inductorRatio(rows, "kcache", "warm-same-path").toFixed(2)}x`,
+    );
+  });
+});
