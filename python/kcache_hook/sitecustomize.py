@@ -7,7 +7,8 @@ A listener the job already had keeps being called. When the job imports triton.r
 FileCacheManager's get_file and get_group are wrapped: each cache entry folder a lookup found files
 in is written once per process ({"used": folder}), so kcache knows which entries the job used
 (kernels, launchers and autotune results alike, on any Triton version). At exit each process that
-imported triton writes one line saying whether the listener and the wrapper were in. Then any other
+imported triton writes one line saying whether the listener and the wrapper were in, with
+torch.compile's FX graph and AOTAutograd cache hits and misses when it compiled. Then any other
 sitecustomize on the path runs, as it would have without kcache. Nothing here may break the job:
 errors are ignored.
 """
@@ -166,11 +167,27 @@ class _KnobsFinder:
         return spec
 
 
+def _torch_counters():
+    """torch.compile's own cache counters in this process (FX graph and AOTAutograd caches), if it compiled."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    counters = getattr(utils, "counters", None)
+    if counters is None:
+        return None
+    try:
+        inductor, aot = counters["inductor"], counters["aot_autograd"]
+        return {"fxgraph_hit": int(inductor.get("fxgraph_cache_hit", 0)),
+                "fxgraph_miss": int(inductor.get("fxgraph_cache_miss", 0)),
+                "aot_hit": int(aot.get("autograd_cache_hit", 0)),
+                "aot_miss": int(aot.get("autograd_cache_miss", 0))}
+    except Exception:
+        return None
+
+
 def _at_exit():
     if "triton" in sys.modules:
         triton = sys.modules["triton"]
         _write({"event": "exit", "pid": os.getpid(), "triton": getattr(triton, "__version__", None),
-                "listener": _state["registered"], "usage": _state["usage"]})
+                "listener": _state["registered"], "usage": _state["usage"], "torch": _torch_counters()})
 
 
 def _run_next_sitecustomize():

@@ -6,7 +6,7 @@ import type { CheckResult } from "../checks/check.js";
 import type { CommandSpec } from "../config/profile-schema.js";
 import type { Job } from "../job/build-job.js";
 import type { FolderCount } from "../telemetry/folder-count.js";
-import type { KernelStats } from "../telemetry/read.js";
+import type { GraphCacheCounts, KernelStats } from "../telemetry/read.js";
 
 /**
  * What `kcache run` reports (kcache-report.json, schema kcache-run-report/1) and what it is given:
@@ -75,6 +75,8 @@ export interface RunReport {
     loaded: number | null;
     compiled: number;
     compileSeconds: number | null;
+    /** torch.compile's FX graph and AOTAutograd cache hits and misses over the run; null when nothing compiled a graph. */
+    graphs: GraphCacheCounts | null;
   };
   /** Set when `expect: warm` saw kernels compiled after an exact-key restore. */
   unexpectedCompile: string | null;

@@ -22,8 +22,12 @@ export function runMarkdown(r: RunReport): string {
         : k.status === "unavailable"
           ? "kernel telemetry unavailable (no compilation listener, and no Triton cache folder to count)"
           : "no Triton kernels seen";
+  const g = k.graphs;
+  const graphs = g
+    ? ` · torch.compile: FX graph cache ${g.fxgraphHits} hits / ${g.fxgraphMisses} misses, AOTAutograd ${g.aotHits} / ${g.aotMisses}`
+    : "";
   lines.push(
-    `key \`${r.key}\` · ${restore} · ${kernels} · ${r.save ? `save: ${r.save.outcome}` : (r.saveSkipped ?? "")}`,
+    `key \`${r.key}\` · ${restore} · ${kernels}${graphs} · ${r.save ? `save: ${r.save.outcome}` : (r.saveSkipped ?? "")}`,
   );
   lines.push("");
   lines.push("| stage | seconds | result | kernels loaded | compiled | compile s |");

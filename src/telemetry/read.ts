@@ -14,9 +14,20 @@ export interface KernelStats {
   usedFolders: string[];
   /** Every process that imported Triton had the wrapper in, and one did: `usedFolders` misses no lookup. */
   usageComplete: boolean;
+  /** torch.compile's own cache counters, summed over processes; null when none compiled a graph. */
+  graphs: GraphCacheCounts | null;
+}
+
+/** torch.compile's FX graph cache and AOTAutograd cache, as torch._dynamo.utils.counters counts them. */
+export interface GraphCacheCounts {
+  fxgraphHits: number;
+  fxgraphMisses: number;
+  aotHits: number;
+  aotMisses: number;
 }
 
 interface KernelLine {
+  torch?: { fxgraph_hit?: number; fxgraph_miss?: number; aot_hit?: number; aot_miss?: number } | null;
   used?: string;
   usage?: boolean;
   kernel?: string;
@@ -38,6 +49,7 @@ export function readTelemetry(file: string): KernelStats {
     tritonVersions: [],
     usedFolders: [],
     usageComplete: false,
+    graphs: null,
   };
   let text = "";
   try {
@@ -67,6 +79,13 @@ export function readTelemetry(file: string): KernelStats {
       sawTriton = true;
       exits++;
       if (rec.usage) exitsWithUsage++;
+      if (rec.torch) {
+        const g = (stats.graphs ??= { fxgraphHits: 0, fxgraphMisses: 0, aotHits: 0, aotMisses: 0 });
+        g.fxgraphHits += rec.torch.fxgraph_hit ?? 0;
+        g.fxgraphMisses += rec.torch.fxgraph_miss ?? 0;
+        g.aotHits += rec.torch.aot_hit ?? 0;
+        g.aotMisses += rec.torch.aot_miss ?? 0;
+      }
       if (rec.listener) sawListener = true;
       if (rec.triton && !stats.tritonVersions.includes(rec.triton)) stats.tritonVersions.push(rec.triton);
       continue;

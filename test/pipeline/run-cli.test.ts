@@ -148,4 +148,52 @@ describe("expect: warm", () => {
     expect(failed.report).toMatchObject({ passed: false, exitCode: 6, save: null });
     expect(failed.report.firstFailure).toMatch(/expect: warm/);
   });
+
+  it("counts torch.compile's FX graph and AOTAutograd cache hits and misses, and a miss after an exact-key restore is not warm", async () => {
+    const sb = sandbox();
+    // torch._dynamo.utils.counters as torch keeps them, in a stand-in torch package.
+    const fake = path.join(sb.dir, "faketorch");
+    fs.mkdirSync(path.join(fake, "torch", "_dynamo"), { recursive: true });
+    fs.writeFileSync(path.join(fake, "torch", "__init__.py"), "");
+    fs.writeFileSync(path.join(fake, "torch", "_dynamo", "__init__.py"), "");
+    fs.writeFileSync(
+      path.join(fake, "torch", "_dynamo", "utils.py"),
+      "import collections\ncounters = collections.defaultdict(collections.Counter)\n",
+    );
+    const job = (outcome: string) => ({
+      expect: "warm",
+      env: { PYTHONPATH: `${SIM}:${fake}`, TRITON_SIM_COMPILE_MS: "1" },
+      commands: [
+        { name: "kernels", run: `python3 ${SIM}/workload.py 1 0` },
+        {
+          name: "compile",
+          run: `python3 -c 'import triton; from torch._dynamo.utils import counters; counters["inductor"]["fxgraph_cache_${outcome}"] += 2; counters["aot_autograd"]["autograd_cache_${outcome}"] += 1'`,
+        },
+      ],
+    });
+    const first = await runSandboxProfile(sb, job("miss"));
+    expect(first.report.kernels.graphs).toEqual({
+      fxgraphHits: 0,
+      fxgraphMisses: 2,
+      aotHits: 0,
+      aotMisses: 1,
+    });
+    const warm = await runSandboxProfile(sb, job("hit"), {
+      stateDir: path.join(sb.dir, "s2"),
+      cachePath: path.join(sb.dir, "t2"),
+    });
+    expect(warm.report.kernels.graphs).toEqual({
+      fxgraphHits: 2,
+      fxgraphMisses: 0,
+      aotHits: 1,
+      aotMisses: 0,
+    });
+    expect(warm.report.unexpectedCompile).toBeNull();
+    const missed = await runSandboxProfile(sb, job("miss"), {
+      stateDir: path.join(sb.dir, "s3"),
+      cachePath: path.join(sb.dir, "t3"),
+    });
+    expect(missed.report.restore?.cacheHit).toBe(true);
+    expect(missed.report.unexpectedCompile).toMatch(/2 FX graph and 1 AOTAutograd cache misses/);
+  });
 });

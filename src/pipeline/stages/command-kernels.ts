@@ -1,6 +1,6 @@
 /** Kernels counted per command and across a run: the listener's counts, else the cache folder's. */
 import type { FolderCount } from "../../telemetry/folder-count.js";
-import type { KernelStats } from "../../telemetry/read.js";
+import type { GraphCacheCounts, KernelStats } from "../../telemetry/read.js";
 import type { CommandKernels, CommandReport, RunReport, Stage } from "../run-report.js";
 
 /** One command's kernels: the listener's counts where it ran, else the cache folder's. */
@@ -43,5 +43,18 @@ export function totalKernels(commands: CommandReport[], stages: Stage[]): RunRep
     loaded: unknown ? null : sum((c) => c.kernels.loaded),
     compiled: sum((c) => c.kernels.compiled) + groupCompiled,
     compileSeconds: unknown ? null : sum((c) => c.kernels.compileSeconds),
+    graphs: sumGraphs(commands),
+  };
+}
+
+/** torch.compile's cache counters over every command (a parallel group's too: each command has its own). */
+function sumGraphs(commands: CommandReport[]): GraphCacheCounts | null {
+  const counted = commands.map((c) => c.kernels.graphs).filter((g): g is GraphCacheCounts => g !== null);
+  if (counted.length === 0) return null;
+  return {
+    fxgraphHits: counted.reduce((n, g) => n + g.fxgraphHits, 0),
+    fxgraphMisses: counted.reduce((n, g) => n + g.fxgraphMisses, 0),
+    aotHits: counted.reduce((n, g) => n + g.aotHits, 0),
+    aotMisses: counted.reduce((n, g) => n + g.aotMisses, 0),
   };
 }

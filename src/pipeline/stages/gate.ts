@@ -33,14 +33,25 @@ export function gate(
   const { commands, stages, failedCommand, failedChecks } = run;
   const kernels = totalKernels(commands, stages);
   let unexpectedCompile: string | null = null;
-  if (profile.expect === "warm" && run.restored?.cacheHit && kernels.compiled > 0) {
+  const graphMisses = (kernels.graphs?.fxgraphMisses ?? 0) + (kernels.graphs?.aotMisses ?? 0);
+  if (profile.expect === "warm" && run.restored?.cacheHit && (kernels.compiled > 0 || graphMisses > 0)) {
     const names = [
       ...new Set([
         ...commands.flatMap((c) => c.kernels.compiledKernels),
         ...stages.flatMap((s) => s.folderKernels?.kernels ?? []),
       ]),
     ].slice(0, 5);
-    unexpectedCompile = `${kernels.compiled} kernels compiled after an exact-key restore (expect: warm): ${names.join(", ")}`;
+    const g = kernels.graphs;
+    unexpectedCompile = [
+      kernels.compiled > 0
+        ? `${kernels.compiled} kernels compiled after an exact-key restore (expect: warm): ${names.join(", ")}`
+        : null,
+      graphMisses > 0
+        ? `torch.compile missed its caches after an exact-key restore (expect: warm): ${g?.fxgraphMisses} FX graph and ${g?.aotMisses} AOTAutograd cache misses`
+        : null,
+    ]
+      .filter(Boolean)
+      .join("; ");
     log.warn(unexpectedCompile);
   }
   const expectFailed = unexpectedCompile !== null && profile["on-unexpected-compile"] === "fail";
