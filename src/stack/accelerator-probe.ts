@@ -10,6 +10,12 @@ export interface AcceleratorFacts {
   vendor: "nvidia" | "ascend" | null;
   /** CANN toolkit version on Ascend machines; null where none was found. */
   cann: string | null;
+  /**
+   * NVIDIA GPUs' compute capabilities, distinct and sorted ("9.0"): a key part, since compiled
+   * kernels are for one architecture (Inductor's cache keys on it too). Absent where nvidia-smi
+   * could not tell.
+   */
+  computeCapabilities?: string[];
   /** Where the CANN toolkit was found (its real path), for the bishengir lookup. */
   cannHome?: string | null;
 }
@@ -38,7 +44,16 @@ export function probeRoots(env: NodeJS.ProcessEnv): AcceleratorProbeRoots {
  */
 export async function probeAccelerator(roots: AcceleratorProbeRoots): Promise<AcceleratorFacts> {
   const nvidia = (await nvidiaFromProc(roots.nvidiaProc)) ?? (await nvidiaFromSmi(roots.env));
-  if (nvidia) return { ...nvidia, vendor: "nvidia", cann: null, cannHome: null };
+  if (nvidia) {
+    const caps = await nvidiaComputeCapabilities(roots.env);
+    return {
+      ...nvidia,
+      vendor: "nvidia",
+      cann: null,
+      cannHome: null,
+      ...(caps ? { computeCapabilities: caps } : {}),
+    };
+  }
   const cann = findCann(roots);
   const ascend = await ascendFacts(roots, cann !== null);
   if (ascend || cann) {
@@ -91,6 +106,16 @@ async function nvidiaFromSmi(
     models: [...new Set(rows.map((r) => r[0] ?? ""))].filter(Boolean).sort(),
     driver: rows[0]?.[1] ?? null,
   };
+}
+
+/** The GPUs' compute capabilities ("9.0"), from nvidia-smi; null when it is missing or says nothing usable. */
+async function nvidiaComputeCapabilities(env: NodeJS.ProcessEnv): Promise<string[] | null> {
+  const out = await runTool("nvidia-smi", ["--query-gpu=compute_cap", "--format=csv,noheader"], env);
+  const caps = (out ?? "")
+    .split("\n")
+    .map((l) => l.trim())
+    .filter((l) => /^\d+\.\d+$/.test(l));
+  return caps.length ? [...new Set(caps)].sort() : null;
 }
 
 /**

@@ -133,6 +133,7 @@ export function fingerprintFrom(
     for (const [name, version] of Object.entries(py.packages)) set(probed, name.replace(/_/g, "-"), version);
     set(probed, "torch-cuda", py.torchCuda);
     set(probed, "torch-hip", py.torchHip);
+    set(probed, "cuda-arch", acc.computeCapabilities?.join(","));
     if (py.tritonDir && (py.packages.triton_ascend || acc.vendor === "ascend"))
       set(probed, "triton-path", py.tritonDir);
   } else {
@@ -211,6 +212,7 @@ const PROBED_NAMES = new Set([
   "pytorch-triton-xpu",
   "torch-cuda",
   "torch-hip",
+  "cuda-arch",
   "accelerator",
   "driver",
   "host",

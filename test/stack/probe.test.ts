@@ -182,6 +182,36 @@ describe("stack probe", () => {
     });
   });
 
+  it("keys NVIDIA GPUs' compute capability (from nvidia-smi), not their model: an H100 and an H200 share kernels", async () => {
+    const proc = tempDir("proc");
+    fs.writeFileSync(
+      path.join(proc, "version"),
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build\n",
+    );
+    const bin = tempDir("bin");
+    fs.writeFileSync(
+      path.join(bin, "nvidia-smi"),
+      '#!/bin/sh\ncase "$*" in *compute_cap*) printf "9.0\\n9.0\\n" ;; *) echo "NVIDIA H200, 570.124.06" ;; esac\n',
+      { mode: 0o755 },
+    );
+    const acc = await probeAccelerator({ nvidiaProc: proc, ascend: tempDir("none"), env: { PATH: bin } });
+    expect(acc.computeCapabilities).toEqual(["9.0"]);
+    const py = {
+      python: "3.12.3",
+      implementation: "cpython",
+      abi: "cpython-312-x86_64-linux-gnu",
+      system: "linux",
+      machine: "x86_64",
+      packages: { torch: "2.11.0", triton: "3.6.0" },
+      torchCuda: "13.0",
+      torchHip: null,
+    };
+    const h200 = fingerprintFrom(py, acc, {});
+    expect(h200.components["cuda-arch"]).toBe("9.0");
+    expect(fingerprintFrom(py, { ...acc, models: ["NVIDIA H100 80GB HBM3"] }, {}).stackId).toBe(h200.stackId);
+    expect(fingerprintFrom(py, { ...acc, computeCapabilities: ["10.0"] }, {}).stackId).not.toBe(h200.stackId);
+  });
+
   it("reads the CANN version and Ascend driver from their install files", async () => {
     const ascend = tempDir("ascend");
     fs.mkdirSync(path.join(ascend, "driver"), { recursive: true });
