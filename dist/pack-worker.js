@@ -1507,11 +1507,139 @@ var dirKind = {
   }
 };
 
-// src/kinds/triton.ts
+// src/kinds/inductor.ts
+import { execFileSync } from "node:child_process";
 import fs2 from "node:fs";
 import path2 from "node:path";
+import { fileURLToPath } from "node:url";
 var GROUP = /^__grp__.+\.json$/;
-var SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
+var SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/];
+var TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
+var PICKLED = /^(fxgraph|aotautograd)\//;
+var MODULE = /\.py$/;
+var ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
+var rewriter;
+function rewriterScript() {
+  if (rewriter) return rewriter;
+  let dir = path2.dirname(fileURLToPath(import.meta.url));
+  for (; ; ) {
+    const candidate = path2.join(dir, "python", "kcache_pickle", "rewrite.py");
+    if (fs2.existsSync(candidate)) return rewriter = candidate;
+    const up = path2.dirname(dir);
+    if (up === dir)
+      throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
+    dir = up;
+  }
+}
+function rewritePickle(data, from, to2) {
+  if (data[0] !== 128 || !data.includes(from)) return data;
+  try {
+    return execFileSync("python3", [rewriterScript(), from, to2], {
+      input: data,
+      maxBuffer: data.length * 2 + (1 << 20),
+      stdio: ["pipe", "pipe", "ignore"]
+    });
+  } catch {
+    return data;
+  }
+}
+function rootSpellings(root) {
+  const spellings = /* @__PURE__ */ new Set([path2.resolve(root)]);
+  try {
+    spellings.add(fs2.realpathSync(root));
+  } catch {
+  }
+  return [...spellings].sort((a, b2) => b2.length - a.length);
+}
+function replaceAll(data, from, to2) {
+  return data.includes(from) ? Buffer.from(data.toString("utf8").split(from).join(to2)) : data;
+}
+function tritonFolderFiles(root, entryName) {
+  try {
+    return fs2.readdirSync(path2.join(root, path2.dirname(entryName)));
+  } catch {
+    return [];
+  }
+}
+function parseGroup(data) {
+  try {
+    const v2 = JSON.parse(data.toString("utf8"));
+    const cp = v2?.child_paths;
+    if (!cp || typeof cp !== "object" || Array.isArray(cp)) return null;
+    if (!Object.values(cp).every((p2) => typeof p2 === "string")) return null;
+    return v2;
+  } catch {
+    return null;
+  }
+}
+function rewriteGroup(data, child) {
+  const parsed = parseGroup(data);
+  if (!parsed) throw new Error("not a Triton group file");
+  const childPaths = {};
+  for (const [name, p2] of Object.entries(parsed.child_paths)) childPaths[name] = child(path2.basename(p2));
+  return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
+}
+var isGroup = (entryName) => TRITON_FILE.test(entryName) && GROUP.test(path2.basename(entryName));
+var inductorKind = {
+  kind: "inductor",
+  entryShape: "file",
+  lookupsSeenByHook: false,
+  async scan(root) {
+    const result = await dirKind.scan(root);
+    const entries = [];
+    for (const e of result.entries) {
+      const base = path2.basename(e.name);
+      if (e.name.startsWith("locks/") || /\.lock$/.test(base)) result.lockFiles++;
+      else if (/(^|\/)tmp\.[^/]*\//.test(e.name) || /\.tmp$/.test(base)) result.tempDirs++;
+      else if (/\.(gch|pch)$/.test(base)) result.localFiles++;
+      else entries.push(e);
+    }
+    return { ...result, entries };
+  },
+  incompleteReason(root, entry) {
+    if (!TRITON_FILE.test(entry.name)) return null;
+    const base = path2.basename(entry.name);
+    const siblings = tritonFolderFiles(root, entry.name);
+    if (GROUP.test(base)) {
+      let group;
+      try {
+        group = parseGroup(fs2.readFileSync(path2.join(root, entry.name)));
+      } catch {
+        group = null;
+      }
+      if (!group) return `${entry.name} does not parse as a Triton group file`;
+      const missing = Object.values(group.child_paths).find((p2) => !siblings.includes(path2.basename(p2)));
+      return missing ? `${entry.name} lists ${path2.basename(missing)}, which is not beside it` : null;
+    }
+    if (siblings.some((f2) => GROUP.test(f2)) || SINGLE_FILE.some((re2) => re2.test(base))) return null;
+    return "a Triton kernel file without its group file (a compile that did not finish)";
+  },
+  isEntryName: dirKind.isEntryName,
+  isRelocatable(entryName) {
+    return isGroup(entryName) || PICKLED.test(entryName) || MODULE.test(entryName);
+  },
+  normalize(root, entryName, _rel, data) {
+    if (isGroup(entryName)) return rewriteGroup(data, (base) => base);
+    let out = data;
+    for (const spelling of rootSpellings(root))
+      out = PICKLED.test(entryName) ? rewritePickle(out, spelling, ROOT_PLACEHOLDER) : replaceAll(out, spelling, ROOT_PLACEHOLDER);
+    return out;
+  },
+  relocate(root, entryName, _rel, data) {
+    if (isGroup(entryName))
+      return rewriteGroup(data, (base) => path2.join(root, path2.dirname(entryName), base));
+    return PICKLED.test(entryName) ? rewritePickle(data, ROOT_PLACEHOLDER, path2.resolve(root)) : replaceAll(data, ROOT_PLACEHOLDER, path2.resolve(root));
+  },
+  packOrder(files) {
+    return files;
+  }
+};
+
+// src/kinds/triton.ts
+import fs3 from "node:fs";
+import path3 from "node:path";
+var GROUP2 = /^__grp__.+\.json$/;
+var SINGLE_FILE2 = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
 var MACHINE_LOCAL = /\.(gch|pch)$/;
 var TEMP_DIR = /^tmp\./;
 var TEMP_FILE = /\.tmp\.pid_\d+_/;
@@ -1525,7 +1653,7 @@ var tritonKind = {
     const result = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     let top;
     try {
-      top = await fs2.promises.readdir(root, { withFileTypes: true });
+      top = await fs3.promises.readdir(root, { withFileTypes: true });
     } catch (e) {
       if (e.code === "ENOENT") return result;
       throw e;
@@ -1541,11 +1669,11 @@ var tritonKind = {
         result.tempDirs++;
         continue;
       }
-      const dir = path2.join(root, d.name);
+      const dir = path3.join(root, d.name);
       const files = [];
       let inside;
       try {
-        inside = fs2.readdirSync(dir, { withFileTypes: true });
+        inside = fs3.readdirSync(dir, { withFileTypes: true });
       } catch (e) {
         if (vanished(e)) continue;
         throw e;
@@ -1575,7 +1703,7 @@ var tritonKind = {
         }
         let st2;
         try {
-          st2 = fs2.statSync(path2.join(dir, f2.name));
+          st2 = fs3.statSync(path3.join(dir, f2.name));
         } catch (e) {
           if (!vanished(e)) throw e;
           gone = true;
@@ -1590,15 +1718,15 @@ var tritonKind = {
   incompleteReason(root, entry) {
     if (entry.files.length === 0) return "empty folder";
     const present = new Set(entry.files.map((f2) => f2.rel));
-    const groups = entry.files.filter((f2) => GROUP.test(f2.rel));
+    const groups = entry.files.filter((f2) => GROUP2.test(f2.rel));
     if (groups.length === 0) {
-      return entry.files.some((f2) => SINGLE_FILE.some((re2) => re2.test(f2.rel))) ? null : "no group file (a compile that did not finish)";
+      return entry.files.some((f2) => SINGLE_FILE2.some((re2) => re2.test(f2.rel))) ? null : "no group file (a compile that did not finish)";
     }
     for (const g2 of groups) {
-      const children = readChildPaths(path2.join(root, entry.name, g2.rel));
+      const children = readChildPaths(path3.join(root, entry.name, g2.rel));
       if (!children) return `${g2.rel} does not parse as a Triton group file`;
       for (const [child, p2] of Object.entries(children)) {
-        const base = path2.basename(p2);
+        const base = path3.basename(p2);
         if (!present.has(base)) return `${g2.rel} lists ${child}, which is not in the entry`;
       }
     }
@@ -1607,31 +1735,31 @@ var tritonKind = {
   isEntryName(name) {
     return SEGMENT.test(name) && !TEMP_DIR.test(name);
   },
-  isRelocatable(rel) {
-    return GROUP.test(rel);
+  isRelocatable(_entryName, rel) {
+    return GROUP2.test(rel);
   },
   normalize(_root, _entryName, rel, data) {
-    const parsed = parseGroup(data);
+    const parsed = parseGroup2(data);
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
-    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path2.basename(p2);
+    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path3.basename(p2);
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
   relocate(root, entryName, rel, data) {
-    const parsed = parseGroup(data);
+    const parsed = parseGroup2(data);
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
     for (const [child, p2] of Object.entries(parsed.child_paths)) {
-      childPaths[child] = path2.join(root, entryName, path2.basename(p2));
+      childPaths[child] = path3.join(root, entryName, path3.basename(p2));
     }
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
   packOrder(files) {
-    const key = (f2) => `${GROUP.test(f2.rel) ? "1" : "0"}${f2.rel}`;
+    const key = (f2) => `${GROUP2.test(f2.rel) ? "1" : "0"}${f2.rel}`;
     return [...files].sort((a, b2) => key(a) < key(b2) ? -1 : key(a) > key(b2) ? 1 : 0);
   }
 };
-function parseGroup(data) {
+function parseGroup2(data) {
   try {
     const v2 = JSON.parse(data.toString("utf8"));
     if (!v2 || typeof v2 !== "object") return null;
@@ -1645,7 +1773,7 @@ function parseGroup(data) {
 }
 function readChildPaths(file) {
   try {
-    return parseGroup(fs2.readFileSync(file))?.child_paths ?? null;
+    return parseGroup2(fs3.readFileSync(file))?.child_paths ?? null;
   } catch {
     return null;
   }
@@ -1656,14 +1784,14 @@ function vanished(e) {
 }
 
 // src/kinds/registry.ts
-var KINDS = { triton: tritonKind, dir: dirKind };
+var KINDS = { triton: tritonKind, inductor: inductorKind, dir: dirKind };
 function cacheKind(kind) {
   return KINDS[kind];
 }
 
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs7 from "node:fs";
+import fs8 from "node:fs";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -1807,21 +1935,21 @@ var SyncCompressor = class {
 };
 
 // src/pack/zstd/portable.ts
-import fs3 from "node:fs";
+import fs4 from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
-import path3 from "node:path";
-import { fileURLToPath } from "node:url";
+import path4 from "node:path";
+import { fileURLToPath as fileURLToPath2 } from "node:url";
 var FRAME_BYTES = 4 * 1024 * 1024;
 var loading;
 function wasmFile() {
-  const here = path3.dirname(fileURLToPath(import.meta.url));
-  const candidates = [path3.join(here, "zstd.wasm")];
+  const here = path4.dirname(fileURLToPath2(import.meta.url));
+  const candidates = [path4.join(here, "zstd.wasm")];
   try {
     const main = createRequire2(import.meta.url).resolve("@bokuweb/zstd-wasm");
-    candidates.push(path3.join(path3.dirname(main), "zstd.wasm"));
+    candidates.push(path4.join(path4.dirname(main), "zstd.wasm"));
   } catch {
   }
-  return candidates.find((f2) => fs3.existsSync(f2)) ?? null;
+  return candidates.find((f2) => fs4.existsSync(f2)) ?? null;
 }
 function loadWasm() {
   loading ??= (async () => {
@@ -2051,8 +2179,8 @@ function processDuplex(cmd, args) {
 
 // src/pack/read/entry-stager.ts
 import { randomBytes } from "node:crypto";
-import fs6 from "node:fs";
-import path5 from "node:path";
+import fs7 from "node:fs";
+import path6 from "node:path";
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -2074,7 +2202,7 @@ var EntryDigest = class {
 };
 
 // src/pack/read/checked-write.ts
-import fs4 from "node:fs";
+import fs5 from "node:fs";
 function noProgress(file) {
   const e = new Error(`${file}: write made no progress (disk full?)`);
   e.code = "ENOSPC";
@@ -2083,30 +2211,30 @@ function noProgress(file) {
 function writeFullySync(fd, data, file) {
   let off = 0;
   while (off < data.length) {
-    const n = fs4.writeSync(fd, data, off, data.length - off);
+    const n = fs5.writeSync(fd, data, off, data.length - off);
     if (n <= 0) throw noProgress(file);
     off += n;
   }
 }
 
 // src/pack/read/real-dirs.ts
-import fs5 from "node:fs";
-import path4 from "node:path";
+import fs6 from "node:fs";
+import path5 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
   for (const part of rel.split("/").filter(Boolean)) {
-    at2 = path4.join(at2, part);
+    at2 = path5.join(at2, part);
     let st2;
     try {
-      st2 = fs5.lstatSync(at2);
+      st2 = fs6.lstatSync(at2);
     } catch (e) {
       if (e.code !== "ENOENT") throw e;
       try {
-        fs5.mkdirSync(at2);
+        fs6.mkdirSync(at2);
       } catch (m2) {
         if (m2.code !== "EEXIST") throw m2;
       }
-      st2 = fs5.lstatSync(at2);
+      st2 = fs6.lstatSync(at2);
     }
     if (st2.isSymbolicLink())
       throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
@@ -2115,14 +2243,14 @@ function ensureRealDirs(root, rel) {
 }
 
 // src/pack/read/entry-stager.ts
-var MAX_RELOCATABLE = 64 * 1024 * 1024;
+var MAX_RELOCATABLE = 256 * 1024 * 1024;
 var StagedEntry = class {
   constructor(wanted, entryName, target, bad = null) {
     this.wanted = wanted;
     this.entryName = entryName;
     this.target = target;
     this.bad = bad;
-    this.staged = path5.join(target.staging, "e", entryName);
+    this.staged = path6.join(target.staging, "e", entryName);
   }
   wanted;
   entryName;
@@ -2147,7 +2275,7 @@ var StagedEntry = class {
     }
     this.digest.beginFile(rel, size);
     const kind = this.target.kind;
-    if (kind.isRelocatable(rel)) {
+    if (kind.isRelocatable(this.entryName, rel)) {
       if (size > MAX_RELOCATABLE) {
         this.fail(`${rel} is ${size} bytes; a relocatable file is at most ${MAX_RELOCATABLE}`);
         return null;
@@ -2167,7 +2295,7 @@ var StagedEntry = class {
     this.written.set(rel, size);
     try {
       this.prepare();
-      this.fd = fs6.openSync(dest, "wx");
+      this.fd = fs7.openSync(dest, "wx");
     } catch (e) {
       this.fail(`could not be written: ${e.message}`);
     }
@@ -2215,11 +2343,11 @@ var StagedEntry = class {
             Buffer.concat(h.chunks)
           );
           this.written.set(h.rel, data.length);
-          const fd = fs6.openSync(this.dest(h.rel), "wx");
+          const fd = fs7.openSync(this.dest(h.rel), "wx");
           try {
             writeFullySync(fd, data, this.dest(h.rel));
           } finally {
-            fs6.closeSync(fd);
+            fs7.closeSync(fd);
           }
         }
       } catch (e) {
@@ -2242,21 +2370,21 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs6.rmSync(this.staged, { recursive: true, force: true });
+    fs7.rmSync(this.staged, { recursive: true, force: true });
   }
   /** Why the staged files on disk are not exactly the ones written, or null when they are. */
   stagedDiffers() {
     if (this.target.kind.entryShape !== "folder") {
       const size = this.written.get("");
       try {
-        return fs6.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+        return fs7.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
       } catch {
         return "staged file vanished before placing";
       }
     }
     let names;
     try {
-      names = fs6.readdirSync(this.staged);
+      names = fs7.readdirSync(this.staged);
     } catch {
       return "staged entry vanished before placing";
     }
@@ -2265,7 +2393,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs6.statSync(path5.join(this.staged, n)).size;
+        size = fs7.statSync(path6.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -2274,12 +2402,12 @@ var StagedEntry = class {
     return null;
   }
   dest(rel) {
-    return rel ? path5.join(this.staged, rel) : this.staged;
+    return rel ? path6.join(this.staged, rel) : this.staged;
   }
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs6.mkdirSync(isDir ? this.staged : path5.dirname(this.staged), { recursive: true });
+    fs7.mkdirSync(isDir ? this.staged : path6.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -2287,47 +2415,47 @@ var StagedEntry = class {
     const fd = this.fd;
     this.fd = null;
     try {
-      fs6.closeSync(fd);
+      fs7.closeSync(fd);
     } catch (e) {
       this.bad ??= `could not be written: ${e.message}`;
     }
   }
 };
 function place(staged, root, entryName, staging) {
-  ensureRealDirs(root, path5.posix.dirname(entryName) === "." ? "" : path5.posix.dirname(entryName));
-  const dest = path5.join(root, entryName);
+  ensureRealDirs(root, path6.posix.dirname(entryName) === "." ? "" : path6.posix.dirname(entryName));
+  const dest = path6.join(root, entryName);
   for (let attempt = 0; ; attempt++) {
     try {
-      fs6.renameSync(staged, dest);
+      fs7.renameSync(staged, dest);
       return;
     } catch (e) {
       const code = e.code;
       if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
     }
     if (sameTree(staged, dest)) {
-      fs6.rmSync(staged, { recursive: true, force: true });
+      fs7.rmSync(staged, { recursive: true, force: true });
       return;
     }
     if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
-    const aside = path5.join(staging, `old-${randomBytes(6).toString("hex")}`);
+    const aside = path6.join(staging, `old-${randomBytes(6).toString("hex")}`);
     try {
-      fs6.renameSync(dest, aside);
+      fs7.renameSync(dest, aside);
     } catch (e) {
       if (e.code !== "ENOENT") throw e;
       continue;
     }
-    fs6.rmSync(aside, { recursive: true, force: true });
+    fs7.rmSync(aside, { recursive: true, force: true });
   }
 }
 function sameTree(a, b2) {
   try {
-    const sa = fs6.statSync(a);
-    const sb = fs6.statSync(b2);
+    const sa = fs7.statSync(a);
+    const sb = fs7.statSync(b2);
     if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs6.readFileSync(a).equals(fs6.readFileSync(b2));
-    const na = fs6.readdirSync(a).sort();
-    const nb = fs6.readdirSync(b2).sort();
-    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path5.join(a, n), path5.join(b2, n)));
+    if (!sa.isDirectory()) return sa.size === sb.size && fs7.readFileSync(a).equals(fs7.readFileSync(b2));
+    const na = fs7.readdirSync(a).sort();
+    const nb = fs7.readdirSync(b2).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path6.join(a, n), path6.join(b2, n)));
   } catch {
     return false;
   }
@@ -2643,18 +2771,18 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs7.openSync(file, "r");
+  const fd = fs8.openSync(file, "r");
   try {
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs7.readSync(fd, buf, 0, buf.length, null);
+      const n = fs8.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs7.closeSync(fd);
+    fs8.closeSync(fd);
   }
 }
 async function readPack(read) {
@@ -2709,23 +2837,23 @@ async function readPack(read) {
 }
 
 // src/pack/write/pack-builder.ts
-import fs10 from "node:fs";
+import fs11 from "node:fs";
 
 // src/pack/write/entry-source.ts
-import fs8 from "node:fs";
-import path6 from "node:path";
+import fs9 from "node:fs";
+import path7 from "node:path";
 function openEntry(kind, root, entry) {
   const opened = [];
   try {
     for (const f2 of kind.packOrder(entry.files)) {
-      const p2 = f2.rel ? path6.join(root, entry.name, f2.rel) : path6.join(root, entry.name);
-      if (kind.isRelocatable(f2.rel)) {
-        const data = kind.normalize(root, entry.name, f2.rel, fs8.readFileSync(p2));
+      const p2 = f2.rel ? path7.join(root, entry.name, f2.rel) : path7.join(root, entry.name);
+      if (kind.isRelocatable(entry.name, f2.rel)) {
+        const data = kind.normalize(root, entry.name, f2.rel, fs9.readFileSync(p2));
         opened.push({ rel: f2.rel, size: data.length, data, fd: null });
         continue;
       }
-      const fd = fs8.openSync(p2, "r");
-      opened.push({ rel: f2.rel, size: fs8.fstatSync(fd).size, data: null, fd });
+      const fd = fs9.openSync(p2, "r");
+      opened.push({ rel: f2.rel, size: fs9.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch {
@@ -2735,7 +2863,7 @@ function openEntry(kind, root, entry) {
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs8.closeSync(f2.fd);
+    if (f2.fd !== null) fs9.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -4677,7 +4805,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs9 = /* @__PURE__ */ Symbol("ondrain");
+var fs10 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -4711,8 +4839,8 @@ var wt = class extends A {
       if ((t.gzip ? 1 : 0) + (t.brotli ? 1 : 0) + (t.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t.gzip && (typeof t.gzip != "object" && (t.gzip = {}), this.portable && (t.gzip.portable = true), this.zip = new ze(t.gzip)), t.brotli && (typeof t.brotli != "object" && (t.brotli = {}), this.zip = new We(t.brotli)), t.zstd && (typeof t.zstd != "object" && (t.zstd = {}), this.zip = new Ye(t.zstd)), !this.zip) throw new Error("impossible");
       let e = this.zip;
-      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs9]()), this.on("resume", () => e.resume());
-    } else this.on("drain", this[fs9]);
+      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs10]()), this.on("resume", () => e.resume());
+    } else this.on("drain", this[fs10]);
     this.noDirRecurse = !!t.noDirRecurse, this.follow = !!t.follow, this.noMtime = !!t.noMtime, t.mtime && (this.mtime = t.mtime), this.filter = typeof t.filter == "function" ? t.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t) {
@@ -4825,7 +4953,7 @@ var wt = class extends A {
       this.emit("error", e);
     }
   }
-  [fs9]() {
+  [fs10]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t) {
@@ -5781,14 +5909,14 @@ function* buildPack(inputs, kindOf, compressor, result) {
           let pos = 0;
           while (pos < f2.size) {
             const want = Math.min(BATCH - fill2, f2.size - pos);
-            const n = fs10.readSync(f2.fd, batch, fill2, want, pos);
+            const n = fs11.readSync(f2.fd, batch, fill2, want, pos);
             if (n === 0) throw new Error(`${input.entry.name}/${f2.rel} shrank while being packed`);
             digest.update(batch.subarray(fill2, fill2 + n));
             fill2 += n;
             pos += n;
             if (fill2 === BATCH) yield* flush();
           }
-          fs10.closeSync(f2.fd);
+          fs11.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);

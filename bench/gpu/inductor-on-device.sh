@@ -33,7 +33,7 @@ model() {
   touch "$marker" && sleep 1
   local t0=$(date +%s.%N)
   TORCHINDUCTOR_CACHE_DIR="$cache" PYTHONPATH="$HOOK" KCACHE_TELEMETRY_FILE="$tel" \
-    python3 bench/gpu/inductor_model.py "$@" > "$W/model.json" 2> "$W/model-$label-$round.err"
+    python3 examples/torch-compile/model.py "$@" > "$W/model.json" 2> "$W/model-$label-$round.err"
   local rc=$? t1=$(date +%s.%N)
   find "$cache" -type f 2>/dev/null | sort > "$W/after"
   local inside=$(comm -13 "$W/before" "$W/after" | wc -l)

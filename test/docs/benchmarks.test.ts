@@ -300,6 +300,9 @@ describe("BENCHMARKS.md's torch.compile table is bench/results/gpu-inductor.json
     const { gpuInductorTable, inductorRatio } = await import("../../bench/tables.js");
     const { rows } = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/gpu-inductor.json"), "utf8"));
     expect(doc()).toContain(gpuInductorTable(rows).join("\n"));
+    expect(fs.readFileSync(path.join(ROOT, "docs/inductor.md"), "utf8")).toContain(
+      gpuInductorTable(rows).join("\n"),
+    );
     expect(inductorRatio(rows, "kcache", "warm-same-path")).toBeLessThanOrEqual(1.15);
     expect(inductorRatio(rows, "mega-cache", "kcache")).toBeGreaterThanOrEqual(2);
     const ours = rows.filter((r: { label: string }) => r.label.startsWith("kcache"));

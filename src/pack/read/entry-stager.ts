@@ -8,7 +8,8 @@ import { ensureRealDirs } from "./real-dirs.js";
 import type { MemberSink } from "./tar-reader.js";
 
 /** Relocatable files (Triton's group files) are rewritten whole, so held in memory: never past this. */
-const MAX_RELOCATABLE = 64 * 1024 * 1024;
+/** A relocatable file is held whole to be rewritten: Inductor's FX graph entries bundle their kernels and reach tens of MB. */
+const MAX_RELOCATABLE = 256 * 1024 * 1024;
 
 /**
  * One entry being restored. Its files stream straight into the entry's private staging place as the

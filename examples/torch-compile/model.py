@@ -1,8 +1,10 @@
-"""A torch.compile workload for proving kcache's Inductor kind on a GPU: a two-block MLP compiled with
-mode="max-autotune-no-cudagraphs" (Inductor generates Triton kernels and autotunes its matmuls),
-first call timed. Prints one JSON line: first-call seconds, torch's own cache counters (FX graph
-cache, AOTAutograd cache, Triton compiles by Inductor) and the output's checksum.
-Usage: python3 inductor_model.py [--json FILE] [--mega-save FILE] [--mega-load FILE]
+"""A torch.compile workload: a two-block fp16 MLP compiled with mode="max-autotune-no-cudagraphs"
+(Inductor generates Triton kernels and autotunes its matmuls), its first call timed and its output
+checked against eager PyTorch. kcache's example job (kcache.yml beside it) and its GPU proof
+(bench/gpu/inductor-on-device.sh) run it. Prints one JSON line: first-call seconds, torch's own
+cache counters (FX graph cache, AOTAutograd cache) and the output's checksum; --json FILE writes
+{"results": [{"model", "first_call_s", "checksum"}]} for kcache's checks.
+Usage: python3 model.py [--json FILE] [--mega-save FILE] [--mega-load FILE]
   --mega-save FILE: after the first call, PyTorch's Mega-Cache (torch.compiler.save_cache_artifacts)
   --mega-load FILE: before compiling, torch.compiler.load_cache_artifacts of such a file (timed apart)
 """
@@ -67,7 +69,7 @@ def main():
     print(line)
     if arg("--json"):
         with open(arg("--json"), "w") as f:
-            f.write(line + "\n")
+            json.dump({"results": [{"model": "mlp-2x512", "first_call_s": first, "checksum": result["checksum"]}]}, f)
 
 
 main()
