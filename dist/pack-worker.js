@@ -1524,7 +1524,10 @@ function rewriterScript() {
   let dir = path2.dirname(fileURLToPath(import.meta.url));
   for (; ; ) {
     const candidate = path2.join(dir, "python", "kcache_pickle", "rewrite.py");
-    if (fs2.existsSync(candidate)) return rewriter = candidate;
+    if (fs2.existsSync(candidate)) {
+      rewriter = candidate;
+      return candidate;
+    }
     const up = path2.dirname(dir);
     if (up === dir)
       throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");

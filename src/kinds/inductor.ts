@@ -45,7 +45,10 @@ function rewriterScript(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const candidate = path.join(dir, "python", "kcache_pickle", "rewrite.py");
-    if (fs.existsSync(candidate)) return (rewriter = candidate);
+    if (fs.existsSync(candidate)) {
+      rewriter = candidate;
+      return candidate;
+    }
     const up = path.dirname(dir);
     if (up === dir)
       throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");

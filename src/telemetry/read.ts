@@ -80,7 +80,8 @@ export function readTelemetry(file: string): KernelStats {
       exits++;
       if (rec.usage) exitsWithUsage++;
       if (rec.torch) {
-        const g = (stats.graphs ??= { fxgraphHits: 0, fxgraphMisses: 0, aotHits: 0, aotMisses: 0 });
+        stats.graphs ??= { fxgraphHits: 0, fxgraphMisses: 0, aotHits: 0, aotMisses: 0 };
+        const g = stats.graphs;
         g.fxgraphHits += rec.torch.fxgraph_hit ?? 0;
         g.fxgraphMisses += rec.torch.fxgraph_miss ?? 0;
         g.aotHits += rec.torch.aot_hit ?? 0;
