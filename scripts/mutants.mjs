@@ -18,6 +18,56 @@ const isRoot = process.getuid?.() === 0;
  */
 const MUTANTS = [
   {
+    name: "Inductor's pickled graph entries stored naming the old folder",
+    file: "src/kinds/inductor.ts",
+    find: "? rewritePickle(out, spelling, ROOT_PLACEHOLDER)",
+    replace: "? out",
+    tests: ["test/kinds/inductor.test.ts"],
+  },
+  {
+    name: "the pickle rewriter edits binaries (a cubin's debug section)",
+    file: "python/kcache_pickle/rewrite.py",
+    find: 'if b"\\0" not in raw and is_utf8(raw):',
+    replace: "if True:",
+    tests: ["test/kinds/inductor.test.ts"],
+  },
+  {
+    name: "Inductor's nested Triton group files not relocated",
+    file: "src/kinds/inductor.ts",
+    find: "return rewriteGroup(data, (base) => path.join(root, path.dirname(entryName), base));",
+    replace: "return data;",
+    tests: ["test/kinds/inductor.test.ts"],
+  },
+  {
+    name: "kind auto does not recognise an Inductor cache",
+    file: "src/kinds/registry.ts",
+    find: 'if (looksLikeInductorCache(visible)) return "inductor";',
+    replace: "",
+    tests: ["test/kinds/inductor.test.ts"],
+  },
+  {
+    name: "Inductor's locks saved",
+    file: "src/kinds/inductor.ts",
+    find: 'if (e.name.startsWith("locks/") || /\\.lock$/.test(base)) result.lockFiles++;',
+    replace: "if (false) result.lockFiles++;",
+    tests: ["test/kinds/inductor.test.ts"],
+  },
+  {
+    name: "expect: warm ignores torch.compile's graph-cache misses",
+    file: "src/pipeline/stages/gate.ts",
+    find: "const graphMisses = (kernels.graphs?.fxgraphMisses ?? 0) + (kernels.graphs?.aotMisses ?? 0);",
+    replace: "const graphMisses = 0;",
+    tests: ["test/pipeline/run-cli.test.ts"],
+    testName: "torch.compile",
+  },
+  {
+    name: "the GPU's compute capability not keyed",
+    file: "src/stack/fingerprint.ts",
+    find: 'set(probed, "cuda-arch", acc.computeCapabilities?.join(","));',
+    replace: "",
+    tests: ["test/stack/probe.test.ts"],
+  },
+  {
     name: "eviction's runs rule one save late",
     file: "src/cache/eviction.ts",
     find: "now.generation - last.generation >= s.keepUnusedRuns",

@@ -56,7 +56,7 @@ describe("kcache CLI", () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(path.join(p.dir, "kcache.yml"));
     expect(r.stderr).toContain("caches[0].kind");
-    expect(r.stderr).toMatch(/use one of "triton", "dir"/);
+    expect(r.stderr).toMatch(/use one of "triton", "inductor", "dir"/);
   });
 
   it("answers a mistyped command or option with the suggestion and a pointer to --help, not the whole help (exit 2)", async () => {
