@@ -1540,6 +1540,8 @@ function rewritePickle(data, from, to2) {
     return execFileSync("python3", [rewriterScript(), from, to2], {
       input: data,
       maxBuffer: data.length * 2 + (1 << 20),
+      // Linear in the pickle's size (half a second for 20 MB): a minute means something is wrong.
+      timeout: 12e4,
       stdio: ["pipe", "pipe", "ignore"]
     });
   } catch {

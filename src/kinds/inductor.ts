@@ -67,6 +67,8 @@ function rewritePickle(data: Buffer, from: string, to: string): Buffer {
     return execFileSync("python3", [rewriterScript(), from, to], {
       input: data,
       maxBuffer: data.length * 2 + (1 << 20),
+      // Linear in the pickle's size (half a second for 20 MB): a minute means something is wrong.
+      timeout: 120_000,
       stdio: ["pipe", "pipe", "ignore"],
     });
   } catch {
