@@ -8,6 +8,7 @@ import { manifestObject } from "../../src/store/layout.js";
 import { localStore } from "../../src/store/local.js";
 import { type CommitResult, simulateHistory } from "../fixtures/kernel-history.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
+import { relatimeFolder, tempRecordsReads } from "../helpers/atime.js";
 import { tempDir } from "../helpers/sandbox.js";
 import { storeContext } from "../helpers/store-context.js";
 import { canMountTmpfs, mountTmpfs } from "../helpers/tmpfs.js";
@@ -18,14 +19,24 @@ const recompiled = (h: CommitResult[]) => h.reduce((n, c) => n + c.recompiled, 0
 const HISTORY = { commits: 16, kernels: 80, churn: 0.05, kernelBytes: 6000 };
 
 describe("working-set caches: a key holds what the job uses, not its history", () => {
-  it("with the defaults, learns use from access times alone and keeps the restored key within 1.25x of the working set, recompiling nothing", async () => {
-    const work = tempDir("ws");
-    const h = await simulateHistory({ work, store: localStore(path.join(work, "store")), ...HISTORY });
-    expect(last(h).save.usage.source).toBe("atime");
-    expect(h.reduce((n, c) => n + c.save.usage.evicted.entries, 0)).toBeGreaterThan(0);
-    expect(ratio(last(h))).toBeLessThanOrEqual(1.25);
-    expect(recompiled(h)).toBe(0);
-  }, 120_000);
+  it.skipIf(!tempRecordsReads && !canMountTmpfs)(
+    "with the defaults, learns use from access times alone and keeps the restored key within 1.25x of the working set, recompiling nothing",
+    async () => {
+      const work = tempDir("ws");
+      const runners = relatimeFolder() as string;
+      const h = await simulateHistory({
+        work,
+        runners,
+        store: localStore(path.join(work, "store")),
+        ...HISTORY,
+      });
+      expect(last(h).save.usage.source).toBe("atime");
+      expect(h.reduce((n, c) => n + c.save.usage.evicted.entries, 0)).toBeGreaterThan(0);
+      expect(ratio(last(h))).toBeLessThanOrEqual(1.25);
+      expect(recompiled(h)).toBe(0);
+    },
+    120_000,
+  );
 
   it("without eviction the same history grows past 1.5x (what kcache did before, and what actions/cache keeps)", async () => {
     const work = tempDir("ws");
@@ -39,30 +50,36 @@ describe("working-set caches: a key holds what the job uses, not its history", (
     expect(h.every((c) => c.save.usage.evicted.entries === 0)).toBe(true);
   }, 120_000);
 
-  it("a job whose kernels vary from run to run (a sharded matrix) does not thrash: a set used every 4th run stays", async () => {
-    const work = tempDir("ws");
-    const h = await simulateHistory({
-      work,
-      store: localStore(path.join(work, "store")),
-      ...HISTORY,
-      commits: 14,
-      churn: 0,
-      rotating: { sets: 4, kernels: 10 },
-    });
-    expect(recompiled(h)).toBe(0);
-    // The rule is what keeps them: with keep-unused.runs under the period they compile again.
-    const w2 = tempDir("ws");
-    const thrash = await simulateHistory({
-      work: w2,
-      store: localStore(path.join(w2, "store")),
-      ...HISTORY,
-      commits: 14,
-      churn: 0,
-      rotating: { sets: 4, kernels: 10 },
-      save: { "keep-unused": { runs: 3 } },
-    });
-    expect(recompiled(thrash)).toBeGreaterThan(0);
-  }, 120_000);
+  it.skipIf(!tempRecordsReads && !canMountTmpfs)(
+    "a job whose kernels vary from run to run (a sharded matrix) does not thrash: a set used every 4th run stays",
+    async () => {
+      const work = tempDir("ws");
+      const h = await simulateHistory({
+        work,
+        runners: relatimeFolder() as string,
+        store: localStore(path.join(work, "store")),
+        ...HISTORY,
+        commits: 14,
+        churn: 0,
+        rotating: { sets: 4, kernels: 10 },
+      });
+      expect(recompiled(h)).toBe(0);
+      // The rule is what keeps them: with keep-unused.runs under the period they compile again.
+      const w2 = tempDir("ws");
+      const thrash = await simulateHistory({
+        work: w2,
+        runners: relatimeFolder() as string,
+        store: localStore(path.join(w2, "store")),
+        ...HISTORY,
+        commits: 14,
+        churn: 0,
+        rotating: { sets: 4, kernels: 10 },
+        save: { "keep-unused": { runs: 3 } },
+      });
+      expect(recompiled(thrash)).toBeGreaterThan(0);
+    },
+    120_000,
+  );
 
   it.skipIf(!canMountTmpfs)(
     "under noatime every entry counts as used (nothing evicted), and the hook alone still bounds the key",
@@ -95,9 +112,9 @@ describe("working-set caches: a key holds what the job uses, not its history", (
   );
 });
 
-/** One saved key on main, restored into a fresh folder by a job that reads none of it. */
+/** One saved key on main, restored into a fresh folder (one that records reads) by a job that reads none of it. */
 async function unreadRestore(save_: Record<string, unknown>, ref?: string) {
-  const work = tempDir("ws");
+  const work = relatimeFolder("ws") as string;
   const store = localStore(path.join(work, "store"));
   const src = path.join(work, "src");
   generateTritonCache(src, { entries: 20, totalBytes: 200_000 });
@@ -113,7 +130,7 @@ async function unreadRestore(save_: Record<string, unknown>, ref?: string) {
   return { work, store, ctx, restored: await restore(ctx) };
 }
 
-describe("what never evicts", () => {
+describe.skipIf(!tempRecordsReads && !canMountTmpfs)("what never evicts", () => {
   it("a pull request's save evicts nothing, and main's key keeps every entry", async () => {
     const { store, ctx, restored } = await unreadRestore({ "keep-unused": { runs: 1 } }, "refs/pull/7/merge");
     expect(restored.entriesRestored).toBeGreaterThan(0);
