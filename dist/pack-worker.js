@@ -1509,142 +1509,15 @@ var dirKind = {
 
 // src/kinds/inductor.ts
 import { execFileSync } from "node:child_process";
-import fs2 from "node:fs";
-import path2 from "node:path";
-import { fileURLToPath } from "node:url";
-var GROUP = /^__grp__.+\.json$/;
-var SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/];
-var TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
-var PICKLED = /^(fxgraph|aotautograd)\//;
-var MODULE = /\.py$/;
-var ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
-var rewriter;
-function rewriterScript() {
-  if (rewriter) return rewriter;
-  let dir = path2.dirname(fileURLToPath(import.meta.url));
-  for (; ; ) {
-    const candidate = path2.join(dir, "python", "kcache_pickle", "rewrite.py");
-    if (fs2.existsSync(candidate)) {
-      rewriter = candidate;
-      return candidate;
-    }
-    const up = path2.dirname(dir);
-    if (up === dir)
-      throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
-    dir = up;
-  }
-}
-function rewritePickle(data, from, to2) {
-  if (data[0] !== 128 || !data.includes(from)) return data;
-  try {
-    return execFileSync("python3", [rewriterScript(), from, to2], {
-      input: data,
-      maxBuffer: data.length * 2 + (1 << 20),
-      // Linear in the pickle's size (half a second for 20 MB): a minute means something is wrong.
-      timeout: 12e4,
-      stdio: ["pipe", "pipe", "ignore"]
-    });
-  } catch {
-    return data;
-  }
-}
-function rootSpellings(root) {
-  const spellings = /* @__PURE__ */ new Set([path2.resolve(root)]);
-  try {
-    spellings.add(fs2.realpathSync(root));
-  } catch {
-  }
-  return [...spellings].sort((a, b2) => b2.length - a.length);
-}
-function replaceAll(data, from, to2) {
-  return data.includes(from) ? Buffer.from(data.toString("utf8").split(from).join(to2)) : data;
-}
-function tritonFolderFiles(root, entryName) {
-  try {
-    return fs2.readdirSync(path2.join(root, path2.dirname(entryName)));
-  } catch {
-    return [];
-  }
-}
-function parseGroup(data) {
-  try {
-    const v2 = JSON.parse(data.toString("utf8"));
-    const cp = v2?.child_paths;
-    if (!cp || typeof cp !== "object" || Array.isArray(cp)) return null;
-    if (!Object.values(cp).every((p2) => typeof p2 === "string")) return null;
-    return v2;
-  } catch {
-    return null;
-  }
-}
-function rewriteGroup(data, child) {
-  const parsed = parseGroup(data);
-  if (!parsed) throw new Error("not a Triton group file");
-  const childPaths = {};
-  for (const [name, p2] of Object.entries(parsed.child_paths)) childPaths[name] = child(path2.basename(p2));
-  return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
-}
-var isGroup = (entryName) => TRITON_FILE.test(entryName) && GROUP.test(path2.basename(entryName));
-var inductorKind = {
-  kind: "inductor",
-  entryShape: "file",
-  lookupsSeenByHook: false,
-  async scan(root) {
-    const result = await dirKind.scan(root);
-    const entries = [];
-    for (const e of result.entries) {
-      const base = path2.basename(e.name);
-      if (e.name.startsWith("locks/") || /\.lock$/.test(base)) result.lockFiles++;
-      else if (/(^|\/)tmp\.[^/]*\//.test(e.name) || /\.tmp$/.test(base)) result.tempDirs++;
-      else if (/\.(gch|pch)$/.test(base)) result.localFiles++;
-      else entries.push(e);
-    }
-    return { ...result, entries };
-  },
-  incompleteReason(root, entry) {
-    if (!TRITON_FILE.test(entry.name)) return null;
-    const base = path2.basename(entry.name);
-    const siblings = tritonFolderFiles(root, entry.name);
-    if (GROUP.test(base)) {
-      let group;
-      try {
-        group = parseGroup(fs2.readFileSync(path2.join(root, entry.name)));
-      } catch {
-        group = null;
-      }
-      if (!group) return `${entry.name} does not parse as a Triton group file`;
-      const missing = Object.values(group.child_paths).find((p2) => !siblings.includes(path2.basename(p2)));
-      return missing ? `${entry.name} lists ${path2.basename(missing)}, which is not beside it` : null;
-    }
-    if (siblings.some((f2) => GROUP.test(f2)) || SINGLE_FILE.some((re2) => re2.test(base))) return null;
-    return "a Triton kernel file without its group file (a compile that did not finish)";
-  },
-  isEntryName: dirKind.isEntryName,
-  isRelocatable(entryName) {
-    return isGroup(entryName) || PICKLED.test(entryName) || MODULE.test(entryName);
-  },
-  normalize(root, entryName, _rel, data) {
-    if (isGroup(entryName)) return rewriteGroup(data, (base) => base);
-    let out = data;
-    for (const spelling of rootSpellings(root))
-      out = PICKLED.test(entryName) ? rewritePickle(out, spelling, ROOT_PLACEHOLDER) : replaceAll(out, spelling, ROOT_PLACEHOLDER);
-    return out;
-  },
-  relocate(root, entryName, _rel, data) {
-    if (isGroup(entryName))
-      return rewriteGroup(data, (base) => path2.join(root, path2.dirname(entryName), base));
-    return PICKLED.test(entryName) ? rewritePickle(data, ROOT_PLACEHOLDER, path2.resolve(root)) : replaceAll(data, ROOT_PLACEHOLDER, path2.resolve(root));
-  },
-  packOrder(files) {
-    return files;
-  }
-};
-
-// src/kinds/triton.ts
 import fs3 from "node:fs";
 import path3 from "node:path";
-var GROUP2 = /^__grp__.+\.json$/;
-var SINGLE_FILE2 = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
+import { fileURLToPath } from "node:url";
+
+// src/kinds/triton.ts
+import fs2 from "node:fs";
+import path2 from "node:path";
+var GROUP = /^__grp__.+\.json$/;
+var SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
 var MACHINE_LOCAL = /\.(gch|pch)$/;
 var TEMP_DIR = /^tmp\./;
 var TEMP_FILE = /\.tmp\.pid_\d+_/;
@@ -1658,7 +1531,7 @@ var tritonKind = {
     const result = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     let top;
     try {
-      top = await fs3.promises.readdir(root, { withFileTypes: true });
+      top = await fs2.promises.readdir(root, { withFileTypes: true });
     } catch (e) {
       if (e.code === "ENOENT") return result;
       throw e;
@@ -1674,11 +1547,11 @@ var tritonKind = {
         result.tempDirs++;
         continue;
       }
-      const dir = path3.join(root, d.name);
+      const dir = path2.join(root, d.name);
       const files = [];
       let inside;
       try {
-        inside = fs3.readdirSync(dir, { withFileTypes: true });
+        inside = fs2.readdirSync(dir, { withFileTypes: true });
       } catch (e) {
         if (vanished(e)) continue;
         throw e;
@@ -1708,7 +1581,7 @@ var tritonKind = {
         }
         let st2;
         try {
-          st2 = fs3.statSync(path3.join(dir, f2.name));
+          st2 = fs2.statSync(path2.join(dir, f2.name));
         } catch (e) {
           if (!vanished(e)) throw e;
           gone = true;
@@ -1723,15 +1596,15 @@ var tritonKind = {
   incompleteReason(root, entry) {
     if (entry.files.length === 0) return "empty folder";
     const present = new Set(entry.files.map((f2) => f2.rel));
-    const groups = entry.files.filter((f2) => GROUP2.test(f2.rel));
+    const groups = entry.files.filter((f2) => GROUP.test(f2.rel));
     if (groups.length === 0) {
-      return entry.files.some((f2) => SINGLE_FILE2.some((re2) => re2.test(f2.rel))) ? null : "no group file (a compile that did not finish)";
+      return entry.files.some((f2) => SINGLE_FILE.some((re2) => re2.test(f2.rel))) ? null : "no group file (a compile that did not finish)";
     }
     for (const g2 of groups) {
-      const children = readChildPaths(path3.join(root, entry.name, g2.rel));
+      const children = readChildPaths(path2.join(root, entry.name, g2.rel));
       if (!children) return `${g2.rel} does not parse as a Triton group file`;
       for (const [child, p2] of Object.entries(children)) {
-        const base = path3.basename(p2);
+        const base = path2.basename(p2);
         if (!present.has(base)) return `${g2.rel} lists ${child}, which is not in the entry`;
       }
     }
@@ -1741,30 +1614,30 @@ var tritonKind = {
     return SEGMENT.test(name) && !TEMP_DIR.test(name);
   },
   isRelocatable(_entryName, rel) {
-    return GROUP2.test(rel);
+    return GROUP.test(rel);
   },
   normalize(_root, _entryName, rel, data) {
-    const parsed = parseGroup2(data);
+    const parsed = parseGroup(data);
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
-    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path3.basename(p2);
+    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path2.basename(p2);
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
   relocate(root, entryName, rel, data) {
-    const parsed = parseGroup2(data);
+    const parsed = parseGroup(data);
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
     for (const [child, p2] of Object.entries(parsed.child_paths)) {
-      childPaths[child] = path3.join(root, entryName, path3.basename(p2));
+      childPaths[child] = path2.join(root, entryName, path2.basename(p2));
     }
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
   packOrder(files) {
-    const key = (f2) => `${GROUP2.test(f2.rel) ? "1" : "0"}${f2.rel}`;
+    const key = (f2) => `${GROUP.test(f2.rel) ? "1" : "0"}${f2.rel}`;
     return [...files].sort((a, b2) => key(a) < key(b2) ? -1 : key(a) > key(b2) ? 1 : 0);
   }
 };
-function parseGroup2(data) {
+function parseGroup(data) {
   try {
     const v2 = JSON.parse(data.toString("utf8"));
     if (!v2 || typeof v2 !== "object") return null;
@@ -1778,7 +1651,7 @@ function parseGroup2(data) {
 }
 function readChildPaths(file) {
   try {
-    return parseGroup2(fs3.readFileSync(file))?.child_paths ?? null;
+    return parseGroup(fs2.readFileSync(file))?.child_paths ?? null;
   } catch {
     return null;
   }
@@ -1787,6 +1660,124 @@ function vanished(e) {
   const code = e.code;
   return code === "ENOENT" || code === "ENOTDIR";
 }
+
+// src/kinds/inductor.ts
+var GROUP2 = /^__grp__.+\.json$/;
+var SINGLE_FILE2 = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/];
+var TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
+var PICKLED = /^(fxgraph|aotautograd)\//;
+var MODULE = /\.py$/;
+var ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
+var rewriter;
+function rewriterScript() {
+  if (rewriter) return rewriter;
+  let dir = path3.dirname(fileURLToPath(import.meta.url));
+  for (; ; ) {
+    const candidate = path3.join(dir, "python", "kcache_pickle", "rewrite.py");
+    if (fs3.existsSync(candidate)) {
+      rewriter = candidate;
+      return candidate;
+    }
+    const up = path3.dirname(dir);
+    if (up === dir)
+      throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
+    dir = up;
+  }
+}
+function rewritePickle(data, from, to2) {
+  if (data[0] !== 128 || !data.includes(from)) return data;
+  try {
+    return execFileSync("python3", [rewriterScript(), from, to2], {
+      input: data,
+      maxBuffer: data.length * 2 + (1 << 20),
+      // Linear in the pickle's size (half a second for 20 MB): a minute means something is wrong.
+      timeout: 12e4,
+      stdio: ["pipe", "pipe", "ignore"]
+    });
+  } catch {
+    return data;
+  }
+}
+function rootSpellings(root) {
+  const spellings = /* @__PURE__ */ new Set([path3.resolve(root)]);
+  try {
+    spellings.add(fs3.realpathSync(root));
+  } catch {
+  }
+  return [...spellings].sort((a, b2) => b2.length - a.length);
+}
+function replaceAll(data, from, to2) {
+  return data.includes(from) ? Buffer.from(data.toString("utf8").split(from).join(to2)) : data;
+}
+function tritonFolderFiles(root, entryName) {
+  try {
+    return fs3.readdirSync(path3.join(root, path3.dirname(entryName)));
+  } catch {
+    return [];
+  }
+}
+function rewriteGroup(data, child) {
+  const parsed = parseGroup(data);
+  if (!parsed) throw new Error("not a Triton group file");
+  const childPaths = {};
+  for (const [name, p2] of Object.entries(parsed.child_paths)) childPaths[name] = child(path3.basename(p2));
+  return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
+}
+var isGroup = (entryName) => TRITON_FILE.test(entryName) && GROUP2.test(path3.basename(entryName));
+var inductorKind = {
+  kind: "inductor",
+  entryShape: "file",
+  lookupsSeenByHook: false,
+  async scan(root) {
+    const result = await dirKind.scan(root);
+    const entries = [];
+    for (const e of result.entries) {
+      const base = path3.basename(e.name);
+      if (e.name.startsWith("locks/") || /\.lock$/.test(base)) result.lockFiles++;
+      else if (/(^|\/)tmp\.[^/]*\//.test(e.name) || /\.tmp$/.test(base)) result.tempDirs++;
+      else if (/\.(gch|pch)$/.test(base)) result.localFiles++;
+      else entries.push(e);
+    }
+    return { ...result, entries };
+  },
+  incompleteReason(root, entry) {
+    if (!TRITON_FILE.test(entry.name)) return null;
+    const base = path3.basename(entry.name);
+    const siblings = tritonFolderFiles(root, entry.name);
+    if (GROUP2.test(base)) {
+      let group;
+      try {
+        group = parseGroup(fs3.readFileSync(path3.join(root, entry.name)));
+      } catch {
+        group = null;
+      }
+      if (!group) return `${entry.name} does not parse as a Triton group file`;
+      const missing = Object.values(group.child_paths).find((p2) => !siblings.includes(path3.basename(p2)));
+      return missing ? `${entry.name} lists ${path3.basename(missing)}, which is not beside it` : null;
+    }
+    if (siblings.some((f2) => GROUP2.test(f2)) || SINGLE_FILE2.some((re2) => re2.test(base))) return null;
+    return "a Triton kernel file without its group file (a compile that did not finish)";
+  },
+  isEntryName: dirKind.isEntryName,
+  isRelocatable(entryName) {
+    return isGroup(entryName) || PICKLED.test(entryName) || MODULE.test(entryName);
+  },
+  normalize(root, entryName, _rel, data) {
+    if (isGroup(entryName)) return rewriteGroup(data, (base) => base);
+    let out = data;
+    for (const spelling of rootSpellings(root))
+      out = PICKLED.test(entryName) ? rewritePickle(out, spelling, ROOT_PLACEHOLDER) : replaceAll(out, spelling, ROOT_PLACEHOLDER);
+    return out;
+  },
+  relocate(root, entryName, _rel, data) {
+    if (isGroup(entryName))
+      return rewriteGroup(data, (base) => path3.join(root, path3.dirname(entryName), base));
+    return PICKLED.test(entryName) ? rewritePickle(data, ROOT_PLACEHOLDER, path3.resolve(root)) : replaceAll(data, ROOT_PLACEHOLDER, path3.resolve(root));
+  },
+  packOrder(files) {
+    return files;
+  }
+};
 
 // src/kinds/registry.ts
 var KINDS = { triton: tritonKind, inductor: inductorKind, dir: dirKind };

@@ -4,6 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { dirKind } from "./dir.js";
 import type { CacheKind, EntryFile, FoundEntry, ScanResult } from "./kind.js";
+import { parseGroup } from "./triton.js";
 
 /**
  * torch.compile's cache folder (`TORCHINDUCTOR_CACHE_DIR`, default `/tmp/torchinductor_<user>`), file
@@ -96,18 +97,6 @@ function tritonFolderFiles(root: string, entryName: string): string[] {
     return fs.readdirSync(path.join(root, path.dirname(entryName)));
   } catch {
     return [];
-  }
-}
-
-function parseGroup(data: Buffer): { child_paths: Record<string, string> } | null {
-  try {
-    const v = JSON.parse(data.toString("utf8")) as { child_paths?: unknown };
-    const cp = v?.child_paths;
-    if (!cp || typeof cp !== "object" || Array.isArray(cp)) return null;
-    if (!Object.values(cp).every((p) => typeof p === "string")) return null;
-    return v as { child_paths: Record<string, string> };
-  } catch {
-    return null;
   }
 }
 

@@ -10,6 +10,7 @@ import { probeAccelerator } from "../../src/stack/accelerator-probe.js";
 import { canonicalForm, fingerprintFrom, probeStack } from "../../src/stack/fingerprint.js";
 import { probePython } from "../../src/stack/python-probe.js";
 import { tempDir } from "../helpers/sandbox.js";
+import { TEST_PYTHON } from "../helpers/test-stack.js";
 
 const BUILD = path.resolve(import.meta.dirname, "../../build/src");
 
@@ -196,16 +197,7 @@ describe("stack probe", () => {
     );
     const acc = await probeAccelerator({ nvidiaProc: proc, ascend: tempDir("none"), env: { PATH: bin } });
     expect(acc.computeCapabilities).toEqual(["9.0"]);
-    const py = {
-      python: "3.12.3",
-      implementation: "cpython",
-      abi: "cpython-312-x86_64-linux-gnu",
-      system: "linux",
-      machine: "x86_64",
-      packages: { torch: "2.11.0", triton: "3.6.0" },
-      torchCuda: "13.0",
-      torchHip: null,
-    };
+    const py = { ...TEST_PYTHON, torchCuda: "13.0" };
     const h200 = fingerprintFrom(py, acc, {});
     expect(h200.components["cuda-arch"]).toBe("9.0");
     expect(fingerprintFrom(py, { ...acc, models: ["NVIDIA H100 80GB HBM3"] }, {}).stackId).toBe(h200.stackId);

@@ -53,6 +53,18 @@ function runJob(pythonPath: string, file: string, extraEnv: NodeJS.ProcessEnv = 
   return execFileSync("python3", ["-c", JOB], { env }).toString();
 }
 
+/** The simulated Triton with an empty cache, run with kcache's hook writing to a telemetry file. */
+function simulatedTriton() {
+  const file = path.join(tempDir(), "t.jsonl");
+  const sim = path.resolve(import.meta.dirname, "../../demo/sim");
+  const cache = tempDir("cache");
+  const env = telemetryEnv(
+    { PATH: process.env.PATH, PYTHONPATH: sim, TRITON_CACHE_DIR: cache, TRITON_SIM_COMPILE_MS: "1" },
+    file,
+  );
+  return { file, sim, cache, env };
+}
+
 describe("the Python telemetry hook", () => {
   it("counts kernels loaded and compiled with compile seconds, and keeps the job's own listener working", () => {
     const file = path.join(tempDir(), "t.jsonl");
@@ -99,13 +111,7 @@ describe("the Python telemetry hook", () => {
   });
 
   it("counts the simulated Triton's kernels through kcache run's environment", () => {
-    const file = path.join(tempDir(), "t.jsonl");
-    const sim = path.resolve(import.meta.dirname, "../../demo/sim");
-    const cache = tempDir("cache");
-    const env = telemetryEnv(
-      { PATH: process.env.PATH, PYTHONPATH: sim, TRITON_CACHE_DIR: cache, TRITON_SIM_COMPILE_MS: "1" },
-      file,
-    );
+    const { file, sim, cache, env } = simulatedTriton();
     execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
     const cold = readTelemetry(file);
     fs.rmSync(file);
@@ -116,13 +122,7 @@ describe("the Python telemetry hook", () => {
   });
 
   it("records every cache entry folder a warm job's lookups found (kernels, launchers, autotune results), and says when it saw all", () => {
-    const file = path.join(tempDir(), "t.jsonl");
-    const sim = path.resolve(import.meta.dirname, "../../demo/sim");
-    const cache = tempDir("cache");
-    const env = telemetryEnv(
-      { PATH: process.env.PATH, PYTHONPATH: sim, TRITON_CACHE_DIR: cache, TRITON_SIM_COMPILE_MS: "1" },
-      file,
-    );
+    const { file, sim, cache, env } = simulatedTriton();
     execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
     fs.rmSync(file);
     execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
