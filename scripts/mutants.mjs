@@ -380,8 +380,8 @@ const MUTANTS = [
   {
     name: "a save with nothing new records no key",
     file: "src/cache/save.ts",
-    find: "if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.dropped === 0) {",
-    replace: "if (parent && this.fresh().length === 0 && this.dropped === 0) {",
+    find: "if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {",
+    replace: "if (parent && this.fresh().length === 0 && this.unchanged()) {",
     tests: ["test/pipeline/prewarm.test.ts", "test/cache/save.test.ts"],
   },
   {
