@@ -1,8 +1,10 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
+import { inductorKind } from "../../src/kinds/inductor.js";
 import { detectKind } from "../../src/kinds/registry.js";
 import { localStore } from "../../src/store/local.js";
 import { generateInductorCache, readPickle } from "../fixtures/inductor-cache.js";
@@ -116,5 +118,33 @@ describe("the inductor kind: torch.compile's cache warm at any path", () => {
     const outside = added.filter((f) => !f.startsWith("b/inductor/") && !f.startsWith("s2/"));
     expect(outside).toEqual([]);
     expect(readPickle(path.join(b, generated.fxgraph)).directory).toBe(`${b}/triton/0/KEY`);
+  });
+
+  it("keeps a damaged or hostile pickle as it is (never unpickled, never a crash), and rewrites a sound one", () => {
+    const root = "/runner/a/torchinductor";
+    const name = "fxgraph/eo/fhash/entry";
+    // A BINUNICODE claiming 4 GB, then the folder's path: the rewriter refuses it (exit 3).
+    const hostile = Buffer.concat([
+      Buffer.from([0x80, 0x04, 0x58, 0xff, 0xff, 0xff, 0xff]),
+      Buffer.from(root),
+    ]);
+    expect(inductorKind.normalize(root, name, "", hostile).equals(hostile)).toBe(true);
+    expect(inductorKind.relocate("/b", name, "", hostile).equals(hostile)).toBe(true);
+    // A pickle that runs code if unpickled: rewriting it runs nothing (no file appears).
+    const marker = path.join(tempDir("inductor"), "ran");
+    const evil = execFileSync("python3", [
+      "-c",
+      `import os, pickle, sys
+class E:
+    def __reduce__(self):
+        return (os.system, ("touch ${marker}",))
+sys.stdout.buffer.write(pickle.dumps({"path": "${root}/x.py", "e": E()}, protocol=4))`,
+    ]);
+    const stored = inductorKind.normalize(root, name, "", evil);
+    expect(stored.includes(Buffer.from(root))).toBe(false);
+    expect(inductorKind.relocate("/b/cache", name, "", stored).includes(Buffer.from("/b/cache/x.py"))).toBe(
+      true,
+    );
+    expect(fs.existsSync(marker)).toBe(false);
   });
 });
