@@ -4,15 +4,16 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { dirKind } from "./dir.js";
 import type { CacheKind, EntryFile, FoundEntry, ScanResult } from "./kind.js";
-import { parseGroup } from "./triton.js";
+import { tritonKind } from "./triton.js";
 
 /**
  * torch.compile's cache folder (`TORCHINDUCTOR_CACHE_DIR`, default `/tmp/torchinductor_<user>`), file
  * by file as the `dir` kind, with what makes it warm at another path:
  *
- * - `triton/<device>/<key>/`: Triton's cache for Inductor's kernels. Group files hold absolute child
- *   paths: stored as basenames, rewritten for the restore folder (as the `triton` kind does). A
- *   kernel file whose folder has no group file (a compile that did not finish) is not saved.
+ * - `triton/<device>/<key>/`: Triton's cache for Inductor's kernels, each folder judged and relocated
+ *   by the `triton` kind's rules: group files' absolute child paths stored as basenames and rewritten
+ *   for the restore folder; a folder whose compile did not finish (no group file, or one listing a
+ *   file that is not there) is not saved.
  * - `fxgraph/**` and `aotautograd/**`: the FX graph and AOTAutograd cache entries, pickles that name
  *   the cache folder (generated modules' paths, the bundled Triton kernels' folders and group files).
  *   Stored with the folder replaced by a placeholder and written back for the new folder, through
@@ -24,8 +25,6 @@ import { parseGroup } from "./triton.js";
  * Locks (`locks/`, `*.lock`), temp files (Triton's `tmp.*` folders, Inductor's `.<pid>.<tid>.tmp`)
  * and precompiled headers are never saved.
  */
-const GROUP = /^__grp__.+\.json$/;
-const SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/];
 const TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
 const PICKLED = /^(fxgraph|aotautograd)\//;
 const MODULE = /\.py$/;
@@ -92,23 +91,21 @@ function replaceAll(data: Buffer, from: string, to: string): Buffer {
   return data.includes(from) ? Buffer.from(data.toString("utf8").split(from).join(to)) : data;
 }
 
-function tritonFolderFiles(root: string, entryName: string): string[] {
+/** The Triton kernel folder a file of `triton/<device>/<key>/` belongs to, as the `triton` kind sees an entry. */
+function tritonFolder(root: string, entryName: string): FoundEntry {
+  const name = path.dirname(entryName);
+  let files: string[];
   try {
-    return fs.readdirSync(path.join(root, path.dirname(entryName)));
+    files = fs.readdirSync(path.join(root, name));
   } catch {
-    return [];
+    files = [];
   }
+  return { name, files: files.map((rel) => ({ rel, size: 0, mtimeMs: 0, atimeMs: 0, ino: 0 })) };
 }
 
-function rewriteGroup(data: Buffer, child: (p: string) => string): Buffer {
-  const parsed = parseGroup(data);
-  if (!parsed) throw new Error("not a Triton group file");
-  const childPaths: Record<string, string> = {};
-  for (const [name, p] of Object.entries(parsed.child_paths)) childPaths[name] = child(path.basename(p));
-  return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
-}
-
-const isGroup = (entryName: string) => TRITON_FILE.test(entryName) && GROUP.test(path.basename(entryName));
+/** A Triton group file of the nested cache, relocated by the `triton` kind (its entry is the folder). */
+const isGroup = (entryName: string) =>
+  TRITON_FILE.test(entryName) && tritonKind.isRelocatable(path.dirname(entryName), path.basename(entryName));
 
 export const inductorKind: CacheKind = {
   kind: "inductor",
@@ -130,21 +127,8 @@ export const inductorKind: CacheKind = {
 
   incompleteReason(root: string, entry: FoundEntry): string | null {
     if (!TRITON_FILE.test(entry.name)) return null;
-    const base = path.basename(entry.name);
-    const siblings = tritonFolderFiles(root, entry.name);
-    if (GROUP.test(base)) {
-      let group: ReturnType<typeof parseGroup>;
-      try {
-        group = parseGroup(fs.readFileSync(path.join(root, entry.name)));
-      } catch {
-        group = null;
-      }
-      if (!group) return `${entry.name} does not parse as a Triton group file`;
-      const missing = Object.values(group.child_paths).find((p) => !siblings.includes(path.basename(p)));
-      return missing ? `${entry.name} lists ${path.basename(missing)}, which is not beside it` : null;
-    }
-    if (siblings.some((f) => GROUP.test(f)) || SINGLE_FILE.some((re) => re.test(base))) return null;
-    return "a Triton kernel file without its group file (a compile that did not finish)";
+    const why = tritonKind.incompleteReason(root, tritonFolder(root, entry.name));
+    return why ? `${path.dirname(entry.name)}: ${why}` : null;
   },
 
   isEntryName: dirKind.isEntryName,
@@ -154,7 +138,8 @@ export const inductorKind: CacheKind = {
   },
 
   normalize(root, entryName, _rel, data): Buffer {
-    if (isGroup(entryName)) return rewriteGroup(data, (base) => base);
+    if (isGroup(entryName))
+      return tritonKind.normalize(root, path.dirname(entryName), path.basename(entryName), data);
     let out = data;
     for (const spelling of rootSpellings(root))
       out = PICKLED.test(entryName)
@@ -165,7 +150,7 @@ export const inductorKind: CacheKind = {
 
   relocate(root, entryName, _rel, data): Buffer {
     if (isGroup(entryName))
-      return rewriteGroup(data, (base) => path.join(root, path.dirname(entryName), base));
+      return tritonKind.relocate(root, path.dirname(entryName), path.basename(entryName), data);
     return PICKLED.test(entryName)
       ? rewritePickle(data, ROOT_PLACEHOLDER, path.resolve(root))
       : replaceAll(data, ROOT_PLACEHOLDER, path.resolve(root));

@@ -191,8 +191,7 @@ interface GroupFile {
   [k: string]: unknown;
 }
 
-/** A Triton group file's JSON (`{"child_paths": {name: path}}`), or null when it is not one. */
-export function parseGroup(data: Buffer): GroupFile | null {
+function parseGroup(data: Buffer): GroupFile | null {
   try {
     const v = JSON.parse(data.toString("utf8")) as unknown;
     if (!v || typeof v !== "object") return null;
