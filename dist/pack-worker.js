@@ -1440,9 +1440,13 @@ import { parentPort } from "node:worker_threads";
 
 // src/kinds/dir.ts
 import fs from "node:fs";
-import path from "node:path";
+import path2 from "node:path";
 
 // src/kinds/kind.ts
+import path from "node:path";
+function entryFilePath(root, entry, rel) {
+  return rel ? path.join(root, entry.name, rel) : path.join(root, entry.name);
+}
 var KCACHE_PRIVATE_PREFIX = ".kcache-";
 
 // src/kinds/dir.ts
@@ -1455,7 +1459,7 @@ var dirKind = {
     const walk = (rel) => {
       let items;
       try {
-        items = fs.readdirSync(path.join(root, rel), { withFileTypes: true });
+        items = fs.readdirSync(path2.join(root, rel), { withFileTypes: true });
       } catch (e) {
         if (e.code === "ENOENT") return;
         throw e;
@@ -1467,7 +1471,7 @@ var dirKind = {
         else if (d.isFile()) {
           let st2;
           try {
-            st2 = fs.statSync(path.join(root, childRel));
+            st2 = fs.statSync(path2.join(root, childRel));
           } catch (e) {
             if (e.code === "ENOENT") continue;
             throw e;
@@ -1510,12 +1514,12 @@ var dirKind = {
 // src/kinds/inductor.ts
 import { execFileSync } from "node:child_process";
 import fs3 from "node:fs";
-import path3 from "node:path";
+import path4 from "node:path";
 import { fileURLToPath } from "node:url";
 
 // src/kinds/triton.ts
 import fs2 from "node:fs";
-import path2 from "node:path";
+import path3 from "node:path";
 var GROUP = /^__grp__.+\.json$/;
 var SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
 var MACHINE_LOCAL = /\.(gch|pch)$/;
@@ -1547,7 +1551,7 @@ var tritonKind = {
         result.tempDirs++;
         continue;
       }
-      const dir = path2.join(root, d.name);
+      const dir = path3.join(root, d.name);
       const files = [];
       let inside;
       try {
@@ -1581,7 +1585,7 @@ var tritonKind = {
         }
         let st2;
         try {
-          st2 = fs2.statSync(path2.join(dir, f2.name));
+          st2 = fs2.statSync(path3.join(dir, f2.name));
         } catch (e) {
           if (!vanished(e)) throw e;
           gone = true;
@@ -1601,10 +1605,10 @@ var tritonKind = {
       return entry.files.some((f2) => SINGLE_FILE.some((re2) => re2.test(f2.rel))) ? null : "no group file (a compile that did not finish)";
     }
     for (const g2 of groups) {
-      const children = readChildPaths(path2.join(root, entry.name, g2.rel));
+      const children = readChildPaths(path3.join(root, entry.name, g2.rel));
       if (!children) return `${g2.rel} does not parse as a Triton group file`;
       for (const [child, p2] of Object.entries(children)) {
-        const base = path2.basename(p2);
+        const base = path3.basename(p2);
         if (!present.has(base)) return `${g2.rel} lists ${child}, which is not in the entry`;
       }
     }
@@ -1620,7 +1624,7 @@ var tritonKind = {
     const parsed = parseGroup(data);
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
-    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path2.basename(p2);
+    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path3.basename(p2);
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
   relocate(root, entryName, rel, data) {
@@ -1628,7 +1632,7 @@ var tritonKind = {
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
     for (const [child, p2] of Object.entries(parsed.child_paths)) {
-      childPaths[child] = path2.join(root, entryName, path2.basename(p2));
+      childPaths[child] = path3.join(root, entryName, path3.basename(p2));
     }
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
@@ -1662,8 +1666,6 @@ function vanished(e) {
 }
 
 // src/kinds/inductor.ts
-var GROUP2 = /^__grp__.+\.json$/;
-var SINGLE_FILE2 = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/];
 var TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
 var PICKLED = /^(fxgraph|aotautograd)\//;
 var MODULE = /\.py$/;
@@ -1671,14 +1673,14 @@ var ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
 var rewriter;
 function rewriterScript() {
   if (rewriter) return rewriter;
-  let dir = path3.dirname(fileURLToPath(import.meta.url));
+  let dir = path4.dirname(fileURLToPath(import.meta.url));
   for (; ; ) {
-    const candidate = path3.join(dir, "python", "kcache_pickle", "rewrite.py");
+    const candidate = path4.join(dir, "python", "kcache_pickle", "rewrite.py");
     if (fs3.existsSync(candidate)) {
       rewriter = candidate;
       return candidate;
     }
-    const up = path3.dirname(dir);
+    const up = path4.dirname(dir);
     if (up === dir)
       throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
     dir = up;
@@ -1699,7 +1701,7 @@ function rewritePickle(data, from, to2) {
   }
 }
 function rootSpellings(root) {
-  const spellings = /* @__PURE__ */ new Set([path3.resolve(root)]);
+  const spellings = /* @__PURE__ */ new Set([path4.resolve(root)]);
   try {
     spellings.add(fs3.realpathSync(root));
   } catch {
@@ -1709,21 +1711,17 @@ function rootSpellings(root) {
 function replaceAll(data, from, to2) {
   return data.includes(from) ? Buffer.from(data.toString("utf8").split(from).join(to2)) : data;
 }
-function tritonFolderFiles(root, entryName) {
+function tritonFolder(root, entryName) {
+  const name = path4.dirname(entryName);
+  let files;
   try {
-    return fs3.readdirSync(path3.join(root, path3.dirname(entryName)));
+    files = fs3.readdirSync(path4.join(root, name));
   } catch {
-    return [];
+    files = [];
   }
+  return { name, files: files.map((rel) => ({ rel, size: 0, mtimeMs: 0, atimeMs: 0, ino: 0 })) };
 }
-function rewriteGroup(data, child) {
-  const parsed = parseGroup(data);
-  if (!parsed) throw new Error("not a Triton group file");
-  const childPaths = {};
-  for (const [name, p2] of Object.entries(parsed.child_paths)) childPaths[name] = child(path3.basename(p2));
-  return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
-}
-var isGroup = (entryName) => TRITON_FILE.test(entryName) && GROUP2.test(path3.basename(entryName));
+var isGroup = (entryName) => TRITON_FILE.test(entryName) && tritonKind.isRelocatable(path4.dirname(entryName), path4.basename(entryName));
 var inductorKind = {
   kind: "inductor",
   entryShape: "file",
@@ -1732,7 +1730,7 @@ var inductorKind = {
     const result = await dirKind.scan(root);
     const entries = [];
     for (const e of result.entries) {
-      const base = path3.basename(e.name);
+      const base = path4.basename(e.name);
       if (e.name.startsWith("locks/") || /\.lock$/.test(base)) result.lockFiles++;
       else if (/(^|\/)tmp\.[^/]*\//.test(e.name) || /\.tmp$/.test(base)) result.tempDirs++;
       else if (/\.(gch|pch)$/.test(base)) result.localFiles++;
@@ -1742,28 +1740,16 @@ var inductorKind = {
   },
   incompleteReason(root, entry) {
     if (!TRITON_FILE.test(entry.name)) return null;
-    const base = path3.basename(entry.name);
-    const siblings = tritonFolderFiles(root, entry.name);
-    if (GROUP2.test(base)) {
-      let group;
-      try {
-        group = parseGroup(fs3.readFileSync(path3.join(root, entry.name)));
-      } catch {
-        group = null;
-      }
-      if (!group) return `${entry.name} does not parse as a Triton group file`;
-      const missing = Object.values(group.child_paths).find((p2) => !siblings.includes(path3.basename(p2)));
-      return missing ? `${entry.name} lists ${path3.basename(missing)}, which is not beside it` : null;
-    }
-    if (siblings.some((f2) => GROUP2.test(f2)) || SINGLE_FILE2.some((re2) => re2.test(base))) return null;
-    return "a Triton kernel file without its group file (a compile that did not finish)";
+    const why = tritonKind.incompleteReason(root, tritonFolder(root, entry.name));
+    return why ? `${path4.dirname(entry.name)}: ${why}` : null;
   },
   isEntryName: dirKind.isEntryName,
   isRelocatable(entryName) {
     return isGroup(entryName) || PICKLED.test(entryName) || MODULE.test(entryName);
   },
   normalize(root, entryName, _rel, data) {
-    if (isGroup(entryName)) return rewriteGroup(data, (base) => base);
+    if (isGroup(entryName))
+      return tritonKind.normalize(root, path4.dirname(entryName), path4.basename(entryName), data);
     let out = data;
     for (const spelling of rootSpellings(root))
       out = PICKLED.test(entryName) ? rewritePickle(out, spelling, ROOT_PLACEHOLDER) : replaceAll(out, spelling, ROOT_PLACEHOLDER);
@@ -1771,8 +1757,8 @@ var inductorKind = {
   },
   relocate(root, entryName, _rel, data) {
     if (isGroup(entryName))
-      return rewriteGroup(data, (base) => path3.join(root, path3.dirname(entryName), base));
-    return PICKLED.test(entryName) ? rewritePickle(data, ROOT_PLACEHOLDER, path3.resolve(root)) : replaceAll(data, ROOT_PLACEHOLDER, path3.resolve(root));
+      return tritonKind.relocate(root, path4.dirname(entryName), path4.basename(entryName), data);
+    return PICKLED.test(entryName) ? rewritePickle(data, ROOT_PLACEHOLDER, path4.resolve(root)) : replaceAll(data, ROOT_PLACEHOLDER, path4.resolve(root));
   },
   packOrder(files) {
     return files;
@@ -1933,16 +1919,16 @@ var SyncCompressor = class {
 // src/pack/zstd/portable.ts
 import fs4 from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
-import path4 from "node:path";
+import path5 from "node:path";
 import { fileURLToPath as fileURLToPath2 } from "node:url";
 var FRAME_BYTES = 4 * 1024 * 1024;
 var loading;
 function wasmFile() {
-  const here = path4.dirname(fileURLToPath2(import.meta.url));
-  const candidates = [path4.join(here, "zstd.wasm")];
+  const here = path5.dirname(fileURLToPath2(import.meta.url));
+  const candidates = [path5.join(here, "zstd.wasm")];
   try {
     const main = createRequire2(import.meta.url).resolve("@bokuweb/zstd-wasm");
-    candidates.push(path4.join(path4.dirname(main), "zstd.wasm"));
+    candidates.push(path5.join(path5.dirname(main), "zstd.wasm"));
   } catch {
   }
   return candidates.find((f2) => fs4.existsSync(f2)) ?? null;
@@ -2176,7 +2162,7 @@ function processDuplex(cmd, args) {
 // src/pack/read/entry-stager.ts
 import { randomBytes } from "node:crypto";
 import fs7 from "node:fs";
-import path6 from "node:path";
+import path7 from "node:path";
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -2215,11 +2201,11 @@ function writeFullySync(fd, data, file) {
 
 // src/pack/read/real-dirs.ts
 import fs6 from "node:fs";
-import path5 from "node:path";
+import path6 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
   for (const part of rel.split("/").filter(Boolean)) {
-    at2 = path5.join(at2, part);
+    at2 = path6.join(at2, part);
     let st2;
     try {
       st2 = fs6.lstatSync(at2);
@@ -2246,7 +2232,7 @@ var StagedEntry = class {
     this.entryName = entryName;
     this.target = target;
     this.bad = bad;
-    this.staged = path6.join(target.staging, "e", entryName);
+    this.staged = path7.join(target.staging, "e", entryName);
   }
   wanted;
   entryName;
@@ -2389,7 +2375,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs7.statSync(path6.join(this.staged, n)).size;
+        size = fs7.statSync(path7.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -2398,12 +2384,12 @@ var StagedEntry = class {
     return null;
   }
   dest(rel) {
-    return rel ? path6.join(this.staged, rel) : this.staged;
+    return rel ? path7.join(this.staged, rel) : this.staged;
   }
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs7.mkdirSync(isDir ? this.staged : path6.dirname(this.staged), { recursive: true });
+    fs7.mkdirSync(isDir ? this.staged : path7.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -2418,8 +2404,8 @@ var StagedEntry = class {
   }
 };
 function place(staged, root, entryName, staging) {
-  ensureRealDirs(root, path6.posix.dirname(entryName) === "." ? "" : path6.posix.dirname(entryName));
-  const dest = path6.join(root, entryName);
+  ensureRealDirs(root, path7.posix.dirname(entryName) === "." ? "" : path7.posix.dirname(entryName));
+  const dest = path7.join(root, entryName);
   for (let attempt = 0; ; attempt++) {
     try {
       fs7.renameSync(staged, dest);
@@ -2433,7 +2419,7 @@ function place(staged, root, entryName, staging) {
       return;
     }
     if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
-    const aside = path6.join(staging, `old-${randomBytes(6).toString("hex")}`);
+    const aside = path7.join(staging, `old-${randomBytes(6).toString("hex")}`);
     try {
       fs7.renameSync(dest, aside);
     } catch (e) {
@@ -2451,7 +2437,7 @@ function sameTree(a, b2) {
     if (!sa.isDirectory()) return sa.size === sb.size && fs7.readFileSync(a).equals(fs7.readFileSync(b2));
     const na = fs7.readdirSync(a).sort();
     const nb = fs7.readdirSync(b2).sort();
-    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path6.join(a, n), path6.join(b2, n)));
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path7.join(a, n), path7.join(b2, n)));
   } catch {
     return false;
   }
@@ -2837,12 +2823,11 @@ import fs11 from "node:fs";
 
 // src/pack/write/entry-source.ts
 import fs9 from "node:fs";
-import path7 from "node:path";
 function openEntry(kind, root, entry) {
   const opened = [];
   try {
     for (const f2 of kind.packOrder(entry.files)) {
-      const p2 = f2.rel ? path7.join(root, entry.name, f2.rel) : path7.join(root, entry.name);
+      const p2 = entryFilePath(root, entry, f2.rel);
       if (kind.isRelocatable(entry.name, f2.rel)) {
         const data = kind.normalize(root, entry.name, f2.rel, fs9.readFileSync(p2));
         opened.push({ rel: f2.rel, size: data.length, data, fd: null });

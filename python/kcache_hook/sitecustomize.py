@@ -140,7 +140,7 @@ def _wrap_cache_manager(module):
 
 
 # Modules whose loading the hook follows, and what it does once each has loaded.
-_AFTER_LOAD = {"triton.knobs": lambda m: _register(m), "triton.runtime.cache": lambda m: _wrap_cache_manager(m)}
+_AFTER_LOAD = {"triton.knobs": _register, "triton.runtime.cache": _wrap_cache_manager}
 
 
 class _KnobsFinder:

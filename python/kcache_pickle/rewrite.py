@@ -16,7 +16,8 @@ import pickletools
 import struct
 import sys
 
-TEXT_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE"}
+# Protocol 0's UNICODE (raw-unicode-escape text up to a newline) is copied as it is.
+TEXT_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8"}
 BYTES_OPS = {"SHORT_BINBYTES", "BINBYTES", "BINBYTES8", "SHORT_BINSTRING", "BINSTRING", "BYTEARRAY8"}
 
 
@@ -58,7 +59,7 @@ def rewrite(data, old, new):
         end = ops[i + 1][2] if i + 1 < len(ops) else len(data)
         if op.name == "FRAME":
             continue
-        if op.name in TEXT_OPS and op.name != "UNICODE":
+        if op.name in TEXT_OPS:
             out.append(text_op(arg.replace(old, new)))
         elif op.name in BYTES_OPS:
             raw = arg.encode("latin-1") if isinstance(arg, str) else bytes(arg)

@@ -6,7 +6,7 @@ import type { JobContext } from "./job-context.js";
 import type { LocalState } from "./local-state.js";
 import { type Present, presentId } from "./save-scan.js";
 import { hookUsedEntries, readSinceStamp } from "./usage.js";
-import { lastUseOf } from "./working-set.js";
+import { lastUseOf, type Tally } from "./working-set.js";
 
 /** What the Triton hook saw a run's commands load (telemetry/, through the pipeline). */
 export interface HookUsage {
@@ -24,11 +24,6 @@ export interface SaveOptions {
   evict?: "yes" | "if-new" | { never: string };
   /** What the hook saw; without it use comes from access times alone. */
   hook?: HookUsage;
-}
-
-interface Tally {
-  entries: number;
-  bytes: number;
 }
 
 /** What a save learnt about use and did with it (SaveReport.usage). */
@@ -66,14 +61,6 @@ export function emptyUsageReport(): UsageReport {
   };
 }
 
-/** The parent's record of when each of its entries was last used. */
-function parentUses(parent: Manifest | null): (ref: EntryRef) => Use {
-  return (ref) => {
-    if (!parent) throw new Error("an entry reused without a parent");
-    return lastUseOf(parent, ref);
-  };
-}
-
 /**
  * Works out which entries the job used: new and changed entries always; of the entries reused from
  * the parent, those read since the restore stamped them (where the restore found that reads move
@@ -97,9 +84,8 @@ export function assessUsage(input: {
   report.generation = generation;
   const atime = state?.usage?.atime ?? {};
   const hookSeen = opts.hook?.complete ? hookUsedEntries(ctx.caches, opts.hook.dirs) : new Set<string>();
-  const sources = new Set<string>();
+  const sources = new Set<"atime" | "hook">();
   const reusedIds = new Set(reused.map(presentId));
-  const usedOf = parentUses(parent);
   const lastUsed = new Map<string, Use>();
   for (const p of kept) {
     const id = presentId(p);
@@ -109,7 +95,8 @@ export function assessUsage(input: {
     if (byHook) sources.add("hook");
     const used =
       !reusedIds.has(id) || (!byAtime && !byHook) || (byAtime && readSinceStamp(p.entry)) || hookSeen.has(id);
-    lastUsed.set(id, used ? now : usedOf(parentRefs.get(id) as EntryRef));
+    // Only an entry reused from the parent can be unused now: it has the parent's record.
+    lastUsed.set(id, used ? now : lastUseOf(parent as Manifest, parentRefs.get(id) as EntryRef));
   }
   report.source = sources.has("atime")
     ? sources.has("hook")

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { type CacheFolder, type FoundEntry, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
+import { type CacheFolder, entryFilePath, type FoundEntry, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
 
 /**
@@ -17,10 +17,6 @@ import { entryId } from "../manifest/entry-id.js";
 export const STAMP_MS = 1000;
 /** A stamped atime read back within this of the stamp is still the stamp (timestamps round). */
 const STAMP_TOLERANCE_MS = 250;
-
-function filePath(root: string, entry: FoundEntry, rel: string): string {
-  return rel ? path.join(root, entry.name, rel) : path.join(root, entry.name);
-}
 
 /**
  * Whether reads in `root` move access times: a probe file is stamped, read and looked at again.
@@ -55,7 +51,7 @@ function isStamped(atimeMs: number, mtimeMs: number): boolean {
 export function stampUnread(root: string, entry: FoundEntry): FoundEntry {
   const files = [];
   for (const f of entry.files) {
-    const p = filePath(root, entry, f.rel);
+    const p = entryFilePath(root, entry, f.rel);
     try {
       fs.utimesSync(p, (f.mtimeMs - STAMP_MS) / 1000, f.mtimeMs / 1000);
       const st = fs.statSync(p);

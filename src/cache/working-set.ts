@@ -6,8 +6,14 @@ import type { EntryRef, Manifest, Use } from "../manifest/manifest.js";
  * Manifests written before use was recorded count every entry as live.
  */
 export interface WorkingSet {
-  live: { entries: number; bytes: number };
-  unused: { entries: number; bytes: number };
+  live: Tally;
+  unused: Tally;
+}
+
+/** A count of entries and their uncompressed bytes. */
+export interface Tally {
+  entries: number;
+  bytes: number;
 }
 
 /** The save an entry was last used at, from the manifest's own table. */

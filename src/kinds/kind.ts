@@ -1,3 +1,5 @@
+import path from "node:path";
+
 /** One file of a cache entry as found on disk. */
 export interface EntryFile {
   /** Path relative to the entry ("" when the entry is a single file). */
@@ -14,6 +16,11 @@ export interface FoundEntry {
   /** Path relative to the cache root; "/"-separated. */
   name: string;
   files: EntryFile[];
+}
+
+/** Where a file of an entry lies under the cache root (`rel` "" for a file-shaped entry). */
+export function entryFilePath(root: string, entry: { name: string }, rel: string): string {
+  return rel ? path.join(root, entry.name, rel) : path.join(root, entry.name);
 }
 
 export interface ScanResult {

@@ -223,16 +223,7 @@ describe("stack probe", () => {
 
   it("gives one stack id per canonical form, and a new one when any component changes", () => {
     const acc = { models: ["NVIDIA H200"], driver: "570.124.06", vendor: "nvidia" as const, cann: null };
-    const py = {
-      python: "3.12.3",
-      implementation: "cpython",
-      abi: "cpython-312-x86_64-linux-gnu",
-      system: "linux",
-      machine: "x86_64",
-      packages: { torch: "2.11.0", triton: "3.6.0" },
-      torchCuda: "12.8",
-      torchHip: null,
-    };
+    const py = TEST_PYTHON;
     const a = fingerprintFrom(py, acc, { image: "ghcr.io/org/ci:2026.11" });
     expect(canonicalForm(a.components)).toBe(
       "arch=x86_64\nos=linux\npin.image=ghcr.io/org/ci:2026.11\npython=3.12.3\npython-abi=cpython-312-x86_64-linux-gnu\ntorch=2.11.0\ntorch-cuda=12.8\ntriton=3.6.0\n",

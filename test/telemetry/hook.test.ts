@@ -111,7 +111,7 @@ describe("the Python telemetry hook", () => {
   });
 
   it("counts the simulated Triton's kernels through kcache run's environment", () => {
-    const { file, sim, cache, env } = simulatedTriton();
+    const { file, sim, env } = simulatedTriton();
     execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
     const cold = readTelemetry(file);
     fs.rmSync(file);

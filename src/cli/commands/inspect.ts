@@ -82,8 +82,8 @@ export async function inspectCommand(key: string, o: GlobalOptions & { scope?: s
 
 /** The key's working set: what the job used at its save and what it carried unused. */
 function workingSetLine(m: Manifest): string {
-  const w = workingSetOf(m);
   if (m.generation === undefined) return "use       not recorded (saved before kcache recorded use)";
+  const w = workingSetOf(m);
   return `use       save ${m.generation} of its chain: ${w.live.entries} entries (${formatBytes(w.live.bytes)}) used at it, ${w.unused.entries} (${formatBytes(w.unused.bytes)}) carried unused`;
 }
 

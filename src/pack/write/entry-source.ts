@@ -1,6 +1,5 @@
 import fs from "node:fs";
-import path from "node:path";
-import type { CacheKind, FoundEntry } from "../../kinds/kind.js";
+import { type CacheKind, entryFilePath, type FoundEntry } from "../../kinds/kind.js";
 
 /** One file of an entry in stored form, opened and sized, ready to be hashed or packed. */
 export interface OpenedFile {
@@ -20,7 +19,7 @@ export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): Ope
   const opened: OpenedFile[] = [];
   try {
     for (const f of kind.packOrder(entry.files)) {
-      const p = f.rel ? path.join(root, entry.name, f.rel) : path.join(root, entry.name);
+      const p = entryFilePath(root, entry, f.rel);
       if (kind.isRelocatable(entry.name, f.rel)) {
         const data = kind.normalize(root, entry.name, f.rel, fs.readFileSync(p));
         opened.push({ rel: f.rel, size: data.length, data, fd: null });
