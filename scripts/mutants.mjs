@@ -34,7 +34,7 @@ const MUTANTS = [
   {
     name: "Inductor's nested Triton group files not relocated",
     file: "src/kinds/inductor.ts",
-    find: "return rewriteGroup(data, (base) => path.join(root, path.dirname(entryName), base));",
+    find: "return tritonKind.relocate(root, path.dirname(entryName), path.basename(entryName), data);",
     replace: "return data;",
     tests: ["test/kinds/inductor.test.ts"],
   },
