@@ -82,9 +82,13 @@ export async function stateAfterRestore(
     const digests = new Map(restored.filter((r) => r.cache === name).map((r) => [r.name, r.sha256]));
     const scan = await scanFolder(folders.get(name) as CacheFolder, t.kind);
     const stamp = digests.size > 0 && atimeRecordsReads(t.root);
-    if (digests.size > 0) atime[name] = stamp;
-    if (digests.size > 0 && !stamp)
-      ctx.log.debug(`${t.root}: reads do not move access times here (noatime?); every entry counts as used`);
+    if (digests.size > 0) {
+      atime[name] = stamp;
+      if (!stamp)
+        ctx.log.debug(
+          `${t.root}: reads do not move access times here (noatime?); every entry counts as used`,
+        );
+    }
     const idx: Record<string, [string, string]> = {};
     for (const found of scan.entries) {
       const d = digests.get(found.name);

@@ -40,7 +40,9 @@ export function probeRoots(env: NodeJS.ProcessEnv): AcceleratorProbeRoots {
 /**
  * Finds the accelerator vendor, model and driver, and CANN on Ascend. Reads the drivers' files first
  * (instant), and only falls back to nvidia-smi / npu-smi, which can take a second, for the model.
- * Nothing keyed depends on npu-smi, which fails while another process holds the card.
+ * On NVIDIA machines nvidia-smi is asked for the compute capability, which no driver file holds (it
+ * runs beside the Python probe). Nothing keyed depends on npu-smi, which fails while another process
+ * holds the card.
  */
 export async function probeAccelerator(roots: AcceleratorProbeRoots): Promise<AcceleratorFacts> {
   const nvidia = (await nvidiaFromProc(roots.nvidiaProc)) ?? (await nvidiaFromSmi(roots.env));

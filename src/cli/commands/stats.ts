@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { readCatalog } from "../../cache/catalog.js";
+import type { WorkingSet } from "../../cache/working-set.js";
 import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
@@ -99,7 +100,7 @@ export async function statsCommand(
 
 /** The working-set table: per prefix, what the newest key's job used, what its restores carry unused, and the trend. */
 function workingSetLines(sets: PrefixWorkingSet[], scope: string): string[] {
-  const share = (w: { live: { bytes: number }; unused: { bytes: number } }) =>
+  const share = (w: WorkingSet) =>
     w.live.bytes + w.unused.bytes > 0
       ? `${Math.round((w.unused.bytes / (w.live.bytes + w.unused.bytes)) * 100)}%`
       : "-";
