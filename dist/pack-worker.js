@@ -1500,6 +1500,10 @@ var dirKind = {
   isRelocatable() {
     return false;
   },
+  // Any tool may write any file in place: never shared by a hard link.
+  linkSafe() {
+    return false;
+  },
   normalize(_root, _entryName, _rel, data) {
     return data;
   },
@@ -1513,13 +1517,37 @@ var dirKind = {
 
 // src/kinds/inductor.ts
 import { execFileSync } from "node:child_process";
-import fs3 from "node:fs";
+import fs4 from "node:fs";
 import path4 from "node:path";
 import { fileURLToPath } from "node:url";
 
 // src/kinds/triton.ts
-import fs2 from "node:fs";
+import fs3 from "node:fs";
 import path3 from "node:path";
+
+// src/unseen-read.ts
+import fs2 from "node:fs";
+var NOATIME = fs2.constants.O_NOATIME ?? 0;
+function openUnseen(p2) {
+  if (NOATIME) {
+    try {
+      return fs2.openSync(p2, fs2.constants.O_RDONLY | NOATIME);
+    } catch (e) {
+      if (e.code !== "EPERM") throw e;
+    }
+  }
+  return fs2.openSync(p2, "r");
+}
+function readUnseen(p2) {
+  const fd = openUnseen(p2);
+  try {
+    return fs2.readFileSync(fd);
+  } finally {
+    fs2.closeSync(fd);
+  }
+}
+
+// src/kinds/triton.ts
 var GROUP = /^__grp__.+\.json$/;
 var SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
 var MACHINE_LOCAL = /\.(gch|pch)$/;
@@ -1535,7 +1563,7 @@ var tritonKind = {
     const result = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     let top;
     try {
-      top = await fs2.promises.readdir(root, { withFileTypes: true });
+      top = await fs3.promises.readdir(root, { withFileTypes: true });
     } catch (e) {
       if (e.code === "ENOENT") return result;
       throw e;
@@ -1555,7 +1583,7 @@ var tritonKind = {
       const files = [];
       let inside;
       try {
-        inside = fs2.readdirSync(dir, { withFileTypes: true });
+        inside = fs3.readdirSync(dir, { withFileTypes: true });
       } catch (e) {
         if (vanished(e)) continue;
         throw e;
@@ -1585,7 +1613,7 @@ var tritonKind = {
         }
         let st2;
         try {
-          st2 = fs2.statSync(path3.join(dir, f2.name));
+          st2 = fs3.statSync(path3.join(dir, f2.name));
         } catch (e) {
           if (!vanished(e)) throw e;
           gone = true;
@@ -1636,6 +1664,11 @@ var tritonKind = {
     }
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
+  // FileCacheManager.put writes every file (kernels, group files, launchers, autotune results) into a
+  // tmp.pid_* folder and os.replace()s it in: an existing file is never opened for writing.
+  linkSafe() {
+    return true;
+  },
   packOrder(files) {
     const key = (f2) => `${GROUP.test(f2.rel) ? "1" : "0"}${f2.rel}`;
     return [...files].sort((a, b2) => key(a) < key(b2) ? -1 : key(a) > key(b2) ? 1 : 0);
@@ -1655,7 +1688,7 @@ function parseGroup(data) {
 }
 function readChildPaths(file) {
   try {
-    return parseGroup(fs2.readFileSync(file))?.child_paths ?? null;
+    return parseGroup(readUnseen(file))?.child_paths ?? null;
   } catch {
     return null;
   }
@@ -1669,6 +1702,7 @@ function vanished(e) {
 var TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
 var PICKLED = /^(fxgraph|aotautograd)\//;
 var MODULE = /\.py$/;
+var BEST_CONFIG = /\.best_config$/;
 var ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
 var rewriter;
 function rewriterScript() {
@@ -1676,7 +1710,7 @@ function rewriterScript() {
   let dir = path4.dirname(fileURLToPath(import.meta.url));
   for (; ; ) {
     const candidate = path4.join(dir, "python", "kcache_pickle", "rewrite.py");
-    if (fs3.existsSync(candidate)) {
+    if (fs4.existsSync(candidate)) {
       rewriter = candidate;
       return candidate;
     }
@@ -1703,7 +1737,7 @@ function rewritePickle(data, from, to2) {
 function rootSpellings(root) {
   const spellings = /* @__PURE__ */ new Set([path4.resolve(root)]);
   try {
-    spellings.add(fs3.realpathSync(root));
+    spellings.add(fs4.realpathSync(root));
   } catch {
   }
   return [...spellings].sort((a, b2) => b2.length - a.length);
@@ -1715,7 +1749,7 @@ function tritonFolder(root, entryName) {
   const name = path4.dirname(entryName);
   let files;
   try {
-    files = fs3.readdirSync(path4.join(root, name));
+    files = fs4.readdirSync(path4.join(root, name));
   } catch {
     files = [];
   }
@@ -1760,6 +1794,12 @@ var inductorKind = {
       return tritonKind.relocate(root, path4.dirname(entryName), path4.basename(entryName), data);
     return PICKLED.test(entryName) ? rewritePickle(data, ROOT_PLACEHOLDER, path4.resolve(root)) : replaceAll(data, ROOT_PLACEHOLDER, path4.resolve(root));
   },
+  // Inductor writes through write_atomic (a temp file renamed in) and its Triton folder through
+  // FileCacheManager, except `.best_config`: PyTorch before 2.6 wrote it with open(path, "wb") over
+  // the existing file, and LocalAutotuneCache writes it again on every hit. So it is copied.
+  linkSafe(entryName) {
+    return !BEST_CONFIG.test(entryName);
+  },
   packOrder(files) {
     return files;
   }
@@ -1773,7 +1813,7 @@ function cacheKind(kind) {
 
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs8 from "node:fs";
+import fs9 from "node:fs";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -1917,7 +1957,7 @@ var SyncCompressor = class {
 };
 
 // src/pack/zstd/portable.ts
-import fs4 from "node:fs";
+import fs5 from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
 import path5 from "node:path";
 import { fileURLToPath as fileURLToPath2 } from "node:url";
@@ -1931,7 +1971,7 @@ function wasmFile() {
     candidates.push(path5.join(path5.dirname(main), "zstd.wasm"));
   } catch {
   }
-  return candidates.find((f2) => fs4.existsSync(f2)) ?? null;
+  return candidates.find((f2) => fs5.existsSync(f2)) ?? null;
 }
 function loadWasm() {
   loading ??= (async () => {
@@ -2161,7 +2201,7 @@ function processDuplex(cmd, args) {
 
 // src/pack/read/entry-stager.ts
 import { randomBytes } from "node:crypto";
-import fs7 from "node:fs";
+import fs8 from "node:fs";
 import path7 from "node:path";
 
 // src/pack/entry-digest.ts
@@ -2184,7 +2224,7 @@ var EntryDigest = class {
 };
 
 // src/pack/read/checked-write.ts
-import fs5 from "node:fs";
+import fs6 from "node:fs";
 function noProgress(file) {
   const e = new Error(`${file}: write made no progress (disk full?)`);
   e.code = "ENOSPC";
@@ -2193,14 +2233,14 @@ function noProgress(file) {
 function writeFullySync(fd, data, file) {
   let off = 0;
   while (off < data.length) {
-    const n = fs5.writeSync(fd, data, off, data.length - off);
+    const n = fs6.writeSync(fd, data, off, data.length - off);
     if (n <= 0) throw noProgress(file);
     off += n;
   }
 }
 
 // src/pack/read/real-dirs.ts
-import fs6 from "node:fs";
+import fs7 from "node:fs";
 import path6 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
@@ -2208,15 +2248,15 @@ function ensureRealDirs(root, rel) {
     at2 = path6.join(at2, part);
     let st2;
     try {
-      st2 = fs6.lstatSync(at2);
+      st2 = fs7.lstatSync(at2);
     } catch (e) {
       if (e.code !== "ENOENT") throw e;
       try {
-        fs6.mkdirSync(at2);
+        fs7.mkdirSync(at2);
       } catch (m2) {
         if (m2.code !== "EEXIST") throw m2;
       }
-      st2 = fs6.lstatSync(at2);
+      st2 = fs7.lstatSync(at2);
     }
     if (st2.isSymbolicLink())
       throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
@@ -2277,7 +2317,7 @@ var StagedEntry = class {
     this.written.set(rel, size);
     try {
       this.prepare();
-      this.fd = fs7.openSync(dest, "wx");
+      this.fd = fs8.openSync(dest, "wx");
     } catch (e) {
       this.fail(`could not be written: ${e.message}`);
     }
@@ -2325,11 +2365,11 @@ var StagedEntry = class {
             Buffer.concat(h.chunks)
           );
           this.written.set(h.rel, data.length);
-          const fd = fs7.openSync(this.dest(h.rel), "wx");
+          const fd = fs8.openSync(this.dest(h.rel), "wx");
           try {
             writeFullySync(fd, data, this.dest(h.rel));
           } finally {
-            fs7.closeSync(fd);
+            fs8.closeSync(fd);
           }
         }
       } catch (e) {
@@ -2352,21 +2392,21 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs7.rmSync(this.staged, { recursive: true, force: true });
+    fs8.rmSync(this.staged, { recursive: true, force: true });
   }
   /** Why the staged files on disk are not exactly the ones written, or null when they are. */
   stagedDiffers() {
     if (this.target.kind.entryShape !== "folder") {
       const size = this.written.get("");
       try {
-        return fs7.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+        return fs8.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
       } catch {
         return "staged file vanished before placing";
       }
     }
     let names;
     try {
-      names = fs7.readdirSync(this.staged);
+      names = fs8.readdirSync(this.staged);
     } catch {
       return "staged entry vanished before placing";
     }
@@ -2375,7 +2415,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs7.statSync(path7.join(this.staged, n)).size;
+        size = fs8.statSync(path7.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -2389,7 +2429,7 @@ var StagedEntry = class {
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs7.mkdirSync(isDir ? this.staged : path7.dirname(this.staged), { recursive: true });
+    fs8.mkdirSync(isDir ? this.staged : path7.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -2397,7 +2437,7 @@ var StagedEntry = class {
     const fd = this.fd;
     this.fd = null;
     try {
-      fs7.closeSync(fd);
+      fs8.closeSync(fd);
     } catch (e) {
       this.bad ??= `could not be written: ${e.message}`;
     }
@@ -2408,35 +2448,35 @@ function place(staged, root, entryName, staging) {
   const dest = path7.join(root, entryName);
   for (let attempt = 0; ; attempt++) {
     try {
-      fs7.renameSync(staged, dest);
+      fs8.renameSync(staged, dest);
       return;
     } catch (e) {
       const code = e.code;
       if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
     }
     if (sameTree(staged, dest)) {
-      fs7.rmSync(staged, { recursive: true, force: true });
+      fs8.rmSync(staged, { recursive: true, force: true });
       return;
     }
     if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
     const aside = path7.join(staging, `old-${randomBytes(6).toString("hex")}`);
     try {
-      fs7.renameSync(dest, aside);
+      fs8.renameSync(dest, aside);
     } catch (e) {
       if (e.code !== "ENOENT") throw e;
       continue;
     }
-    fs7.rmSync(aside, { recursive: true, force: true });
+    fs8.rmSync(aside, { recursive: true, force: true });
   }
 }
 function sameTree(a, b2) {
   try {
-    const sa = fs7.statSync(a);
-    const sb = fs7.statSync(b2);
+    const sa = fs8.statSync(a);
+    const sb = fs8.statSync(b2);
     if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs7.readFileSync(a).equals(fs7.readFileSync(b2));
-    const na = fs7.readdirSync(a).sort();
-    const nb = fs7.readdirSync(b2).sort();
+    if (!sa.isDirectory()) return sa.size === sb.size && fs8.readFileSync(a).equals(fs8.readFileSync(b2));
+    const na = fs8.readdirSync(a).sort();
+    const nb = fs8.readdirSync(b2).sort();
     return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path7.join(a, n), path7.join(b2, n)));
   } catch {
     return false;
@@ -2753,18 +2793,18 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs8.openSync(file, "r");
+  const fd = fs9.openSync(file, "r");
   try {
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs8.readSync(fd, buf, 0, buf.length, null);
+      const n = fs9.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs8.closeSync(fd);
+    fs9.closeSync(fd);
   }
 }
 async function readPack(read) {
@@ -2819,22 +2859,22 @@ async function readPack(read) {
 }
 
 // src/pack/write/pack-builder.ts
-import fs11 from "node:fs";
+import fs12 from "node:fs";
 
 // src/pack/write/entry-source.ts
-import fs9 from "node:fs";
+import fs10 from "node:fs";
 function openEntry(kind, root, entry) {
   const opened = [];
   try {
     for (const f2 of kind.packOrder(entry.files)) {
       const p2 = entryFilePath(root, entry, f2.rel);
       if (kind.isRelocatable(entry.name, f2.rel)) {
-        const data = kind.normalize(root, entry.name, f2.rel, fs9.readFileSync(p2));
+        const data = kind.normalize(root, entry.name, f2.rel, readUnseen(p2));
         opened.push({ rel: f2.rel, size: data.length, data, fd: null });
         continue;
       }
-      const fd = fs9.openSync(p2, "r");
-      opened.push({ rel: f2.rel, size: fs9.fstatSync(fd).size, data: null, fd });
+      const fd = openUnseen(p2);
+      opened.push({ rel: f2.rel, size: fs10.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch {
@@ -2844,7 +2884,7 @@ function openEntry(kind, root, entry) {
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs9.closeSync(f2.fd);
+    if (f2.fd !== null) fs10.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -4786,7 +4826,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs10 = /* @__PURE__ */ Symbol("ondrain");
+var fs11 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -4820,8 +4860,8 @@ var wt = class extends A {
       if ((t.gzip ? 1 : 0) + (t.brotli ? 1 : 0) + (t.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t.gzip && (typeof t.gzip != "object" && (t.gzip = {}), this.portable && (t.gzip.portable = true), this.zip = new ze(t.gzip)), t.brotli && (typeof t.brotli != "object" && (t.brotli = {}), this.zip = new We(t.brotli)), t.zstd && (typeof t.zstd != "object" && (t.zstd = {}), this.zip = new Ye(t.zstd)), !this.zip) throw new Error("impossible");
       let e = this.zip;
-      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs10]()), this.on("resume", () => e.resume());
-    } else this.on("drain", this[fs10]);
+      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs11]()), this.on("resume", () => e.resume());
+    } else this.on("drain", this[fs11]);
     this.noDirRecurse = !!t.noDirRecurse, this.follow = !!t.follow, this.noMtime = !!t.noMtime, t.mtime && (this.mtime = t.mtime), this.filter = typeof t.filter == "function" ? t.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t) {
@@ -4934,7 +4974,7 @@ var wt = class extends A {
       this.emit("error", e);
     }
   }
-  [fs10]() {
+  [fs11]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t) {
@@ -5890,14 +5930,14 @@ function* buildPack(inputs, kindOf, compressor, result) {
           let pos = 0;
           while (pos < f2.size) {
             const want = Math.min(BATCH - fill2, f2.size - pos);
-            const n = fs11.readSync(f2.fd, batch, fill2, want, pos);
+            const n = fs12.readSync(f2.fd, batch, fill2, want, pos);
             if (n === 0) throw new Error(`${input.entry.name}/${f2.rel} shrank while being packed`);
             digest.update(batch.subarray(fill2, fill2 + n));
             fill2 += n;
             pos += n;
             if (fill2 === BATCH) yield* flush();
           }
-          fs11.closeSync(f2.fd);
+          fs12.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);

@@ -266,10 +266,10 @@ const MUTANTS = [
     tests: ["test/cache/prune-race.test.ts"],
   },
   {
-    name: "a kept cache folder not reconciled on restore",
-    file: "src/cache/restore.ts",
-    find: "report.entriesMovedAside += await moveAsideUnlisted(t.kind, t.root, keep, scans.get(name));",
-    replace: "void keep;",
+    name: "a persistent folder's unverified entries uploaded by the default branch's save",
+    file: "src/cache/save-scan.ts",
+    find: "if (vouched.has(p) || trusted.has(p.cache) || before === undefined || before !== p.sig) out.push(p);",
+    replace: "out.push(p);",
     tests: ["test/keys/scope-events.test.ts"],
   },
   {

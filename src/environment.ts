@@ -34,6 +34,7 @@ export const ENVIRONMENT_VARIABLES = {
   GITHUB_OUTPUT: "where step outputs are written",
   GITHUB_STEP_SUMMARY: "where the job summary is written",
   GITHUB_STATE: "what the action's main step leaves for its post step",
+  GITHUB_ENV: "where `kcache restore` points later steps at a job's own cache folders (isolate)",
   ACTIONS_RUNTIME_TOKEN: "the runner's token for its cache service",
   ACTIONS_RESULTS_URL: "the cache service (v2, twirp)",
   ACTIONS_CACHE_URL: "the cache service (v1): its presence means one is offered",

@@ -61,4 +61,7 @@ if RESULTS:
             r["median_ms"] *= 1.5
     with open(RESULTS, "w") as f:
         json.dump({"results": rows}, f)
-print(json.dumps({**COUNTS, "seconds": round(time.time() - start, 3), "triton": triton.__version__}))
+from triton.runtime.cache import WRITTEN  # noqa: E402
+
+print(json.dumps({**COUNTS, "seconds": round(time.time() - start, 3), "triton": triton.__version__,
+                  "written": sorted(WRITTEN)}))

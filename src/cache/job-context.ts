@@ -39,6 +39,11 @@ export interface JobContext {
   /** `<prefix>-<stackId>-` */
   stackKeyPrefix: string;
   stateFile: string;
+  /**
+   * The process that lasts as long as the CI job (process/job-anchor.ts): a persistent folder's job
+   * folders and live-job markers are named for it, so a later restore can tell when the job is gone.
+   */
+  jobPid: number;
   log: Log;
   /** --strict: which store and data faults fail the command (exit 3) instead of warning. */
   strict: Strictness;

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import type { CacheFolder } from "../kinds/kind.js";
 import type { Manifest } from "../manifest/manifest.js";
 
 /**
@@ -20,9 +21,49 @@ export interface LocalState {
    * reads move access times there. A save reads use from atimes only where this says true.
    */
   usage?: { atime: Record<string, boolean> };
+  /**
+   * Left by a restore: the entries its folders held that the restored key lacks (local, unverified:
+   * left by earlier jobs on this runner, a pull request's among them), cache -> name -> signature.
+   * A save uploads none of them as they are, unless the cache trusts local entries.
+   */
+  local?: Record<string, Record<string, string>>;
+  /** Left by a restore, and kept by the save: how the job began (cache/persistent/settle.ts ends it). */
+  job?: JobRecord;
+}
+
+/** How a job began on its cache folders, for the end of the job to merge, record use and trim. */
+export interface JobRecord {
+  startedAt: number;
+  /** cache -> this job's marker in the persistent folder (live-jobs.ts). */
+  markers: Record<string, string>;
+  /** cache -> the job's own folder (isolate). */
+  folders: Record<string, string>;
+  /** cache -> every entry its folder held once the restore was done -> its signature. */
+  seen: Record<string, Record<string, string>>;
+  /** cache -> those of them the restored key lacks (local, unverified) -> their signature. */
+  local: Record<string, Record<string, string>>;
+  /** cache -> whether reads move access times there (the restore stamped every entry unread). */
+  atime: Record<string, boolean>;
 }
 
 export { stateDir } from "../state-dir.js";
+
+/**
+ * The caches as this job uses them: where its restore made a folder of the job's own (isolate) that
+ * is still there, that folder in place of the persistent one.
+ */
+export function jobCaches(caches: CacheFolder[], state: LocalState | null): CacheFolder[] {
+  return caches.map((c) => {
+    const own = state?.job?.folders[c.name];
+    return own && fs.existsSync(own) ? { ...c, path: own } : c;
+  });
+}
+
+/** The job's context with its caches where this job's restore (the local state for its key) put them. */
+export function afterRestore<T extends { caches: CacheFolder[]; key: string; stateFile: string }>(ctx: T): T {
+  const state = readState(ctx.stateFile);
+  return state?.primaryKey === ctx.key ? { ...ctx, caches: jobCaches(ctx.caches, state) } : ctx;
+}
 
 /** One state file per workload prefix and set of cache paths. */
 export function stateFile(dir: string, prefix: string, cachePaths: string[]): string {
@@ -61,11 +102,15 @@ export function forgetUsage(file: string): void {
   writeState(file, state);
 }
 
-/** The state a save leaves: the key it saved (or found) as the parent, and each saved entry's signature and digest. */
+/**
+ * The state a save leaves: the key it saved (or found) as the parent, each saved entry's signature
+ * and digest, and the record of how the job began (`job`), which the end of the job still needs.
+ */
 export function stateAfterSave(
   key: string,
   parent: LocalState["parent"],
   saved: { cache: string; entry: { name: string }; sig: string; digest: string | null }[],
+  job?: JobRecord,
 ): LocalState {
   const index: LocalState["index"] = {};
   for (const p of saved) {
@@ -74,5 +119,5 @@ export function stateAfterSave(
     idx[p.entry.name] = [p.sig, p.digest];
     index[p.cache] = idx;
   }
-  return { version: 1, primaryKey: key, parent, index };
+  return { version: 1, primaryKey: key, parent, index, ...(job ? { job } : {}) };
 }

@@ -5,6 +5,7 @@ import type { JobContext } from "./job-context.js";
 import type { SavePlan } from "./save-plan.js";
 import type { Skipped } from "./save-scan.js";
 import { emptyUsageReport, type UsageReport } from "./save-usage.js";
+import type { Tally } from "./working-set.js";
 
 export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lost-race";
 
@@ -28,6 +29,12 @@ export interface SaveReport {
   /** Which entries the job used, which it did not, and which went for that (eviction by use). */
   usage: UsageReport;
   skipped: Skipped;
+  /**
+   * Entries in the folders that this save could not vouch for and so left out: `unverified`, those
+   * the folder held before the job (as its restore recorded them, unchanged since) that are not in
+   * the key it restored (a pull request's job on this runner may have made them).
+   */
+  leftOut: { unverified: Tally };
   /** Faults the save met and recovered from, coded (faults.ts); --strict fails on those it names, once the key is saved. */
   faults: Fault[];
   seconds: number;
@@ -52,6 +59,7 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
     consolidated: false,
     usage: emptyUsageReport(),
     skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0, vanished: 0 },
+    leftOut: { unverified: { entries: 0, bytes: 0 } },
     faults: [],
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),

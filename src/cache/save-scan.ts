@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { isTrustedScope } from "../keys/scope.js";
 import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
 import { EntryDigest } from "../pack/entry-digest.js";
@@ -120,4 +121,39 @@ export function hashEntry(p: Present): string | null {
     closeEntry(files);
   }
   return d.digest();
+}
+
+/**
+ * The entries a save may upload: all of `kept` but those its job's restore found in the folder
+ * without the restored key vouching for them (local, unverified: left by an earlier job on this
+ * runner, a pull request's among them) and that are unchanged since. `reused` entries (the parent
+ * key has them byte for byte) always stay; a cache with `trustLocal` keeps everything. Without a
+ * restore in this job there is no record, and every entry counts as the job's own: said once, since
+ * on a runner that keeps its folder that uploads whatever earlier jobs left.
+ */
+export function leaveOutUnverified(
+  ctx: JobContext,
+  found: { kept: Present[]; reused: Present[]; ours: LocalState | null },
+  report: { leftOut: { unverified: { entries: number; bytes: number } } },
+): Present[] {
+  const { kept, reused, ours } = found;
+  if (!ours?.local) {
+    if (kept.length > reused.length && isTrustedScope(ctx.scopes.write))
+      ctx.log.warn(
+        `no restore ran before this save in this job (${ctx.stateFile}): every entry in the caches counts as this job's own; on a runner that keeps its cache folder between jobs, run kcache restore before the job so that only entries it made or the restored key vouches for are uploaded`,
+      );
+    return kept;
+  }
+  const trusted = new Set(ctx.caches.filter((c) => c.trustLocal).map((c) => c.name));
+  const vouched = new Set(reused);
+  const out: Present[] = [];
+  for (const p of kept) {
+    const before = ours.local[p.cache]?.[p.entry.name];
+    if (vouched.has(p) || trusted.has(p.cache) || before === undefined || before !== p.sig) out.push(p);
+    else {
+      report.leftOut.unverified.entries++;
+      report.leftOut.unverified.bytes += p.size;
+    }
+  }
+  return out;
 }

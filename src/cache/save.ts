@@ -6,14 +6,14 @@ import type { WrittenPack } from "../pack/write/pack-writer.js";
 import { manifestObject } from "../store/layout.js";
 import { fault, StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
-import { type LocalState, readState, stateAfterSave, writeState } from "./local-state.js";
+import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "./pack-lease.js";
 import { commitManifest, existingManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import { countSaved, emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
-import { hashEntry, type Present, presentId, scanForSave } from "./save-scan.js";
+import { hashEntry, leaveOutUnverified, type Present, presentId, scanForSave } from "./save-scan.js";
 import { assessUsage, type SaveOptions, type UsagePlan } from "./save-usage.js";
 
 export type { SaveOutcome, SaveReport } from "./save-report.js";
@@ -28,7 +28,11 @@ export type { HookUsage, SaveOptions } from "./save-usage.js";
  * and locks are never saved. Keys are immutable.
  */
 export async function save(ctx: JobContext, opts: SaveOptions = {}): Promise<SaveReport> {
-  const report = await new SaveRun(ctx, opts).run();
+  const state = readState(ctx.stateFile);
+  const ours = state?.primaryKey === ctx.key ? state : null;
+  // Under isolate the job's entries are in its own folder: that is what is saved.
+  const work: JobContext = { ...ctx, caches: jobCaches(ctx.caches, ours) };
+  const report = await new SaveRun(work, opts).run(state, ours);
   const failing = report.faults.find((f) => ctx.strict.fails(f.code));
   if (failing)
     throw new StrictFaultError(`save met a fault (--strict): ${failing.code}: ${failing.message}`, failing);
@@ -50,6 +54,8 @@ class SaveRun {
   private kinds: Awaited<ReturnType<typeof scanForSave>>["kinds"] = new Map();
   private readonly leaseId = newLeaseId();
   private lease: Lease | null = null;
+  /** How the job began (its restore's record), kept in the state for the end of the job. */
+  private job: LocalState["job"];
 
   constructor(
     private readonly ctx: JobContext,
@@ -74,17 +80,17 @@ class SaveRun {
     );
   }
 
-  async run(): Promise<SaveReport> {
+  async run(state: LocalState | null, ours: LocalState | null): Promise<SaveReport> {
     const { ctx } = this;
-    const state = readState(ctx.stateFile);
-    const ours = state?.primaryKey === ctx.key ? state : null;
+    this.job = ours?.job;
     if (ours?.parent?.exact && ours.parent.scope === this.scope)
       return this.done(
         "key-exists",
         `key ${ctx.key} was restored exactly; keys are immutable, nothing saved`,
       );
     if (await existingManifest(ctx.store, this.object)) return this.keyExists();
-    const parent: Match | null = ours ? ours.parent : await findManifest(ctx);
+    // A restore that missed (or only looked) left no parent: one saved since is built on.
+    const parent: Match | null = ours?.parent ?? (await findManifest(ctx));
     this.parent = parent;
     this.report.parentKey = parent?.key ?? null;
     // Another run saved this very key since we looked (a race): it stands.
@@ -93,13 +99,18 @@ class SaveRun {
     await this.scan(state, ours);
     if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {
       // This very key, visible from another scope (a pull request that restored the default branch's).
-      writeState(ctx.stateFile, stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept));
+      writeState(ctx.stateFile, stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept, ours?.job));
       this.report.entries = this.kept.length;
       this.report.entriesReused = this.reused.length;
       return this.done("nothing-new", `nothing new since ${parent.key}: no pack written, 0 bytes uploaded`);
     }
     if (this.kept.length === 0)
-      return this.done("empty", "the caches hold no complete entries; nothing saved");
+      return this.done(
+        "empty",
+        this.report.leftOut.unverified.entries
+          ? `nothing this job can vouch for: the ${this.report.leftOut.unverified.entries} entries in the caches were there before it and are in no key it restored (local, unverified); nothing saved`
+          : "the caches hold no complete entries; nothing saved",
+      );
     await this.takeLease();
     try {
       // Nothing new still records the key: a manifest over the parent's packs and no pack bytes, so an
@@ -144,6 +155,9 @@ class SaveRun {
       this.kept.push(p);
     }
     ({ reused: this.reused, dropped: this.dropped } = matchParent(this.kept, this.parentRefs));
+    // Entries the restored key vouches for are reused above; of the rest, those the folder held
+    // before the job, unchanged, are nobody's to upload.
+    this.kept = leaveOutUnverified(this.ctx, { kept: this.kept, reused: this.reused, ours }, this.report);
     this.usage = assessUsage({
       ctx: this.ctx,
       state: ours,
@@ -230,6 +244,7 @@ class SaveRun {
         ctx.key,
         { key: ctx.key, scope: this.scope, exact: true, manifest },
         savedEntries(this.kept, manifest),
+        this.job,
       ),
     );
     countSaved(report, plan, manifest, written, body.length);

@@ -50,9 +50,22 @@ export async function main(argv: string[]): Promise<void> {
         "--restore-key <prefixes...>",
         "key prefixes to fall back to, in order (actions/cache's restore-keys)",
       );
+      persistentRunner(cmd);
     }
     return cmd;
   };
+  // A persistent self-hosted runner's settings for every cache (kcache.yml's per cache; docs/self-hosted.md).
+  const persistentRunner = (cmd: Command) =>
+    cmd
+      .option(
+        "--isolate",
+        "run the job in a folder of its own, made from the cache folder by hard links; merged back only after a default-branch or tag job passed",
+      )
+      .option(
+        "--trust-local",
+        "also upload entries the folder held before the job that the restored key lacks (a runner that only runs the default branch)",
+      )
+      .option("--max-size <size>", "trim each cache folder to this at the end of the job (e.g. 20GB)");
 
   common(
     program
@@ -112,6 +125,27 @@ export async function main(argv: string[]): Promise<void> {
       .option("--dry-run", "say what would be deleted; delete nothing"),
     { strict: false, store: true },
   ).action(async (o) => (await import("./commands/prune.js")).pruneCommand(o));
+
+  common(
+    program
+      .command("trim")
+      .description(
+        "trim each cache folder to its max-size, least recently used entries first, never one a running job may read",
+      )
+      .option("--max-size <size>", "the bound (e.g. 20GB; default: each cache's max-size in kcache.yml)")
+      .option("--older-than <age>", "also remove entries unused for this long (30m, 12h, 7d, 2w)")
+      .option("--dry-run", "say what would be removed; remove nothing")
+      .option(
+        "--path <paths...>",
+        "trim these folders instead of kcache.yml's caches, as actions/cache's path",
+      )
+      .option(
+        "--kind <kind>",
+        "kind of the --path folders: auto (detect each), triton, inductor or dir",
+        "auto",
+      ),
+    { strict: false },
+  ).action(async (o) => (await import("./commands/trim.js")).trimCommand(o));
 
   common(
     program

@@ -12,4 +12,8 @@ export interface GlobalOptions {
   kind?: string;
   key?: string;
   restoreKey?: string[];
+  /** A persistent runner's settings for every cache (kcache.yml's isolate, trust-local, max-size). */
+  isolate?: boolean;
+  trustLocal?: boolean;
+  maxSize?: string;
 }

@@ -1,6 +1,9 @@
 import { Strictness } from "../cache/faults.js";
+import { parseDuration, parseSize } from "../config/durations.js";
 import type { Config } from "../config/load.js";
+import { UsageError } from "../errors.js";
 import { buildJob, type Job, type JobOverrides, jobConfig, parseKind } from "../job/build-job.js";
+import type { CacheFolder } from "../kinds/kind.js";
 import { createLog, type Log } from "../log.js";
 import { stderrProgress } from "../progress.js";
 import type { GlobalOptions } from "./options.js";
@@ -16,7 +19,31 @@ export function overridesFrom(o: GlobalOptions, profile?: string): JobOverrides 
     profile,
     revision: o.revision,
     strict: Strictness.parse(o.strict),
+    isolate: o.isolate,
+    trustLocal: o.trustLocal,
+    maxSize: o.maxSize === undefined ? undefined : sizeOption(o.maxSize, "--max-size"),
   };
+}
+
+/** A size flag's bytes ("20GB", "512MiB", bytes); a UsageError naming the flag otherwise. */
+export function sizeOption(text: string, flag: string): number {
+  const bytes = parseSize(text);
+  if (bytes === null) throw new UsageError(`${flag} ${text}: use a size like 500MB, 10GB or 2GiB`);
+  return bytes;
+}
+
+/** A duration flag's milliseconds ("90s", "30m", "12h", "7d", "2w"); a UsageError naming the flag otherwise. */
+export function durationOption(text: string, flag: string): number {
+  const ms = parseDuration(text);
+  if (ms === null)
+    throw new UsageError(`${flag} ${text}: use a number and a unit, like 90s, 30m, 12h, 7d or 2w`);
+  return ms;
+}
+
+/** The caches this command line names (kcache.yml's, or --path's), without probing the stack. */
+export function commandCaches(o: GlobalOptions): { caches: CacheFolder[]; log: Log } {
+  const log = createLog({ verbose: o.verbose });
+  return { caches: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log }).config.caches, log };
 }
 
 /**
@@ -32,13 +59,17 @@ export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
   };
 }
 
-/** The job (config, stack, revision, scopes, key) for commands that restore, save or run. */
-export function commandJob(o: GlobalOptions, profile?: string): Promise<Job> {
+/**
+ * The job (config, stack, revision, scopes, key) for commands that restore, save or run;
+ * `runsTheJob` for those whose one process runs the whole job (run, prewarm, compare).
+ */
+export function commandJob(o: GlobalOptions, profile?: string, runsTheJob = false): Promise<Job> {
   return buildJob({
     configFile: o.config,
     overrides: overridesFrom(o, profile),
     log: createLog({ verbose: o.verbose }),
     progress: stderrProgress,
+    runsTheJob,
   });
 }
 

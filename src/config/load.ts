@@ -4,7 +4,11 @@ import { parseDocument } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
 import type { CacheFolder } from "../kinds/kind.js";
+import { checkCachePaths } from "./cache-paths.js";
 import { interpolate } from "./interpolate.js";
+
+export { checkCachePaths } from "./cache-paths.js";
+
 import type { ProfileSpec } from "./profile-schema.js";
 import { configSchema, type ParsedConfig, type RawConfig } from "./schema.js";
 import { resolveStore, type StoreConfig, storeFromText } from "./store-config.js";
@@ -135,6 +139,9 @@ export function resolveConfig(
     kind: c.kind,
     path: path.resolve(cwd, expand(c.path, `caches[${i}].path`)),
     env: c.env ?? DEFAULT_ENV[c.kind],
+    trustLocal: c["trust-local"],
+    isolate: c.isolate,
+    maxSize: c["max-size"] ?? null,
   }));
   checkCachePaths(caches, (j) => `${source}: caches[${kept[j]?.i}].path`, env, cwd);
   let store: StoreConfig;
@@ -178,43 +185,11 @@ export function resolveConfig(
   };
 }
 
-/**
- * A restore makes a cache folder hold only the restored key (the rest is moved aside), so a cache
- * must never be a folder that holds anything else: the root, the home folder, or the checkout; and
- * no two caches may overlap. `field(i)` names the i-th path in errors.
- */
 /** The variable that points a job at a cache of each kind, unless the cache names its own. */
 const DEFAULT_ENV: Partial<Record<string, string>> = {
   triton: "TRITON_CACHE_DIR",
   inductor: "TORCHINDUCTOR_CACHE_DIR",
 };
-
-export function checkCachePaths(
-  caches: { path: string }[],
-  field: (i: number) => string,
-  env: NodeJS.ProcessEnv,
-  cwd: string,
-): void {
-  const home = env.HOME ? path.resolve(env.HOME) : null;
-  caches.forEach((c, i) => {
-    const holdsCwd = cwd === c.path || cwd.startsWith(`${c.path}${path.sep}`);
-    if (c.path === path.parse(c.path).root || c.path === home || holdsCwd) {
-      throw new ConfigError(
-        `${field(i)}: ${c.path} is ${holdsCwd ? "the working folder or a folder above it" : c.path === home ? "the home folder" : "the filesystem root"}; a cache needs a folder of its own (a restore moves aside what the key lacks)`,
-      );
-    }
-  });
-  caches.forEach((c, i) => {
-    caches.slice(0, i).forEach((other, j) => {
-      const inside = (a: string, b: string) => a === b || a.startsWith(`${b}${path.sep}`);
-      if (inside(c.path, other.path) || inside(other.path, c.path)) {
-        throw new ConfigError(
-          `${field(i)}: ${c.path} ${c.path === other.path ? "is the same folder as" : "overlaps"} ${field(j).replace(/^.*: /, "")} (${other.path}); give each cache its own folder`,
-        );
-      }
-    });
-  });
-}
 
 /** The profile with its caches and prefix applied to the configuration. */
 export function profileConfig(

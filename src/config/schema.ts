@@ -21,6 +21,16 @@ const cacheName = z
   .string()
   .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, { message: "use letters, digits, '.', '_' and '-' only" });
 
+/** A size as "20GB", "512MiB" or a number of bytes; positive. */
+export const sizeSchema = z.union([z.number().int().positive(), z.string()]).transform((v, c) => {
+  const bytes = typeof v === "number" ? v : parseSize(v);
+  if (bytes === null || bytes <= 0) {
+    c.addIssue({ code: "custom", message: `"${v}" is not a size: write 20GB, 512MiB or a number of bytes` });
+    return z.NEVER;
+  }
+  return bytes;
+});
+
 export const cacheSchema = z
   .object({
     name: cacheName,
@@ -31,6 +41,12 @@ export const cacheSchema = z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/)
       .optional(),
+    /** Upload entries the folder held before the job that the restored key lacks (docs/self-hosted.md). */
+    "trust-local": z.boolean().default(false),
+    /** Run the job in a folder of its own, merged back only after a trusted job passed (docs/self-hosted.md). */
+    isolate: z.boolean().default(false),
+    /** The most the folder keeps between jobs ("20GB"); least recently used entries are trimmed first. */
+    "max-size": sizeSchema.optional(),
   })
   .strict();
 
@@ -118,20 +134,7 @@ export const saveSchema = z
       .strict()
       .default({ runs: KEEP_UNUSED_RUNS, days: KEEP_UNUSED_DAYS }),
     /** The most a key holds ("20GB", "512MiB" or bytes); least recently used entries go first. */
-    "max-bytes": z
-      .union([z.number().int().positive(), z.string()])
-      .transform((v, c) => {
-        const bytes = typeof v === "number" ? v : parseSize(v);
-        if (bytes === null || bytes <= 0) {
-          c.addIssue({
-            code: "custom",
-            message: `"${v}" is not a size: write 20GB, 512MiB or a number of bytes`,
-          });
-          return z.NEVER;
-        }
-        return bytes;
-      })
-      .optional(),
+    "max-bytes": sizeSchema.optional(),
   })
   .strict();
 

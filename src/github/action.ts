@@ -1,15 +1,18 @@
 import * as core from "@actions/core";
 import { Strictness } from "../cache/faults.js";
+import { afterRestore } from "../cache/local-state.js";
 import { restore } from "../cache/restore.js";
 import { type SaveOptions, save } from "../cache/save.js";
 import { usageSummary } from "../cache/save-usage.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
+import { parseSize } from "../config/durations.js";
 import { hostEnvironment } from "../environment.js";
 import { CacheMissError, KcacheError, UsageError } from "../errors.js";
 import { buildJob, type Job, type JobOverrides, parseKind } from "../job/build-job.js";
 import type { Log } from "../log.js";
 import { prewarm } from "../pipeline/prewarm.js";
 import { defaultOutDir, type RunReport, runProfile } from "../pipeline/run-profile.js";
+import { settleStage } from "../pipeline/stages/settle-stage.js";
 import { stderrProgress } from "../progress.js";
 import { githubCommandLog } from "./command-groups.js";
 import { Inputs, Outputs, SAVE_ALWAYS_ENV, State } from "./io-names.js";
@@ -60,15 +63,30 @@ function inputOverrides(key?: string): JobOverrides {
     restoreKeys: lines(Inputs.restoreKeys),
     profile: text(Inputs.profile),
     strict: Strictness.parse(core.getInput(Inputs.strict) || undefined, `input ${Inputs.strict}:`),
+    trustLocal: flag(Inputs.trustLocal) || undefined,
+    isolate: flag(Inputs.isolate) || undefined,
+    maxSize: sizeInput(Inputs.maxSize),
   };
 }
 
-function job(log: Log, key?: string): Promise<Job> {
+/** A size input ("20GB", "512MiB", bytes), or undefined when not given. */
+function sizeInput(name: string): number | undefined {
+  const v = core.getInput(name);
+  if (!v) return undefined;
+  const bytes = parseSize(v);
+  if (bytes === null || bytes <= 0)
+    throw new UsageError(`input ${name}: "${v}" is not a size: write 20GB, 512MiB or a number of bytes`);
+  return bytes;
+}
+
+/** The job the inputs describe; `runsTheJob` in the modes whose one step runs the whole job (run, prewarm). */
+function job(log: Log, key?: string, runsTheJob = false): Promise<Job> {
   return buildJob({
     configFile: core.getInput(Inputs.config) || undefined,
     overrides: inputOverrides(key),
     log,
     progress: stderrProgress,
+    runsTheJob,
   });
 }
 
@@ -100,8 +118,8 @@ async function restoreStep(log: Log, postSave: boolean): Promise<void> {
   setOutputs({ [Outputs.primaryKey]: ctx.key });
   const lookupOnly = flag(Inputs.lookupOnly);
   const r = await tolerateCacheFailure("restore", ctx.strict, log, () => restore(ctx, { lookupOnly }));
-  // Later steps find each cache where it was restored.
-  for (const c of ctx.caches) if (c.env) core.exportVariable(c.env, c.path);
+  // Later steps find each cache where it was restored: a folder of the job's own under isolate.
+  for (const c of afterRestore(ctx).caches) if (c.env) core.exportVariable(c.env, c.path);
   setOutputs({
     [Outputs.cacheHit]: String(Boolean(r?.cacheHit)),
     [Outputs.matchedKey]: r?.matchedKey ?? "",
@@ -140,6 +158,9 @@ async function saveStep(log: Log, key?: string, post = false): Promise<void> {
   if (r?.outcome === "saved" || r?.outcome === "nothing-new")
     log.info(usageSummary(r.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));
   setOutputs({ [Outputs.saved]: String(r?.outcome === "saved") });
+  // The step runs after the job passed (post-if), or under save-always after any job.
+  const noMerge = typeof opts.evict === "object" ? opts.evict.never : undefined;
+  await settleStage(ctx, { passed: true, noMerge });
 }
 
 function publish(report: RunReport): void {
@@ -151,7 +172,7 @@ function publish(report: RunReport): void {
 }
 
 async function runStep(log: Log): Promise<void> {
-  const j = await job(log);
+  const j = await job(log, undefined, true);
   const name = j.profile?.name as string;
   publish(
     await runProfile({
@@ -163,7 +184,7 @@ async function runStep(log: Log): Promise<void> {
 }
 
 async function prewarmStep(log: Log): Promise<void> {
-  const j = await job(log);
+  const j = await job(log, undefined, true);
   const r = await prewarm({
     job: j,
     outDir: defaultOutDir(j.profile?.name as string),

@@ -16,6 +16,10 @@ export const Inputs = {
   saveAlways: "save-always",
   strict: "strict",
   ifChanged: "if-changed",
+  /** The persistent-runner settings for every cache (docs/self-hosted.md). */
+  trustLocal: "trust-local",
+  isolate: "isolate",
+  maxSize: "max-size",
   /** Accepted so that workflows written for actions/cache do not warn; kcache does not use them. */
   uploadChunkSize: "upload-chunk-size",
   enableCrossOsArchive: "enableCrossOsArchive",

@@ -9,6 +9,7 @@ import { primaryKey, stackPrefix } from "../keys/key.js";
 import { checkRevision, currentRevision } from "../keys/revision.js";
 import { scopePlan } from "../keys/scope.js";
 import type { Log } from "../log.js";
+import { jobAnchorPid } from "../process/job-anchor.js";
 import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
 import { openStore } from "../store/open.js";
 import type { Store } from "../store/store.js";
@@ -31,6 +32,8 @@ export interface JobContextOptions {
    * back) is taken as it is.
    */
   key?: string;
+  /** kcache itself runs the whole job (`kcache run`): it is what the job's folders are named for. */
+  runsTheJob?: boolean;
 }
 
 /** Probes the stack once; its warnings and pin mismatches are said here, once. */
@@ -96,6 +99,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
       prefix,
       config.caches.map((c) => c.path),
     ),
+    jobPid: jobAnchorPid(env, opts.runsTheJob === true),
     log,
     strict,
     runtime: runtimeSettings(env),

@@ -2,6 +2,7 @@ import path from "node:path";
 import { Strictness } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
+import { persistentFolderOf } from "../cache/persistent/job-folder.js";
 import { type Config, loadConfig, profileConfig } from "../config/load.js";
 import type { ProfileSpec } from "../config/profile-schema.js";
 import { storeFromText } from "../config/store-config.js";
@@ -35,6 +36,10 @@ export interface JobOverrides {
   revision?: string;
   /** Which faults fail the command (--strict, the action's strict input). */
   strict?: Strictness;
+  /** The persistent-runner settings for every cache (the action's inputs, the CLI's flags). */
+  trustLocal?: boolean;
+  isolate?: boolean;
+  maxSize?: number;
 }
 
 export interface JobRequest {
@@ -51,6 +56,8 @@ export interface JobRequest {
   /** A fingerprint already probed (tests, benchmarks): the stack is not probed again. */
   stack?: StackFingerprint;
   store?: Store;
+  /** kcache itself runs the whole job (`kcache run`, the action's run mode). */
+  runsTheJob?: boolean;
 }
 
 /** One invocation's job: its settled configuration, its profile if any, and the context to restore and save. */
@@ -84,7 +91,22 @@ export function jobConfig(req: JobRequest): { config: Config; profile: Job["prof
     config = { ...config, caches: pathLineCaches(o.paths, o.kind ?? "auto", "path", env, cwd) };
   }
   if (o.restoreKeys?.length) config = { ...config, key: { ...config.key, restorePrefixes: o.restoreKeys } };
-  return { config, profile };
+  return { config: { ...config, caches: config.caches.map((c) => persistentCache(c, o)) }, profile };
+}
+
+/**
+ * A cache with the overrides' persistent-runner settings, at its persistent folder: a later step of
+ * an isolated job finds the cache's variable pointing at the job's own folder (the restore exported
+ * it), which stands for the folder it was made from.
+ */
+function persistentCache(c: CacheFolder, o: JobOverrides): CacheFolder {
+  return {
+    ...c,
+    path: persistentFolderOf(c.path),
+    trustLocal: o.trustLocal ?? c.trustLocal,
+    isolate: o.isolate ?? c.isolate,
+    maxSize: o.maxSize ?? c.maxSize,
+  };
 }
 
 /**
@@ -115,6 +137,7 @@ export async function buildJob(req: JobRequest): Promise<Job> {
     store: req.store,
     progress: req.progress,
     key: o.key,
+    runsTheJob: req.runsTheJob,
   });
   return { config, profile, ctx, stack, env, cwd };
 }

@@ -59,6 +59,11 @@ export const dirKind: CacheKind = {
     return false;
   },
 
+  // Any tool may write any file in place: never shared by a hard link.
+  linkSafe(): boolean {
+    return false;
+  },
+
   normalize(_root, _entryName, _rel, data): Buffer {
     return data;
   },

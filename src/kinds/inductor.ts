@@ -28,6 +28,7 @@ import { tritonKind } from "./triton.js";
 const TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
 const PICKLED = /^(fxgraph|aotautograd)\//;
 const MODULE = /\.py$/;
+const BEST_CONFIG = /\.best_config$/;
 /** Where a stored entry had the cache folder's path. */
 export const ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
 
@@ -154,6 +155,13 @@ export const inductorKind: CacheKind = {
     return PICKLED.test(entryName)
       ? rewritePickle(data, ROOT_PLACEHOLDER, path.resolve(root))
       : replaceAll(data, ROOT_PLACEHOLDER, path.resolve(root));
+  },
+
+  // Inductor writes through write_atomic (a temp file renamed in) and its Triton folder through
+  // FileCacheManager, except `.best_config`: PyTorch before 2.6 wrote it with open(path, "wb") over
+  // the existing file, and LocalAutotuneCache writes it again on every hit. So it is copied.
+  linkSafe(entryName: string): boolean {
+    return !BEST_CONFIG.test(entryName);
   },
 
   packOrder(files: EntryFile[]): EntryFile[] {

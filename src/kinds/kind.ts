@@ -55,6 +55,15 @@ export interface CacheFolder {
   include?: string[];
   /** Absolute globs (`!` lines): an entry is left out when it, or a folder above it, matches one. */
   exclude?: string[];
+  /**
+   * Entries found in the folder before the job that the restored key lacks are uploaded as if this
+   * job had made them (a runner that only ever runs the default branch). Default: never uploaded.
+   */
+  trustLocal?: boolean;
+  /** The job works in a folder of its own, made from this one by hard links, merged back only after a trusted job passed. */
+  isolate?: boolean;
+  /** The most bytes of entries the folder keeps between jobs; least recently used entries go first (null: no bound). */
+  maxSize?: number | null;
 }
 
 /**
@@ -85,6 +94,12 @@ export interface CacheKind {
   normalize(root: string, entryName: string, rel: string, data: Buffer): Buffer;
   /** On-disk form of a relocatable file restored under `root`. */
   relocate(root: string, entryName: string, rel: string, data: Buffer): Buffer;
+  /**
+   * Whether a file may be shared by a hard link between the persistent folder and a job's own folder:
+   * true only when every tool that writes it replaces it by rename (a new inode) and never opens the
+   * existing file to write, which would edit both folders at once (docs/self-hosted.md says which).
+   */
+  linkSafe(entryName: string, rel: string): boolean;
   /** Sorts an entry's files into pack order: files Triton looks up first (group files) come last. */
   packOrder(files: EntryFile[]): EntryFile[];
 }

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { readUnseen } from "../unseen-read.js";
 import {
   type CacheKind,
   type EntryFile,
@@ -180,6 +181,12 @@ export const tritonKind: CacheKind = {
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
 
+  // FileCacheManager.put writes every file (kernels, group files, launchers, autotune results) into a
+  // tmp.pid_* folder and os.replace()s it in: an existing file is never opened for writing.
+  linkSafe(): boolean {
+    return true;
+  },
+
   packOrder(files: EntryFile[]): EntryFile[] {
     const key = (f: EntryFile) => `${GROUP.test(f.rel) ? "1" : "0"}${f.rel}`;
     return [...files].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
@@ -206,7 +213,7 @@ function parseGroup(data: Buffer): GroupFile | null {
 
 function readChildPaths(file: string): Record<string, string> | null {
   try {
-    return parseGroup(fs.readFileSync(file))?.child_paths ?? null;
+    return parseGroup(readUnseen(file))?.child_paths ?? null;
   } catch {
     return null;
   }

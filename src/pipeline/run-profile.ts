@@ -11,6 +11,7 @@ import { CommandsStage, plainCommandLog } from "./stages/commands-stage.js";
 import { gate } from "./stages/gate.js";
 import { restoreStage } from "./stages/restore-stage.js";
 import { saveStage } from "./stages/save-stage.js";
+import { settleStage } from "./stages/settle-stage.js";
 
 export type {
   CommandKernels,
@@ -21,6 +22,7 @@ export type {
   Stage,
 } from "./run-report.js";
 
+import { afterRestore } from "../cache/local-state.js";
 import { hostEnvironment } from "../environment.js";
 
 export { RUN_REPORT_SCHEMA } from "./run-report.js";
@@ -57,11 +59,13 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     stage: restoring,
   } = await restoreStage(ctx, opts.restore !== false);
   const stages: Stage[] = [restoring];
+  // Under isolate the commands run against the job's own folders, which the restore made.
+  const work = opts.restore !== false ? afterRestore(ctx) : ctx;
   const commandLog = opts.commandLog ?? plainCommandLog(ctx.log);
-  const commands = new CommandsStage(ctx, profile, { env: job.env, cwd: job.cwd, outDir, echo, commandLog });
+  const commands = new CommandsStage(work, profile, { env: job.env, cwd: job.cwd, outDir, echo, commandLog });
   stages.push(...(await commands.run()));
   const place = { workdir: commands.workdir, env: commands.env, outDir, profileName };
-  const checked = await checksStage(ctx, profile, place);
+  const checked = await checksStage(work, profile, place);
   stages.push(checked.stage);
   const verdict = gate(profile, ctx.log, {
     restored,
@@ -77,6 +81,8 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     save: { hook: commands.hookUsage(), evict: opts.evict ?? "yes" },
   });
   stages.push(saving.stage);
+  const hook = commands.hookUsage();
+  const folders = await settleStage(ctx, { passed: firstFailure === null, hook });
 
   const report: RunReport = {
     schema: RUN_REPORT_SCHEMA,
@@ -92,6 +98,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     checks: checked.checks,
     save: saving.saved,
     saveSkipped: saving.saveSkipped,
+    folders,
     faults: [...restoreFaults, ...saving.faults],
     kernels: verdict.kernels,
     unexpectedCompile: verdict.unexpectedCompile,

@@ -1,4 +1,5 @@
 import type { Fault } from "../cache/faults.js";
+import type { SettledFolder } from "../cache/persistent/settle.js";
 import type { RestoreReport } from "../cache/restore.js";
 import type { SaveReport } from "../cache/save.js";
 import type { SaveOptions } from "../cache/save-usage.js";
@@ -69,6 +70,11 @@ export interface RunReport {
   faults: Fault[];
   /** Why nothing was saved, when the gate or the policy held the save back. */
   saveSkipped: string | null;
+  /**
+   * What the end of the job did to each cache folder: the job's own folder (isolate) merged back or
+   * discarded, and the trim to max-size (docs/self-hosted.md).
+   */
+  folders: SettledFolder[];
   kernels: {
     status: KernelStats["status"];
     source: CommandKernels["source"];

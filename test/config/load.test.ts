@@ -20,9 +20,17 @@ describe("kcache.yml", () => {
       env,
       "/repo",
     );
+    // A persistent runner's settings default to what an ephemeral runner needs: none.
+    const plain = { trustLocal: false, isolate: false, maxSize: null };
     expect(c.caches).toEqual([
-      { name: "triton", kind: "triton", path: "/home/ci/.triton/cache", env: "TRITON_CACHE_DIR" },
-      { name: "inductor", kind: "dir", path: "/runner/_temp/inductor", env: "TORCHINDUCTOR_CACHE_DIR" },
+      { name: "triton", kind: "triton", path: "/home/ci/.triton/cache", env: "TRITON_CACHE_DIR", ...plain },
+      {
+        name: "inductor",
+        kind: "dir",
+        path: "/runner/_temp/inductor",
+        env: "TORCHINDUCTOR_CACHE_DIR",
+        ...plain,
+      },
     ]);
     expect(c.store).toEqual({ type: "local", path: "/home/ci/.cache/kcache" });
     expect(c.key).toEqual({ prefix: "kcache", restorePrefixes: [], defaultBranch: undefined });
@@ -77,7 +85,15 @@ describe("kcache.yml", () => {
     const c = loadConfig({ cwd: dir, env: { HOME: dir, TRITON_CACHE_DIR: "/data/triton" } });
     expect(c.source).toBe("(defaults)");
     expect(c.caches).toEqual([
-      { name: "triton", kind: "triton", path: "/data/triton", env: "TRITON_CACHE_DIR" },
+      {
+        name: "triton",
+        kind: "triton",
+        path: "/data/triton",
+        env: "TRITON_CACHE_DIR",
+        trustLocal: false,
+        isolate: false,
+        maxSize: null,
+      },
     ]);
   });
 

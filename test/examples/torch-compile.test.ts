@@ -19,6 +19,9 @@ describe("examples/torch-compile", () => {
         kind: "inductor",
         path: "/runner/tmp/torchinductor",
         env: "TORCHINDUCTOR_CACHE_DIR",
+        trustLocal: false,
+        isolate: false,
+        maxSize: null,
       },
     ]);
     const profile = config.profiles["compile-bench"];

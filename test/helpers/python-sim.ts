@@ -7,6 +7,10 @@ export interface SimOptions {
   plain?: number;
   autotuned?: number;
   compileMs?: number;
+  /** Kernel names start with this (another workload, or a pull request's own kernels). */
+  prefix?: string;
+  /** Another Triton release line (a stack change: every kernel key changes). */
+  line?: string;
   /** Simulate Triton-Ascend instead of Triton 3.6 (needs `ascendHome`, as set_env.sh sets it). */
   ascend?: { line: "3.2" | "3.5"; ascendHome: string };
 }
@@ -15,7 +19,12 @@ export interface SimOptions {
 export function runSimWorkload(cacheDir: string, opts: SimOptions = {}) {
   const out = execFileSync(
     "python3",
-    [path.join(SIM, "workload.py"), String(opts.plain ?? 4), String(opts.autotuned ?? 2)],
+    [
+      path.join(SIM, "workload.py"),
+      String(opts.plain ?? 4),
+      String(opts.autotuned ?? 2),
+      ...(opts.prefix ? ["--prefix", opts.prefix] : []),
+    ],
     {
       env: {
         PATH: process.env.PATH,
@@ -23,6 +32,7 @@ export function runSimWorkload(cacheDir: string, opts: SimOptions = {}) {
         PYTHONPATH: SIM,
         TRITON_CACHE_DIR: cacheDir,
         TRITON_SIM_COMPILE_MS: String(opts.compileMs ?? 5),
+        ...(opts.line ? { TRITON_SIM_LINE: opts.line } : {}),
         ...(opts.ascend
           ? {
               TRITON_SIM_BACKEND: "ascend",
@@ -38,5 +48,7 @@ export function runSimWorkload(cacheDir: string, opts: SimOptions = {}) {
     compiled: number;
     loaded: number;
     seconds: number;
+    /** Entry folders the run wrote into: what it compiled (kernels, launchers, autotune results). */
+    written: string[];
   };
 }

@@ -138,16 +138,18 @@ describe("scopes from the event payload: no pull request's run writes the defaul
       (await save(await sb.context({ env: prEnv, revision: "2".repeat(40), stateDir: prState }))).scope,
     ).toBe("pr/21");
 
-    // The next main job, same folder: the PR's entry is moved aside on restore and not saved.
+    // The next main job, same folder: the PR's entry stays for the job (never colder), is counted as
+    // local and unverified, and is not saved.
     const mainState = path.join(sb.dir, "main-state-2");
     const r = await restore(
       await sb.context({ env: mainEnv, revision: "3".repeat(40), stateDir: mainState }),
     );
-    expect(r.entriesMovedAside).toBe(1);
-    expect(entryNames(folder)).toEqual(mainEntries);
+    expect(r).toMatchObject({ entriesBefore: mainEntries.length + 1, entriesLocal: 1, entriesRestored: 0 });
+    expect(entryNames(folder)).toEqual([...mainEntries, planted].sort());
     writeKernelEntry(folder, tritonKeyName("main-new-kernel"), "main_new", 5000, rng(10));
     const s = await save(await sb.context({ env: mainEnv, revision: "3".repeat(40), stateDir: mainState }));
     expect(s).toMatchObject({ outcome: "saved", scope: "branch/main", entriesNew: 1 });
+    expect(s.leftOut.unverified.entries).toBe(1);
     const fresh = path.join(sb.dir, "fresh");
     await restore(
       await sb.context({

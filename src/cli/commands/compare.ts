@@ -30,7 +30,7 @@ export async function compareCommand(
   const threshold = o.threshold === undefined ? 0.05 : Number(o.threshold);
   if (!(threshold > 0)) throw new UsageError(`--threshold ${o.threshold}: give a share such as 0.05 for 5%`);
   const out = o.out ?? path.join(".kcache", `compare-${o.profile}`);
-  const job = await commandJob({ ...o, key: undefined }, o.profile);
+  const job = await commandJob({ ...o, key: undefined }, o.profile, true);
   const { log } = job.ctx;
   const report = await compare({
     job,

@@ -7,7 +7,7 @@ import { commandJob, printJson } from "../setup.js";
 export async function prewarmCommand(
   o: GlobalOptions & { profile: string; ifChanged?: string[]; out?: string },
 ) {
-  const job = await commandJob(o, o.profile);
+  const job = await commandJob(o, o.profile, true);
   const report = await prewarm({
     job,
     outDir: o.out ?? defaultOutDir(o.profile, job.env),

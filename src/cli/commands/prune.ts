@@ -1,11 +1,10 @@
 import { prune } from "../../cache/prune.js";
-import { parseDuration, parseSize } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import { openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
-import { commandBasics, printJson } from "../setup.js";
+import { commandBasics, durationOption, printJson, sizeOption } from "../setup.js";
 
 export async function pruneCommand(
   o: GlobalOptions & { keep?: string; olderThan?: string; maxSize?: string; grace: string; dryRun?: boolean },
@@ -20,9 +19,9 @@ export async function pruneCommand(
     openStore(config, hostEnvironment()),
     {
       keep,
-      olderThanMs: o.olderThan ? duration(o.olderThan, "--older-than") : undefined,
-      maxBytes: o.maxSize ? size(o.maxSize, "--max-size") : undefined,
-      graceMs: duration(o.grace, "--grace"),
+      olderThanMs: o.olderThan ? durationOption(o.olderThan, "--older-than") : undefined,
+      maxBytes: o.maxSize ? sizeOption(o.maxSize, "--max-size") : undefined,
+      graceMs: durationOption(o.grace, "--grace"),
       dryRun: o.dryRun,
     },
     log,
@@ -44,17 +43,4 @@ export async function pruneCommand(
     log.info(`spared ${report.packsSpared} unreferenced packs that a save in flight is using`);
   if (report.temporaryReaped)
     log.info(`removed ${report.temporaryReaped} temporary files left by killed saves`);
-}
-
-function duration(text: string, flag: string): number {
-  const ms = parseDuration(text);
-  if (ms === null)
-    throw new UsageError(`${flag} ${text}: use a number and a unit, like 90s, 30m, 12h, 7d or 2w`);
-  return ms;
-}
-
-function size(text: string, flag: string): number {
-  const bytes = parseSize(text);
-  if (bytes === null) throw new UsageError(`${flag} ${text}: use a size like 500MB, 10GB or 2GiB`);
-  return bytes;
 }

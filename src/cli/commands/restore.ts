@@ -1,8 +1,13 @@
+import fs from "node:fs";
 import type { Fault } from "../../cache/faults.js";
+import type { JobContext } from "../../cache/job-context.js";
+import { afterRestore } from "../../cache/local-state.js";
 import { type RestoreReport, restore } from "../../cache/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
+import { hostEnvironment } from "../../environment.js";
 import { CacheMissError } from "../../errors.js";
 import { formatBytes, formatSeconds } from "../../format.js";
+import type { Log } from "../../log.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
 
@@ -34,6 +39,7 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
         log.warn(`${report.entriesBad} entries failed verification and were not written`);
     }
   }
+  exportJobFolders(ctx, log);
   if (o.json)
     printJson(
       report ?? { primaryKey: ctx.key, matchedKey: null, faults, error: log.warnings.at(-1) ?? null },
@@ -52,4 +58,20 @@ function restoredUsageLine(u: RestoreReport["usage"]): string {
         ? "; reads are recorded here (access times)"
         : "; reads are not recorded here (noatime?): the save counts every entry as used unless the hook saw the job";
   return `  working set: ${u.live.entries} entries (${formatBytes(u.live.bytes)}) used at the key's save, ${u.unused.entries} (${formatBytes(u.unused.bytes)}) carried unused${reads}`;
+}
+
+/**
+ * Under isolate the job works in folders of its own: later steps must find them through the caches'
+ * variables. Under GitHub Actions they are written to $GITHUB_ENV; elsewhere the line to run is said.
+ */
+function exportJobFolders(ctx: JobContext, log: Log): void {
+  const env = hostEnvironment();
+  for (const c of afterRestore(ctx).caches) {
+    const home = ctx.caches.find((h) => h.name === c.name);
+    if (!c.env || c.path === home?.path) continue;
+    if (env.GITHUB_ENV) fs.appendFileSync(env.GITHUB_ENV, `${c.env}=${c.path}\n`);
+    log.info(
+      `${c.name}: the job's commands must use ${c.path}${env.GITHUB_ENV ? ` (${c.env} is set for the next steps)` : `: export ${c.env}=${c.path}`}`,
+    );
+  }
 }

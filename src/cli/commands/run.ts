@@ -7,7 +7,7 @@ import { commandJob, printJson } from "../setup.js";
 export async function runCommandCli(
   o: GlobalOptions & { profile: string; out?: string; restore: boolean; save: boolean },
 ) {
-  const job = await commandJob(o, o.profile);
+  const job = await commandJob(o, o.profile, true);
   const report = await runProfile({
     job,
     outDir: o.out ?? defaultOutDir(o.profile, job.env),

@@ -3,6 +3,7 @@ import { save } from "../../cache/save.js";
 import { usageSummary } from "../../cache/save-usage.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { formatBytes, formatSeconds } from "../../format.js";
+import { settleStage } from "../../pipeline/stages/settle-stage.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
 
@@ -36,9 +37,18 @@ export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
       s.vanished && `${s.vanished} entries that vanished while saving`,
     ].filter(Boolean);
     if (skipped.length) log.info(`not saved: ${skipped.join(", ")}`);
+    const unverified = report.leftOut.unverified;
+    if (unverified.entries)
+      log.info(
+        `left out ${unverified.entries} local entries (${formatBytes(unverified.bytes)}): in the folder before the job and in no key it restored, so nothing vouches for them (trust-local: true uploads them on a runner that only runs the default branch)`,
+      );
   }
+  // Run after the job passed (the README's rule): its own folders merge back in a trusted scope.
+  const folders = await settleStage(ctx, { passed: true });
   if (o.json)
     printJson(
-      report ?? { primaryKey: ctx.key, outcome: "failed", faults, error: log.warnings.at(-1) ?? null },
+      report
+        ? { ...report, folders }
+        : { primaryKey: ctx.key, outcome: "failed", faults, folders, error: log.warnings.at(-1) ?? null },
     );
 }

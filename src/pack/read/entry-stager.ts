@@ -213,8 +213,9 @@ export class StagedEntry {
  * moved aside first, then removed, so the cache never holds a mix of old and new files. Another
  * restore into the same folder may place the same entry at the same moment: when what is there is
  * byte for byte what this one staged, that is the entry in place, and this copy is dropped.
+ * (A job's entries merged into a persistent folder are placed the same way.)
  */
-function place(staged: string, root: string, entryName: string, staging: string): void {
+export function place(staged: string, root: string, entryName: string, staging: string): void {
   ensureRealDirs(root, path.posix.dirname(entryName) === "." ? "" : path.posix.dirname(entryName));
   const dest = path.join(root, entryName);
   for (let attempt = 0; ; attempt++) {

@@ -18,7 +18,11 @@ import { processAlive } from "../../process-alive.js";
  */
 export const HEARTBEAT_MS = 30_000;
 export const STALE_FOREIGN_MS = 10 * 60_000;
-const NAME = new RegExp(`^${KCACHE_PRIVATE_PREFIX.replace(".", "\\.")}restore-(?:([0-9a-f]{12})-)?(\\d+)-`);
+const STAGING: OwnerRule = {
+  prefix: `${KCACHE_PRIVATE_PREFIX}restore-`,
+  foreignMs: STALE_FOREIGN_MS,
+  ownPidIsStale: true,
+};
 
 let where: string | undefined;
 /** This process's PID namespace on this boot of this host, as 12 hex digits. */
@@ -40,28 +44,71 @@ export function pidNamespace(): string {
   return where;
 }
 
+/**
+ * A name for something process `pid` of this namespace owns: `<prefix><where>-<pid>-<random>`. The
+ * staging folders of restores use it, and so do a persistent folder's job folders, live-job markers
+ * and lock (cache/persistent/).
+ */
+export function ownedName(prefix: string, pid = process.pid): string {
+  return `${prefix}${pidNamespace()}-${pid}-${randomBytes(6).toString("hex")}`;
+}
+
+/** The owner a name made by ownedName with `prefix` records (`where` null: a name from before namespaces), or null. */
+export function ownerOf(prefix: string, name: string): { where: string | null; pid: number } | null {
+  if (!name.startsWith(prefix)) return null;
+  const m = /^(?:([0-9a-f]{12})-)?(\d+)-/.exec(name.slice(prefix.length));
+  return m ? { where: m[1] ?? null, pid: Number(m[2]) } : null;
+}
+
+/** How to judge whether what a name records has an owner still. */
+export interface OwnerRule {
+  prefix: string;
+  /** Untouched this long, a thing of another namespace (or of no recorded one) has no owner. */
+  foreignMs: number;
+  /** A thing named for this very process is a leftover of an earlier one with its PID (restore staging). */
+  ownPidIsStale?: boolean;
+}
+
+/**
+ * Whether the thing `name` in `root` (made by ownedName with the rule's prefix) has no live owner: in
+ * this namespace, its process is gone; elsewhere (another container or host, or no namespace
+ * recorded), nobody has touched it for `foreignMs`. False for names of other shapes.
+ */
+export function ownerGone(root: string, name: string, rule: OwnerRule, now = Date.now()): boolean {
+  const owner = ownerOf(rule.prefix, name);
+  if (!owner) return false;
+  let mtimeMs: number;
+  try {
+    mtimeMs = fs.statSync(path.join(root, name)).mtimeMs;
+  } catch {
+    return false;
+  }
+  return ownerStale(owner, mtimeMs, rule, now);
+}
+
+/** Whether `owner` no longer runs: its process gone (this namespace), or `mtimeMs` older than the rule allows (elsewhere). */
+export function ownerStale(
+  owner: { where: string | null; pid: number },
+  mtimeMs: number,
+  rule: OwnerRule,
+  now = Date.now(),
+): boolean {
+  if (owner.where === pidNamespace())
+    return (rule.ownPidIsStale === true && owner.pid === process.pid) || !processAlive(owner.pid);
+  return now - mtimeMs > rule.foreignMs;
+}
+
 /** A fresh staging folder inside a cache root, named for this process (see above). */
 export function makeStaging(root: string): string {
   fs.mkdirSync(root, { recursive: true });
-  const dir = path.join(
-    root,
-    `${KCACHE_PRIVATE_PREFIX}restore-${pidNamespace()}-${process.pid}-${randomBytes(6).toString("hex")}`,
-  );
+  const dir = path.join(root, ownedName(STAGING.prefix));
   fs.mkdirSync(dir);
   return dir;
 }
 
 /** Whether the staging folder `name` in `root` belongs to no live restore and may be deleted. */
 export function stagingIsStale(root: string, name: string, now = Date.now()): boolean {
-  const m = NAME.exec(name);
-  if (!m) return false;
-  const [, ns, pid] = m;
-  if (ns === pidNamespace()) return Number(pid) === process.pid || !processAlive(Number(pid));
-  try {
-    return now - fs.statSync(path.join(root, name)).mtimeMs > STALE_FOREIGN_MS;
-  } catch {
-    return false;
-  }
+  return ownerGone(root, name, STAGING, now);
 }
 
 /** Touches the staging folders every HEARTBEAT_MS while a restore runs; the returned function stops it. */

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { type CacheKind, entryFilePath, type FoundEntry } from "../../kinds/kind.js";
+import { openUnseen, readUnseen } from "../../unseen-read.js";
 
 /** One file of an entry in stored form, opened and sized, ready to be hashed or packed. */
 export interface OpenedFile {
@@ -21,11 +22,11 @@ export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): Ope
     for (const f of kind.packOrder(entry.files)) {
       const p = entryFilePath(root, entry, f.rel);
       if (kind.isRelocatable(entry.name, f.rel)) {
-        const data = kind.normalize(root, entry.name, f.rel, fs.readFileSync(p));
+        const data = kind.normalize(root, entry.name, f.rel, readUnseen(p));
         opened.push({ rel: f.rel, size: data.length, data, fd: null });
         continue;
       }
-      const fd = fs.openSync(p, "r");
+      const fd = openUnseen(p);
       opened.push({ rel: f.rel, size: fs.fstatSync(fd).size, data: null, fd });
     }
     return opened;

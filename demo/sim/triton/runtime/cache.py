@@ -10,6 +10,11 @@ from typing import Dict, Optional
 from .. import HAS_KNOBS
 
 
+# Entry folders this process wrote a file into (compiles, launchers, autotune results): the
+# simulator's own record of what was compiled, which tests hold kcache's claims to.
+WRITTEN = set()
+
+
 def default_cache_dir():
     return os.environ.get("TRITON_CACHE_DIR") or os.path.join(
         os.environ.get("TRITON_HOME") or os.path.expanduser("~"), ".triton", "cache"
@@ -86,6 +91,7 @@ class FileCacheManager:
         # so filepath cannot see a partial write
         os.replace(temp_path, filepath)
         os.removedirs(temp_dir)
+        WRITTEN.add(os.path.basename(self.cache_dir))
         return filepath
 
 

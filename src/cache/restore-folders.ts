@@ -1,0 +1,108 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { CacheFolder, CacheKind, ScanResult } from "../kinds/kind.js";
+import { ownerOf, pidNamespace } from "../pack/read/staging-owner.js";
+import { folderKind, scanFolder } from "./cache-folder.js";
+import type { JobContext } from "./job-context.js";
+import { bringBackAside } from "./persistent/aside.js";
+import { FolderBusyError, withFolderLock } from "./persistent/folder-lock.js";
+import { buildJobFolder, JOB_FOLDER, removeStaleJobFolders } from "./persistent/job-folder.js";
+import { LIVE_JOB, markJob } from "./persistent/live-jobs.js";
+import { removeWhole } from "./persistent/remove-whole.js";
+import { removeStaleStaging } from "./restore-state.js";
+
+/**
+ * The folders a job works in, made ready before anything is looked up, so that neither a store that
+ * is down nor a miss changes what the job runs against: leftovers of killed kcache processes and
+ * jobs removed, entries an older kcache set aside brought back, the job marked as using each folder,
+ * and for `isolate: true` a folder of the job's own built from the persistent one. A lookup-only
+ * restore changes nothing: it only reads what the folders hold.
+ */
+export interface WorkingFolders {
+  /** The caches as the job uses them: a job folder in place of the persistent one where isolated. */
+  caches: CacheFolder[];
+  /** cache name -> the job's own folder (isolate). */
+  jobFolders: Record<string, string>;
+  /** cache name -> this job's marker in the persistent folder. */
+  markers: Record<string, string>;
+  startedAt: number;
+  /** What each working folder held before the restore wrote anything (folders of a known kind). */
+  scans: Map<string, { kind: CacheKind; scan: ScanResult }>;
+}
+
+export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Promise<WorkingFolders> {
+  const out: WorkingFolders = {
+    caches: [],
+    jobFolders: {},
+    markers: {},
+    startedAt: Date.now(),
+    scans: new Map(),
+  };
+  for (const c of ctx.caches) {
+    if (lookupOnly) {
+      // Only looked: the folders are left exactly as they are, and only read.
+      const kind = folderKind(c);
+      out.caches.push(c);
+      if (kind) out.scans.set(c.name, { kind, scan: await scanFolder(c, kind) });
+      continue;
+    }
+    removeStaleStaging(c.path);
+    removeStaleJobFolders(c.path);
+    supersedeOwn(c.path, ctx.jobPid);
+    const kind = folderKind(c);
+    if (kind) {
+      const back = await bringBackAside(kind, c.path);
+      if (back)
+        ctx.log.info(`${c.name}: ${back} entries an older kcache had set aside are back in ${c.path}`);
+    }
+    // A folder that is not there yet holds nothing another job's trim could take: it is left
+    // uncreated (a restore that finds nothing touches nothing), unless the job needs a folder of its own.
+    if (c.isolate || fs.existsSync(c.path))
+      out.markers[c.name] = markJob(c.path, ctx.jobPid, c.isolate === true, out.startedAt);
+    const work = c.isolate ? { ...c, path: await jobFolder(ctx, c, kind) } : c;
+    if (work.path !== c.path) out.jobFolders[c.name] = work.path;
+    out.caches.push(work);
+    if (kind) out.scans.set(c.name, { kind, scan: await scanFolder(work, kind) });
+  }
+  return out;
+}
+
+/**
+ * Removes the job folders and markers an earlier restore of this same job left (a second restore in
+ * one job supersedes the first): same namespace, same job process.
+ */
+function supersedeOwn(root: string, jobPid: number): void {
+  let names: string[];
+  try {
+    names = fs.readdirSync(root);
+  } catch {
+    return;
+  }
+  for (const n of names)
+    for (const prefix of [JOB_FOLDER.prefix, LIVE_JOB.prefix]) {
+      const owner = ownerOf(prefix, n);
+      if (owner?.where === pidNamespace() && owner.pid === jobPid) removeWhole(root, path.join(root, n));
+    }
+}
+
+/**
+ * The job's own folder for an isolated cache: the persistent folder's entries linked in, under the
+ * folder's lock (a trim or merge meanwhile would take entries from under the links). When the lock
+ * is not to be had or the build fails, an empty folder of the job's own: colder, never shared.
+ */
+async function jobFolder(ctx: JobContext, c: CacheFolder, kind: CacheKind | null): Promise<string> {
+  try {
+    const built = await withFolderLock(c.path, () => buildJobFolder(kind, c.path, ctx.jobPid));
+    ctx.log.info(
+      `${c.name}: this job works in ${built.path} (isolate): ${built.entries} entries of ${c.path} shared (${built.linked} files linked, ${built.copied} copied) in ${built.seconds.toFixed(2)} s`,
+    );
+    return built.path;
+  } catch (e) {
+    const why = e instanceof FolderBusyError ? e.message : (e as Error).message;
+    const empty = await buildJobFolder(null, c.path, ctx.jobPid);
+    ctx.log.warn(
+      `${c.name}: could not share ${c.path} with this job (${why}); it works in an empty folder of its own`,
+    );
+    return empty.path;
+  }
+}

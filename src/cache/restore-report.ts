@@ -1,0 +1,48 @@
+import type { Fault } from "./faults.js";
+import type { WorkingSet } from "./working-set.js";
+
+/** What a restore did, for people (the CLI's lines, the action's log) and programs (--json, kcache-report.json). */
+export interface RestoreReport {
+  primaryKey: string;
+  /** The store looked in, as a person reads it ("GitHub Actions cache", "local store /path"). */
+  store: string;
+  matchedKey: string | null;
+  matchedScope: string | null;
+  /** The primary key matched exactly (actions/cache's cache-hit). */
+  cacheHit: boolean;
+  lookupOnly: boolean;
+  /** Entries the folders held before the restore wrote anything (a persistent runner's warm cache). */
+  entriesBefore: number;
+  entriesRestored: number;
+  /** Of those, entries that replaced a different entry of the same name (the key's verified one won). */
+  entriesReplaced: number;
+  /** Entries already in the cache folder, byte for byte as in the manifest (a runner that keeps its cache): not downloaded. */
+  entriesPresent: number;
+  /**
+   * Entries in the folders that the restored key lacks (all of them on a miss): kept for the job, and
+   * never uploaded as they are, since nothing vouches for them (unless the cache trusts local entries).
+   */
+  entriesLocal: number;
+  bytesRestored: number;
+  /** Compressed bytes read from the store. */
+  bytesDownloaded: number;
+  /** Entries skipped because they failed verification or their pack could not be read. */
+  entriesBad: number;
+  /** Pack members refused as unsafe. */
+  membersRefused: number;
+  /** Store and data faults met, coded (faults.ts); --strict fails on those it names. */
+  faults: Fault[];
+  /**
+   * The restored key's working set: entries a job used at its save, and entries it carried unused
+   * (eviction drops them once unused long enough); `atime` whether this folder records reads (null: nothing restored).
+   */
+  usage: WorkingSet & { atime: boolean | null };
+  /** Worker threads that read packs (0: read in the main thread). */
+  threads: number;
+  seconds: number;
+  /**
+   * Per cache: where the job uses it (`path`: a folder of the job's own under `isolate`, else the
+   * cache's folder), the persistent folder it belongs to, and what the restore placed there.
+   */
+  caches: { name: string; path: string; folder: string; entries: number; bytes: number }[];
+}
