@@ -269,7 +269,8 @@ const MUTANTS = [
     name: "a persistent folder's unverified entries uploaded by the default branch's save",
     file: "src/cache/save-scan.ts",
     find: "if (vouched.has(p) || trusted.has(p.cache) || before === undefined || before !== p.sig) out.push(p);",
-    replace: "out.push(p);",
+    replace:
+      "if (vouched.has(p) || trusted.has(p.cache) || before === undefined || before !== p.sig || p.size >= 0) out.push(p);",
     tests: ["test/keys/scope-events.test.ts"],
   },
   {

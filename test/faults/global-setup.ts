@@ -19,6 +19,7 @@ const ORDER = [
   "GitHub cache",
   "full filesystem",
   "pull-request",
+  "persistent runner",
   "broken config",
   "as downloaded",
 ];

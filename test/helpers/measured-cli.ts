@@ -17,7 +17,7 @@ export interface MeasuredRun {
 }
 
 /** A preload that records the process's peak RSS when it exits. */
-function rssProbe(): string {
+export function rssProbe(): string {
   const file = path.join(os.tmpdir(), "kcache-rss-probe.cjs");
   if (!fs.existsSync(file)) {
     fs.writeFileSync(
