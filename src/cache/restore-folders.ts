@@ -6,7 +6,12 @@ import { folderKind, scanFolder } from "./cache-folder.js";
 import type { JobContext } from "./job-context.js";
 import { bringBackAside } from "./persistent/aside.js";
 import { FolderBusyError, withFolderLock } from "./persistent/folder-lock.js";
-import { buildJobFolder, JOB_FOLDER, removeStaleJobFolders } from "./persistent/job-folder.js";
+import {
+  type BuiltJobFolder,
+  buildJobFolder,
+  JOB_FOLDER,
+  removeStaleJobFolders,
+} from "./persistent/job-folder.js";
 import { LIVE_JOB, markJob } from "./persistent/live-jobs.js";
 import { removeWhole } from "./persistent/remove-whole.js";
 import { removeStaleStaging } from "./restore-state.js";
@@ -23,6 +28,8 @@ export interface WorkingFolders {
   caches: CacheFolder[];
   /** cache name -> the job's own folder (isolate). */
   jobFolders: Record<string, string>;
+  /** cache name -> how that folder was made. */
+  built: Record<string, BuiltJobFolder>;
   /** cache name -> this job's marker in the persistent folder. */
   markers: Record<string, string>;
   startedAt: number;
@@ -34,6 +41,7 @@ export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Prom
   const out: WorkingFolders = {
     caches: [],
     jobFolders: {},
+    built: {},
     markers: {},
     startedAt: Date.now(),
     scans: new Map(),
@@ -59,8 +67,12 @@ export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Prom
     // uncreated (a restore that finds nothing touches nothing), unless the job needs a folder of its own.
     if (c.isolate || fs.existsSync(c.path))
       out.markers[c.name] = markJob(c.path, ctx.jobPid, c.isolate === true, out.startedAt);
-    const work = c.isolate ? { ...c, path: await jobFolder(ctx, c, kind) } : c;
-    if (work.path !== c.path) out.jobFolders[c.name] = work.path;
+    const built = c.isolate ? await jobFolder(ctx, c, kind) : null;
+    const work = built ? { ...c, path: built.path } : c;
+    if (built) {
+      out.jobFolders[c.name] = built.path;
+      out.built[c.name] = built;
+    }
     out.caches.push(work);
     if (kind) out.scans.set(c.name, { kind, scan: await scanFolder(work, kind) });
   }
@@ -90,19 +102,19 @@ function supersedeOwn(root: string, jobPid: number): void {
  * folder's lock (a trim or merge meanwhile would take entries from under the links). When the lock
  * is not to be had or the build fails, an empty folder of the job's own: colder, never shared.
  */
-async function jobFolder(ctx: JobContext, c: CacheFolder, kind: CacheKind | null): Promise<string> {
+async function jobFolder(ctx: JobContext, c: CacheFolder, kind: CacheKind | null): Promise<BuiltJobFolder> {
   try {
     const built = await withFolderLock(c.path, () => buildJobFolder(kind, c.path, ctx.jobPid));
     ctx.log.info(
       `${c.name}: this job works in ${built.path} (isolate): ${built.entries} entries of ${c.path} shared (${built.linked} files linked, ${built.copied} copied) in ${built.seconds.toFixed(2)} s`,
     );
-    return built.path;
+    return built;
   } catch (e) {
     const why = e instanceof FolderBusyError ? e.message : (e as Error).message;
     const empty = await buildJobFolder(null, c.path, ctx.jobPid);
     ctx.log.warn(
       `${c.name}: could not share ${c.path} with this job (${why}); it works in an empty folder of its own`,
     );
-    return empty.path;
+    return empty;
   }
 }

@@ -44,5 +44,13 @@ export interface RestoreReport {
    * Per cache: where the job uses it (`path`: a folder of the job's own under `isolate`, else the
    * cache's folder), the persistent folder it belongs to, and what the restore placed there.
    */
-  caches: { name: string; path: string; folder: string; entries: number; bytes: number }[];
+  caches: {
+    name: string;
+    path: string;
+    folder: string;
+    entries: number;
+    bytes: number;
+    /** How the job's own folder was made (isolate): entries shared, files linked and copied, seconds; null otherwise. */
+    shared: { entries: number; linked: number; copied: number; seconds: number } | null;
+  }[];
 }

@@ -12,6 +12,7 @@ import { StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
 import { writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
+import type { BuiltJobFolder } from "./persistent/job-folder.js";
 import { prepareFolders, type WorkingFolders } from "./restore-folders.js";
 import { countRestored, settleOutcomes } from "./restore-outcomes.js";
 import { readPacks } from "./restore-packs.js";
@@ -40,6 +41,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
     folder: ctx.caches[i]?.path ?? c.path,
     entries: 0,
     bytes: 0,
+    shared: sharedOf(folders.built[c.name]),
   }));
   for (const { scan } of folders.scans.values()) report.entriesBefore += scan.entries.length;
   let match: Match | null = null;
@@ -130,6 +132,10 @@ async function record(
   writeState(work.stateFile, r.state);
   report.entriesLocal = r.local;
   if (report.matchedKey && !report.lookupOnly) report.usage.atime = r.atime;
+}
+
+function sharedOf(b: BuiltJobFolder | undefined): RestoreReport["caches"][number]["shared"] {
+  return b ? { entries: b.entries, linked: b.linked, copied: b.copied, seconds: b.seconds } : null;
 }
 
 function emptyReport(ctx: JobContext, lookupOnly: boolean): RestoreReport {
