@@ -254,3 +254,51 @@ export function gpuInductorTable(rows: GpuInductorRow[]): string[] {
     }),
   ];
 }
+
+/** bench/results/gpu-persistent.json: bench/gpu/persistent-on-device.sh's rows. */
+export interface GpuPersistentRaw {
+  kernels: number;
+  new: number;
+  miss: {
+    restore: { entriesBefore: number; entriesLocal: number; entriesRestored: number };
+    job: { compiled: number; loaded: number; compiledBefore: number };
+    jobNew: { compiled: number; loaded: number; compiledBefore: number };
+    save: { outcome: string; entriesNew: number; leftOutUnverified: number };
+  };
+  rounds: {
+    round: number;
+    plainJobSeconds: number;
+    buildSeconds: number;
+    sharedEntries: number;
+    linked: number;
+    copied: number;
+    jobSeconds: number;
+    jobCompiled: number;
+    mergeSeconds: number;
+    merged: number;
+  }[];
+}
+
+/** What building and merging an isolated job's folder cost, as a share of the warm job's time, per round. */
+export const isolationShare = (r: GpuPersistentRaw["rounds"][number]) =>
+  (r.buildSeconds + r.mergeSeconds) / r.plainJobSeconds;
+
+/** The persistent-runner tables: a restore that misses on a warm folder, and isolation's cost per round. */
+export function gpuPersistentTables(raw: GpuPersistentRaw): string[] {
+  const m = raw.miss;
+  return [
+    "| step | entries in the folder before | kernels compiled | of them already in the folder | loaded from the folder |",
+    "|---|---:|---:|---:|---:|",
+    `| kcache restore (the store has no key yet) | ${m.restore.entriesBefore} | - | - | - |`,
+    `| the job (${raw.kernels} kernels) | ${m.restore.entriesBefore} | ${m.job.compiled} | ${m.job.compiledBefore} | ${m.job.loaded} |`,
+    `| the job with ${raw.new} new kernels | ${m.restore.entriesBefore} | ${m.jobNew.compiled} | ${m.jobNew.compiledBefore} | ${m.jobNew.loaded} |`,
+    "",
+    "| round | warm job in the folder | build the job's folder (entries; files linked / copied) | the job in its folder (compiled) | merge back (entries placed) | build + merge / warm job |",
+    "|---:|---:|---|---:|---:|---:|",
+    ...raw.rounds.map(
+      (r) =>
+        `| ${r.round} | ${r.plainJobSeconds.toFixed(2)} s | ${(r.buildSeconds * 1000).toFixed(1)} ms (${r.sharedEntries}; ${r.linked} / ${r.copied}) | ${r.jobSeconds.toFixed(2)} s (${r.jobCompiled}) | ${(r.mergeSeconds * 1000).toFixed(1)} ms (${r.merged}) | ${(isolationShare(r) * 100).toFixed(2)}% |`,
+    ),
+    `| median | | | | | ${(median(raw.rounds.map(isolationShare)) * 100).toFixed(2)}% |`,
+  ];
+}

@@ -295,6 +295,24 @@ describe("BENCHMARKS.md's GPU working-set table is bench/results/gpu-working-set
   });
 });
 
+describe("BENCHMARKS.md's persistent-runner tables are bench/results/gpu-persistent.json", () => {
+  it("a restore that misses on a warm folder leaves the job nothing to compile again, and isolation costs under 5% of the warm job", async () => {
+    const { gpuPersistentTables, isolationShare } = await import("../../bench/tables.js");
+    const raw = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/gpu-persistent.json"), "utf8"));
+    expect(doc()).toContain(gpuPersistentTables(raw).join("\n"));
+    const { miss } = raw;
+    expect(miss.restore).toMatchObject({ entriesRestored: 0, entriesLocal: miss.restore.entriesBefore });
+    expect(miss.job).toMatchObject({ compiled: 0, compiledBefore: 0, loaded: raw.kernels });
+    expect(miss.jobNew).toMatchObject({ compiled: raw.new, compiledBefore: 0 });
+    expect(miss.save).toMatchObject({ entriesNew: raw.new, leftOutUnverified: miss.restore.entriesBefore });
+    expect(raw.rounds.length).toBeGreaterThanOrEqual(3);
+    const shares = raw.rounds.map(isolationShare).sort((a: number, b: number) => a - b);
+    expect(shares[Math.floor(shares.length / 2)]).toBeLessThan(0.05);
+    // Each isolated job compiled only its one new kernel, and the merge placed exactly that.
+    for (const r of raw.rounds) expect(r).toMatchObject({ jobCompiled: 1, merged: 1 });
+  });
+});
+
 describe("BENCHMARKS.md's torch.compile table is bench/results/gpu-inductor.json", () => {
   it("kcache at a new path within 1.15x of the original, at least 2x faster than Mega-Cache, nothing written outside, a second run compiling nothing", async () => {
     const { gpuInductorTable, inductorRatio } = await import("../../bench/tables.js");
