@@ -6,7 +6,10 @@ appends one JSON line per kernel to $KCACHE_TELEMETRY_FILE: name, cache_hit, com
 A listener the job already had keeps being called. When the job imports triton.runtime.cache, its
 FileCacheManager's get_file and get_group are wrapped: each cache entry folder a lookup found files
 in is written once per process ({"used": folder}), so kcache knows which entries the job used
-(kernels, launchers and autotune results alike, on any Triton version). At exit each process that
+(kernels, launchers and autotune results alike, on any Triton version); each autotune result looked
+up is written with whether it was there ({"autotune": fn, "hit": ..., "folder": ...}). When the job
+imports triton.runtime.autotuner, the module file of each autotuned kernel is written once
+({"autotuneModule": fn, "file": ...}): an autotune result's salt is made of its package. At exit each process that
 imported triton writes one line saying whether the listener and the wrapper were in, with
 torch.compile's FX graph and AOTAutograd cache hits and misses when it compiled. Then any other
 sitecustomize on the path runs, as it would have without kcache. Nothing here may break the job:
@@ -123,9 +126,24 @@ def _wrap_cache_manager(module):
         return result
 
     get_file, get_group = cls.get_file, cls.get_group
+    tuned = set()
+
+    def note_autotune(manager, filename, result):
+        # An autotune result looked up: a hit is a winner the job was given, a miss one it tunes now.
+        try:
+            folder = os.path.abspath(getattr(manager, "cache_dir", "") or "")
+            if folder and (folder, bool(result)) not in tuned:
+                tuned.add((folder, bool(result)))
+                _write({"autotune": filename[: -len(".autotune.json")], "hit": bool(result), "folder": folder,
+                        "pid": os.getpid()})
+        except Exception:
+            pass
 
     def wrapped_get_file(self, filename):
-        return note(self, get_file(self, filename))
+        result = get_file(self, filename)
+        if isinstance(filename, str) and filename.endswith(".autotune.json"):
+            note_autotune(self, filename, result)
+        return note(self, result)
 
     def wrapped_get_group(self, filename):
         return note(self, get_group(self, filename))
@@ -139,8 +157,39 @@ def _wrap_cache_manager(module):
         pass
 
 
+def _wrap_autotuner(module):
+    """Records the module file of every autotuned kernel whose disk cache is checked (Triton >= 3.4):
+    what an autotune result's salt is made of (the kernel's Python package)."""
+    cls = getattr(module, "Autotuner", None)
+    check = getattr(cls, "check_disk_cache", None)
+    if cls is None or check is None or getattr(cls, "_kcache_wrapped", False):
+        return
+    seen = set()
+
+    def wrapped(self, *args, **kwargs):
+        try:
+            import inspect
+
+            fn = getattr(self, "base_fn", None) or getattr(getattr(self, "fn", None), "fn", None)
+            name = getattr(fn, "__name__", None)
+            source = inspect.getsourcefile(fn) if fn is not None else None
+            if name and source and (name, source) not in seen:
+                seen.add((name, source))
+                _write({"autotuneModule": name[:150], "file": os.path.abspath(source), "pid": os.getpid()})
+        except Exception:
+            pass
+        return check(self, *args, **kwargs)
+
+    try:
+        cls.check_disk_cache = wrapped
+        cls._kcache_wrapped = True
+    except Exception:
+        pass
+
+
 # Modules whose loading the hook follows, and what it does once each has loaded.
-_AFTER_LOAD = {"triton.knobs": _register, "triton.runtime.cache": _wrap_cache_manager}
+_AFTER_LOAD = {"triton.knobs": _register, "triton.runtime.cache": _wrap_cache_manager,
+               "triton.runtime.autotuner": _wrap_autotuner}
 
 
 class _KnobsFinder:

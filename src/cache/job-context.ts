@@ -4,6 +4,7 @@ import type { CacheFolder } from "../kinds/kind.js";
 import type { Log } from "../log.js";
 import type { Progress } from "../progress.js";
 import type { Store } from "../store/store.js";
+import type { AutotuneSettings } from "./autotune/settings.js";
 import type { Strictness } from "./faults.js";
 
 /** How saves pack and when they consolidate (kcache.yml's `save:`). */
@@ -32,6 +33,8 @@ export interface JobContext {
   save: SaveSettings;
   store: Store;
   stack: { stackId: string; components: Record<string, string> };
+  /** Which autotune results the job is given and who its own are recorded as produced by (docs/benchmarks.md). */
+  autotune: AutotuneSettings;
   revision: string;
   scopes: ScopePlan;
   /** `<prefix>-<stackId>-<revision>` */

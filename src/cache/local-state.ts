@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { CacheFolder } from "../kinds/kind.js";
 import type { Manifest } from "../manifest/manifest.js";
+import type { AutotuneRestore } from "./autotune/withhold.js";
 
 /**
  * What this machine remembers between `kcache restore` and `kcache save` of one workload: the key it
@@ -44,6 +45,10 @@ export interface JobRecord {
   local: Record<string, Record<string, string>>;
   /** cache -> whether reads move access times there (the restore stamped every entry unread). */
   atime: Record<string, boolean>;
+  /** cache -> entries borrowed from other revisions' keys (restore-revisions) -> their signature: never saved under this key. */
+  borrowed?: Record<string, Record<string, string>>;
+  /** The autotune results the job was given and those withheld (docs/benchmarks.md). */
+  autotune?: AutotuneRestore | null;
 }
 
 export { stateDir } from "../state-dir.js";

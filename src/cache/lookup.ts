@@ -92,3 +92,9 @@ export async function manifestByKey(
     ctx.log,
   );
 }
+
+/** Finds the manifest of exactly `key` in this run's read scopes, in order (no prefix fallback). */
+export async function findExact(ctx: JobContext, key: string, faults?: Fault[]): Promise<Match | null> {
+  const steps = ctx.scopes.read.map((scope) => ({ scope, match: "exact" as const, value: key }));
+  return searchSteps(ctx.store, steps, key, ctx.log, faults);
+}

@@ -65,9 +65,9 @@ export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Prom
     }
     // A folder that is not there yet holds nothing another job's trim could take: it is left
     // uncreated (a restore that finds nothing touches nothing), unless the job needs a folder of its own.
-    if (c.isolate || fs.existsSync(c.path))
-      out.markers[c.name] = markJob(c.path, ctx.jobPid, c.isolate === true, out.startedAt);
-    const built = c.isolate ? await jobFolder(ctx, c, kind) : null;
+    const own = c.isolate === true || (await holdsUnvouchedWinners(ctx, c, kind));
+    if (own || fs.existsSync(c.path)) out.markers[c.name] = markJob(c.path, ctx.jobPid, own, out.startedAt);
+    const built = own ? await jobFolder(ctx, c, kind) : null;
     const work = built ? { ...c, path: built.path } : c;
     if (built) {
       out.jobFolders[c.name] = built.path;
@@ -77,6 +77,25 @@ export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Prom
     if (kind) out.scans.set(c.name, { kind, scan: await scanFolder(work, kind) });
   }
   return out;
+}
+
+/**
+ * Whether a profile that is given only some autotune results (`pinned`, `fresh`) finds some in a
+ * folder kept between jobs: their producers are unknown, and taking them out of the runner's folder
+ * would make it colder, so the job gets a folder of its own without them (docs/benchmarks.md).
+ */
+async function holdsUnvouchedWinners(
+  ctx: JobContext,
+  c: CacheFolder,
+  kind: CacheKind | null,
+): Promise<boolean> {
+  if (ctx.autotune.policy === "any" || !kind) return false;
+  const found = (await kind.scan(c.path)).entries.some((e) => kind.isAutotuneResult(e));
+  if (found)
+    ctx.log.info(
+      `${c.name}: ${c.path} holds autotune results of unknown producers; under autotune: ${ctx.autotune.policy} this job works in a folder of its own without them`,
+    );
+  return found;
 }
 
 /**

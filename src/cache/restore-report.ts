@@ -1,3 +1,4 @@
+import type { AutotuneRestore } from "./autotune/withhold.js";
 import type { Fault } from "./faults.js";
 import type { WorkingSet } from "./working-set.js";
 
@@ -30,6 +31,13 @@ export interface RestoreReport {
   entriesBad: number;
   /** Pack members refused as unsafe. */
   membersRefused: number;
+  /**
+   * Keys of the profile's other revisions (restore-revisions) placed after the restored one, each
+   * with the entries it added: borrowed for the job, never saved under this key.
+   */
+  otherKeys: { key: string; scope: string; entries: number }[];
+  /** The autotune results the job was given and those the profile's policy withheld (docs/benchmarks.md). */
+  autotune: AutotuneRestore | null;
   /** Store and data faults met, coded (faults.ts); --strict fails on those it names. */
   faults: Fault[];
   /**

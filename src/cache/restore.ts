@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { performance } from "node:perf_hooks";
+import { primaryKey } from "../keys/key.js";
 import type { CacheFolder, CacheKind, ScanResult } from "../kinds/kind.js";
 import { cacheKind } from "../kinds/registry.js";
 import { entryId } from "../manifest/entry-id.js";
@@ -7,15 +8,17 @@ import type { EntryRef, Manifest } from "../manifest/manifest.js";
 import type { RestoreTarget } from "../pack/pack-request.js";
 import { heartbeat, makeStaging } from "../pack/read/staging-owner.js";
 import { zstdEngine } from "../pack/zstd/engines.js";
+import { withholdAutotune } from "./autotune/withhold.js";
 import { scanFolder } from "./cache-folder.js";
 import { StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
 import { writeState } from "./local-state.js";
-import { findManifest, type Match } from "./lookup.js";
+import { findExact, findManifest, type Match } from "./lookup.js";
 import type { BuiltJobFolder } from "./persistent/job-folder.js";
 import { prepareFolders, type WorkingFolders } from "./restore-folders.js";
 import { countRestored, settleOutcomes } from "./restore-outcomes.js";
 import { readPacks } from "./restore-packs.js";
+import { placeKey } from "./restore-place.js";
 import type { RestoreReport } from "./restore-report.js";
 import { presentEntries, stateAfterRestore } from "./restore-state.js";
 import { workingSetOf } from "./working-set.js";
@@ -45,15 +48,15 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   }));
   for (const { scan } of folders.scans.values()) report.entriesBefore += scan.entries.length;
   let match: Match | null = null;
-  const placed = { keyEntries: [] as EntryRef[], kinds: new Map<string, CacheKind>() };
+  const placed: Placement = { keyEntries: [], borrowed: [], kinds: new Map(), sources: [] };
   try {
     match = await findManifest(ctx, report.faults);
     if (match) {
       report.matchedKey = match.key;
       report.matchedScope = match.scope;
       report.cacheHit = match.exact;
-      if (!lookupOnly) await placeKey(work, folders, match, report, placed);
     }
+    if (!lookupOnly) await placeAll(ctx, work, folders, match, report, placed);
   } finally {
     // Whatever the store did, the state says what the folders hold and whose they are.
     await record(work, folders, lookupOnly ? null : match, placed, report);
@@ -62,53 +65,64 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   return lookupOnly ? report : finishRestore(ctx, report);
 }
 
-/** Writes the key's absent or differing entries into the job's folders and counts what is there. */
-async function placeKey(
+/** What a restore placed: the restored key's entries, those borrowed from other revisions' keys, and where each came from. */
+interface Placement {
+  keyEntries: EntryRef[];
+  borrowed: EntryRef[];
+  kinds: Map<string, CacheKind>;
+  /** The keys placed from, the restored one first. */
+  sources: Match[];
+}
+
+/**
+ * Places the restored key, then the keys of the profile's other revisions (restore-revisions: both
+ * sides of a HEAD-vs-BASE comparison warm), each adding only what the ones before lacked; then takes
+ * back the autotune results the profile's policy does not give the job.
+ */
+async function placeAll(
+  ctx: JobContext,
   work: JobContext,
   folders: WorkingFolders,
-  match: Match,
+  match: Match | null,
   report: RestoreReport,
-  placed: { keyEntries: EntryRef[]; kinds: Map<string, CacheKind> },
+  placed: Placement,
 ): Promise<void> {
-  // No Zstandard engine (ZstdUnavailableError, naming the fix): a miss, before the folders are touched.
-  if (match.manifest.entries.length > 0) await zstdEngine(work.runtime.zstd);
-  const { targets, byName } = restoreTargets(work, match.manifest);
-  for (const [name, t] of targets) placed.kinds.set(name, t.kind);
-  // Another restore into the same folder sees these staging folders live as long as this one runs.
-  const stopHeartbeat = heartbeat([...targets.values()].map((t) => t.staging));
-  const scans = new Map<string, { kind: CacheKind; root: string; scan: ScanResult }>();
-  for (const [name, t] of targets) {
-    const before = folders.scans.get(name);
-    const scan =
-      before?.kind === t.kind ? before.scan : await scanFolder(byName.get(name) as CacheFolder, t.kind);
-    scans.set(name, { kind: t.kind, root: t.root, scan });
+  const covered = new Set<string>();
+  const take = async (source: Match, into: EntryRef[]) => {
+    const p = await placeKey(work, folders, source, report, covered);
+    for (const [name, kind] of p.kinds) placed.kinds.set(name, kind);
+    into.push(...p.restored, ...p.present);
+    for (const e of [...p.restored, ...p.present]) covered.add(entryId(e));
+    placed.sources.push(source);
+  };
+  if (match) {
+    await take(match, placed.keyEntries);
+    // actions/cache's cache-hit: the exact key, and every one of its entries now in place.
+    const wanted = match.manifest.entries.filter((e) => placed.kinds.has(e.cache)).length;
+    report.cacheHit = match.exact && placed.keyEntries.length === wanted;
+    report.usage = { ...workingSetOf(match.manifest, new Set(placed.kinds.keys())), atime: null };
   }
-  const present = presentEntries(work, match.manifest, scans);
-  report.entriesPresent = present.length;
-  let restored: EntryRef[];
-  try {
-    const { results, threads } = await readPacks(
-      work,
-      match.manifest,
-      targets,
-      new Set(present.map(entryId)),
-    );
-    report.threads = threads;
-    restored = await settleOutcomes(work, match, results, { targets, folders: byName }, report);
-  } finally {
-    stopHeartbeat();
-    for (const t of targets.values()) fs.rmSync(t.staging, { recursive: true, force: true });
+  for (const other of await otherRevisions(ctx, report)) {
+    if (other.key === match?.key) continue;
+    const before = placed.borrowed.length;
+    await take(other, placed.borrowed);
+    report.otherKeys.push({ key: other.key, scope: other.scope, entries: placed.borrowed.length - before });
   }
-  countRestored(report, restored);
-  const had = new Set(
-    [...scans].flatMap(([cache, s]) => s.scan.entries.map((e) => entryId({ cache, name: e.name }))),
-  );
-  report.entriesReplaced = restored.filter((r) => had.has(entryId(r))).length;
-  // actions/cache's cache-hit: the exact key, and every one of its entries now in place.
-  const wanted = match.manifest.entries.filter((e) => targets.has(e.cache)).length;
-  report.cacheHit = match.exact && report.entriesRestored + report.entriesPresent === wanted;
-  placed.keyEntries = [...restored, ...present];
-  report.usage = { ...workingSetOf(match.manifest, new Set(targets.keys())), atime: null };
+  report.autotune = await withholdAutotune(work, placed.sources);
+}
+
+/** The keys of the profile's other revisions (exact keys, in this run's read scopes), those that exist. */
+async function otherRevisions(ctx: JobContext, report: RestoreReport): Promise<Match[]> {
+  const out: Match[] = [];
+  for (const rev of ctx.autotune.otherRevisions) {
+    const m = await findExact(ctx, primaryKey(ctx.prefix, ctx.stack.stackId, rev), report.faults);
+    if (m) out.push(m);
+    else
+      ctx.log.info(
+        `no key for revision ${rev.slice(0, 12)} (restore-revisions): its entries compile if the job needs them`,
+      );
+  }
+  return out;
 }
 
 /** The state the save reads, written once, with what the folders hold now. */
@@ -116,22 +130,39 @@ async function record(
   work: JobContext,
   folders: WorkingFolders,
   parent: Match | null,
-  placed: { keyEntries: EntryRef[]; kinds: Map<string, CacheKind> },
+  placed: Placement,
   report: RestoreReport,
 ): Promise<void> {
   // A lookup-only restore placed and stamped nothing: a save after it must not read use from stamps.
-  const r = await stateAfterRestore(work, { parent, ...placed, stamp: !report.lookupOnly });
+  const r = await stateAfterRestore(work, {
+    parent,
+    keyEntries: placed.keyEntries,
+    kinds: placed.kinds,
+    stamp: !report.lookupOnly,
+  });
   r.state.job = {
     startedAt: folders.startedAt,
     markers: folders.markers,
     folders: folders.jobFolders,
     seen: r.seen,
     local: r.state.local ?? {},
+    borrowed: signaturesOf(placed.borrowed, r.seen),
     atime: r.state.usage?.atime ?? {},
+    autotune: report.autotune,
   };
   writeState(work.stateFile, r.state);
   report.entriesLocal = r.local;
   if (report.matchedKey && !report.lookupOnly) report.usage.atime = r.atime;
+}
+
+/** cache -> name -> signature of `entries`, as the restore's record of the folders has them. */
+function signaturesOf(entries: EntryRef[], seen: Record<string, Record<string, string>>) {
+  const out: Record<string, Record<string, string>> = {};
+  for (const e of entries) {
+    const sig = seen[e.cache]?.[e.name];
+    if (sig) (out[e.cache] ??= {})[e.name] = sig;
+  }
+  return out;
 }
 
 function sharedOf(b: BuiltJobFolder | undefined): RestoreReport["caches"][number]["shared"] {
@@ -155,33 +186,14 @@ function emptyReport(ctx: JobContext, lookupOnly: boolean): RestoreReport {
     bytesDownloaded: 0,
     entriesBad: 0,
     membersRefused: 0,
+    otherKeys: [],
+    autotune: null,
     faults: [],
     usage: { live: { entries: 0, bytes: 0 }, unused: { entries: 0, bytes: 0 }, atime: null },
     threads: 0,
     seconds: 0,
     caches: [],
   };
-}
-
-function restoreTargets(
-  ctx: JobContext,
-  manifest: Manifest,
-): { targets: Map<string, RestoreTarget>; byName: Map<string, CacheFolder> } {
-  const targets = new Map<string, RestoreTarget>();
-  const byName = new Map<string, CacheFolder>();
-  for (const c of ctx.caches) {
-    const saved = manifest.caches.find((m) => m.name === c.name);
-    if (!saved) continue;
-    if (c.kind !== "auto" && saved.kind !== c.kind) {
-      ctx.log.warn(
-        `cache ${c.name} was saved as kind ${saved.kind} but is configured as ${c.kind}; not restoring it`,
-      );
-      continue;
-    }
-    byName.set(c.name, c);
-    targets.set(c.name, { kind: cacheKind(saved.kind), root: c.path, staging: makeStaging(c.path) });
-  }
-  return { targets, byName };
 }
 
 /** Says what the folders held and hold; under --strict, a store or data fault it names fails the restore (exit 3) once what was good is in place. */

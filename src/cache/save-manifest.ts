@@ -12,6 +12,7 @@ import {
 import type { WrittenPack } from "../pack/write/pack-writer.js";
 import type { Store } from "../store/store.js";
 import { VERSION } from "../version.js";
+import { type AutotuneParts, recordProducers } from "./autotune/provenance.js";
 import type { JobContext } from "./job-context.js";
 import type { SavePlan } from "./save-plan.js";
 import { type Present, presentId } from "./save-scan.js";
@@ -31,10 +32,12 @@ export interface ManifestParts {
   kinds: Map<string, CacheKindName>;
   /** This save's use, and each entry's last use. */
   usage: Pick<UsagePlan, "now" | "lastUsed">;
+  /** The autotune results among the entries, and who this job's were produced by. */
+  autotune: AutotuneParts;
 }
 
 export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
-  const { plan, parent, parentRefs, written, kinds, usage } = parts;
+  const { plan, parent, parentRefs, written, kinds, usage, autotune } = parts;
   const packs: PackRef[] = [];
   const remap = new Map<number, number>();
   const entries: EntryRef[] = [];
@@ -67,6 +70,7 @@ export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
     e.usedIn = last.generation;
     uses.push(last);
   }
+  const tunings = recordProducers(entries, parent, parentRefs, autotune);
   return {
     format: MANIFEST_FORMAT,
     key: ctx.key,
@@ -85,6 +89,7 @@ export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
     entries,
     generation: usage.now.generation,
     uses: usesTable(uses),
+    ...(tunings.length ? { tunings } : {}),
   };
 }
 

@@ -32,9 +32,10 @@ export interface SaveReport {
   /**
    * Entries in the folders that this save could not vouch for and so left out: `unverified`, those
    * the folder held before the job (as its restore recorded them, unchanged since) that are not in
-   * the key it restored (a pull request's job on this runner may have made them).
+   * the key it restored (a pull request's job on this runner may have made them); `otherRevisions`,
+   * those borrowed from other revisions' keys (restore-revisions), which those keys hold.
    */
-  leftOut: { unverified: Tally };
+  leftOut: { unverified: Tally; otherRevisions: Tally };
   /** Faults the save met and recovered from, coded (faults.ts); --strict fails on those it names, once the key is saved. */
   faults: Fault[];
   seconds: number;
@@ -59,7 +60,7 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
     consolidated: false,
     usage: emptyUsageReport(),
     skipped: { incomplete: 0, tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0, vanished: 0 },
-    leftOut: { unverified: { entries: 0, bytes: 0 } },
+    leftOut: { unverified: { entries: 0, bytes: 0 }, otherRevisions: { entries: 0, bytes: 0 } },
     faults: [],
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),

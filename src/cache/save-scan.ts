@@ -8,6 +8,7 @@ import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import type { LocalState } from "./local-state.js";
+import type { Tally } from "./working-set.js";
 
 /** A complete entry found in a cache folder, as a save sees it. */
 export interface Present {
@@ -134,7 +135,7 @@ export function hashEntry(p: Present): string | null {
 export function leaveOutUnverified(
   ctx: JobContext,
   found: { kept: Present[]; reused: Present[]; ours: LocalState | null },
-  report: { leftOut: { unverified: { entries: number; bytes: number } } },
+  report: { leftOut: { unverified: Tally; otherRevisions: Tally } },
 ): Present[] {
   const { kept, reused, ours } = found;
   if (!ours?.local) {
@@ -148,6 +149,13 @@ export function leaveOutUnverified(
   const vouched = new Set(reused);
   const out: Present[] = [];
   for (const p of kept) {
+    // Borrowed from another revision's key (restore-revisions): that key has it; this one must not.
+    const borrowed = ours.job?.borrowed?.[p.cache]?.[p.entry.name];
+    if (borrowed !== undefined && borrowed === p.sig && !vouched.has(p)) {
+      report.leftOut.otherRevisions.entries++;
+      report.leftOut.otherRevisions.bytes += p.size;
+      continue;
+    }
     const before = ours.local[p.cache]?.[p.entry.name];
     if (vouched.has(p) || trusted.has(p.cache) || before === undefined || before !== p.sig) out.push(p);
     else {

@@ -4,6 +4,7 @@ import { formatBytes } from "../format.js";
 import { type EntryRef, encodeManifest, type Manifest } from "../manifest/manifest.js";
 import type { WrittenPack } from "../pack/write/pack-writer.js";
 import { manifestObject } from "../store/layout.js";
+import { autotuneParts } from "./autotune/provenance.js";
 import { fault, StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
 import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "./local-state.js";
@@ -226,6 +227,7 @@ class SaveRun {
       written,
       kinds: this.kinds,
       usage: this.usage as UsagePlan,
+      autotune: autotuneParts(ctx, this.kept, this.opts.hook, (this.usage as UsagePlan).now.at),
     });
     const body = encodeManifest(manifest);
     const committed = await commitManifest(ctx.store, this.object, body);

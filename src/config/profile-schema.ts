@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { autotuneFields } from "./autotune-schema.js";
 import { CronSyntaxError, parseCron } from "./cron.js";
 import { parseDuration } from "./durations.js";
 
@@ -271,6 +272,7 @@ export const profileSchema = z
     "on-unexpected-compile": z.enum(["warn", "fail"]).default("warn"),
     github: githubSchema.optional(),
     compare: compareSchema.optional(),
+    ...autotuneFields,
   })
   .strict();
 

@@ -2,6 +2,7 @@ import { Strictness } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
 import type { Config } from "../config/load.js";
+import type { ProfileSpec } from "../config/profile-schema.js";
 import { keyPart } from "../config/schema.js";
 import { hostEnvironment, runtimeSettings } from "../environment.js";
 import { ConfigError, StackMismatchError } from "../errors.js";
@@ -13,6 +14,7 @@ import { jobAnchorPid } from "../process/job-anchor.js";
 import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
 import { openStore } from "../store/open.js";
 import type { Store } from "../store/store.js";
+import { autotuneSettings } from "./autotune-settings.js";
 
 export interface JobContextOptions {
   config: Config;
@@ -34,6 +36,8 @@ export interface JobContextOptions {
   key?: string;
   /** kcache itself runs the whole job (`kcache run`): it is what the job's folders are named for. */
   runsTheJob?: boolean;
+  /** The profile the job runs, for its autotune settings. */
+  profile?: { name: string; spec: ProfileSpec } | null;
 }
 
 /** Probes the stack once; its warnings and pin mismatches are said here, once. */
@@ -90,6 +94,13 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     save: config.save,
     store: opts.store ?? openStore(config, env),
     stack: { stackId: stack.stackId, components: stack.components },
+    autotune: autotuneSettings({
+      profile: opts.profile ?? null,
+      env,
+      cwd,
+      device: stack.info.accelerator ?? "",
+      log,
+    }),
     revision,
     scopes: scopePlan(env, cwd, config.key.defaultBranch),
     key: primaryKey(prefix, stack.stackId, revision),

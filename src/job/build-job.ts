@@ -138,6 +138,7 @@ export async function buildJob(req: JobRequest): Promise<Job> {
     progress: req.progress,
     key: o.key,
     runsTheJob: req.runsTheJob,
+    profile,
   });
   return { config, profile, ctx, stack, env, cwd };
 }

@@ -32,3 +32,17 @@ export function currentRevision(env: NodeJS.ProcessEnv, cwd: string): string | n
     return null;
   }
 }
+
+/** The commit a git name (origin/main, a tag, a sha) stands for in `cwd`, or null when git cannot say. */
+export function resolveRevision(name: string, cwd: string): string | null {
+  try {
+    return execFileSync("git", ["rev-parse", "--verify", "--quiet", `${name}^{commit}`], {
+      cwd,
+      stdio: ["ignore", "pipe", "ignore"],
+    })
+      .toString()
+      .trim();
+  } catch {
+    return null;
+  }
+}

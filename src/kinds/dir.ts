@@ -64,6 +64,10 @@ export const dirKind: CacheKind = {
     return false;
   },
 
+  isAutotuneResult(): boolean {
+    return false;
+  },
+
   normalize(_root, _entryName, _rel, data): Buffer {
     return data;
   },

@@ -164,6 +164,10 @@ export const inductorKind: CacheKind = {
     return !BEST_CONFIG.test(entryName);
   },
 
+  isAutotuneResult(entry: FoundEntry): boolean {
+    return BEST_CONFIG.test(entry.name);
+  },
+
   packOrder(files: EntryFile[]): EntryFile[] {
     return files;
   },

@@ -100,6 +100,11 @@ export interface CacheKind {
    * existing file to write, which would edit both folders at once (docs/self-hosted.md says which).
    */
   linkSafe(entryName: string, rel: string): boolean;
+  /**
+   * Whether an entry is an autotune result (Triton's `<fn>.autotune.json`, Inductor's `.best_config`):
+   * a timing-driven winner, which carries who produced it (docs/benchmarks.md), not compiled code.
+   */
+  isAutotuneResult(entry: FoundEntry): boolean;
   /** Sorts an entry's files into pack order: files Triton looks up first (group files) come last. */
   packOrder(files: EntryFile[]): EntryFile[];
 }

@@ -23,6 +23,7 @@ import {
  * precompiled.h (see the README's "On Ascend").
  */
 const GROUP = /^__grp__.+\.json$/;
+const AUTOTUNE = /\.autotune\.json$/;
 const SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
 /** Build products valid only against this machine's headers, by their mtimes: never saved. */
 const MACHINE_LOCAL = /\.(gch|pch)$/;
@@ -185,6 +186,10 @@ export const tritonKind: CacheKind = {
   // tmp.pid_* folder and os.replace()s it in: an existing file is never opened for writing.
   linkSafe(): boolean {
     return true;
+  },
+
+  isAutotuneResult(entry: FoundEntry): boolean {
+    return entry.files.some((f) => AUTOTUNE.test(f.rel));
   },
 
   packOrder(files: EntryFile[]): EntryFile[] {

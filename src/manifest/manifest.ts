@@ -34,7 +34,41 @@ export const entryRefSchema = z.object({
    * carried over from the parent while unused. Absent in manifests written before usage was recorded.
    */
   usedIn: z.number().int().nonnegative().optional(),
+  /** An autotune result's producer: the `id` of one of the manifest's `tunings`. Absent: unknown. */
+  tunedBy: z.number().int().nonnegative().optional(),
+  /**
+   * An autotune result's salt: the sources that can change a winner without changing Triton's key
+   * (the Python package of the kernel's module), as paths relative to the job's folder, and their digest.
+   */
+  salt: z
+    .object({ paths: z.array(z.string().min(1).max(512)).min(1).max(64), digest: sha256 })
+    .strict()
+    .optional(),
 });
+
+const isoTime = z
+  .string()
+  .max(64)
+  .refine((s) => !Number.isNaN(Date.parse(s)), { message: "not a date" });
+
+/**
+ * Who produced autotune results (docs/benchmarks.md): the profile, whether it is a benchmark's, the
+ * device model as the driver names it, the values of the variables that shape timing, the revision
+ * and time of the run. Bounded: a manifest is refused as damaged past these sizes.
+ */
+export const tuningSchema = z
+  .object({
+    id: z.number().int().nonnegative(),
+    profile: z.string().max(128),
+    benchmark: z.boolean(),
+    device: z.string().max(256),
+    env: z
+      .record(z.string().min(1).max(128), z.string().max(1024))
+      .refine((e) => Object.keys(e).length <= 32, { message: "more than 32 variables" }),
+    revision: z.string().max(200),
+    at: isoTime,
+  })
+  .strict();
 
 /** A save some entry was last used at: its generation in the key's chain, revision and time. */
 export const useSchema = z.object({
@@ -62,12 +96,15 @@ export const manifestSchema = z.object({
   generation: z.number().int().nonnegative().optional(),
   /** The saves the entries were last used at, each once (entries' `usedIn` point here). */
   uses: z.array(useSchema).optional(),
+  /** The producers of the autotune results among the entries (entries' `tunedBy` point here). */
+  tunings: z.array(tuningSchema).max(1000).optional(),
 });
 
 export type Manifest = z.infer<typeof manifestSchema>;
 export type PackRef = z.infer<typeof packRefSchema>;
 export type EntryRef = z.infer<typeof entryRefSchema>;
 export type Use = z.infer<typeof useSchema>;
+export type Tuning = z.infer<typeof tuningSchema>;
 
 /**
  * Serialises a manifest with an integrity line: the body's sha256, so a flipped byte that still
@@ -109,6 +146,9 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
   const seen = new Set<string>();
   const generation = r.data.generation ?? 0;
   const uses = new Set((r.data.uses ?? []).map((u) => u.generation));
+  const tunings = new Set((r.data.tunings ?? []).map((t) => t.id));
+  if (tunings.size !== (r.data.tunings ?? []).length)
+    throw new IntegrityError(`${where}: manifest lists an autotune producer twice (a damaged manifest)`);
   for (const e of r.data.entries) {
     // An entry listed twice would be restored and counted twice: the manifest is damaged.
     const id = `${e.cache}/${e.name}`;
@@ -119,6 +159,11 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
         `${where}: entry ${e.cache}/${e.name} points at pack ${e.pack}, which is not listed`,
       );
     }
+    // A producer the manifest does not list would pass for whatever a pinned restore wants.
+    if (e.tunedBy !== undefined && !tunings.has(e.tunedBy))
+      throw new IntegrityError(
+        `${where}: entry ${e.cache}/${e.name} names autotune producer ${e.tunedBy}, which the manifest does not list`,
+      );
     // A use after this save, or one the manifest does not list, is a lie eviction would act on.
     if (e.usedIn !== undefined && (e.usedIn > generation || !uses.has(e.usedIn))) {
       throw new IntegrityError(

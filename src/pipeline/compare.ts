@@ -28,6 +28,8 @@ export interface CompareRun {
   /** Null where only the cache folder counted kernels (no listener: loads are unknown). */
   kernelsLoaded: number | null;
   commands: { name: string; seconds: number; compiled: number; loaded: number | null }[];
+  /** Autotune results the run's kernels ran on: given by the restore (pinned winners) or tuned in the run. */
+  autotune: { given: number; tuned: number; producers: string[] };
   stages: Stage[];
 }
 
@@ -190,6 +192,25 @@ function summarise(label: string, kind: "cold" | "warm", round: number, r: RunRe
       compiled: c.kernels.compiled,
       loaded: c.kernels.loaded,
     })),
+    autotune: autotuneOf(r),
     stages: r.stages,
   };
+}
+
+/** How many of a run's autotune lookups found a given winner, how many tuned one, and who produced the given ones. */
+function autotuneOf(r: RunReport): CompareRun["autotune"] {
+  const out = { given: 0, tuned: 0, producers: [] as string[] };
+  for (const c of r.commands) {
+    out.given += c.autotune?.pinned.length ?? 0;
+    out.tuned += c.autotune?.fresh.length ?? 0;
+    for (const p of c.autotune?.pinned ?? []) {
+      const who = p.producer
+        ? `${p.producer.profile || "(no profile)"}${p.producer.benchmark ? " (benchmark)" : ""} at ${p.producer.revision.slice(0, 12)}`
+        : p.earlierInRun
+          ? "this run"
+          : "unknown";
+      if (!out.producers.includes(who)) out.producers.push(who);
+    }
+  }
+  return out;
 }

@@ -62,7 +62,14 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   // Under isolate the commands run against the job's own folders, which the restore made.
   const work = opts.restore !== false ? afterRestore(ctx) : ctx;
   const commandLog = opts.commandLog ?? plainCommandLog(ctx.log);
-  const commands = new CommandsStage(work, profile, { env: job.env, cwd: job.cwd, outDir, echo, commandLog });
+  const commands = new CommandsStage(work, profile, {
+    env: job.env,
+    cwd: job.cwd,
+    outDir,
+    echo,
+    commandLog,
+    restoredAutotune: restored?.autotune,
+  });
   stages.push(...(await commands.run()));
   const place = { workdir: commands.workdir, env: commands.env, outDir, profileName };
   const checked = await checksStage(work, profile, place);

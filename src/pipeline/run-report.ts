@@ -1,3 +1,4 @@
+import type { CommandAutotune } from "../cache/autotune/symmetry.js";
 import type { Fault } from "../cache/faults.js";
 import type { SettledFolder } from "../cache/persistent/settle.js";
 import type { RestoreReport } from "../cache/restore.js";
@@ -51,6 +52,8 @@ export interface CommandReport {
   log: string;
   devices: string | null;
   kernels: CommandKernels;
+  /** Which kernels ran on a winner the job was given (from whom) and which were tuned here (why); null without autotune lookups. */
+  autotune: CommandAutotune | null;
 }
 
 export interface RunReport {

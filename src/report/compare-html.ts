@@ -1,5 +1,5 @@
 import type { CompareReport } from "../pipeline/compare.js";
-import { compareMarkdown } from "./compare-markdown.js";
+import { compareMarkdown, winnersLine } from "./compare-markdown.js";
 import { escapeHtml } from "./html-escape.js";
 
 /**
@@ -39,6 +39,7 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
 <h2>Stages of one cold and one warm run</h2>
 <svg id="timeline" role="img" aria-label="stage timeline"></svg>
 <h2>Per-record timing change, warm vs cold</h2>
+<p id="winners">${escapeHtml(winnersLine(r))}</p>
 <p id="records-note"></p>
 <p class="legend"><span style="background:#2b9a66"></span>faster warm than cold
 <span style="background:#d9822b"></span>slower <span style="border:2px solid #b3261e"></span>beyond the threshold

@@ -21,6 +21,7 @@ export function compareMarkdown(r: CompareReport): string {
     "",
     `Kernels compiled per run: cold ${x.kernelsCompiled.cold.join(", ")}; warm ${x.kernelsCompiled.warm.join(", ")}. kcache's own time: restore ${s(x.restoreSeconds.median)} (median of warm runs), save ${x.saveSeconds.values.length ? s(x.saveSeconds.median) : "-"} (the seeding run).`,
   ];
+  lines.push("", winnersLine(r));
   if (r.records) {
     const d = r.records;
     lines.push(
@@ -41,4 +42,19 @@ export function compareMarkdown(r: CompareReport): string {
       lines.push(`Records only in cold runs: ${d.missing.length}; only in warm runs: ${d.extra.length}.`);
   }
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Whether the warm runs' timings came from winners the job was given (pinned: the same in every
+ * run) or from autotuning again: what a drift between cold and warm medians has to be read beside.
+ */
+export function winnersLine(r: CompareReport): string {
+  const warm = r.runs.filter((x) => x.kind === "warm");
+  const cold = r.runs.filter((x) => x.kind === "cold");
+  const given = warm.map((x) => x.autotune.given);
+  const tuned = warm.map((x) => x.autotune.tuned);
+  if (given.every((n) => n === 0) && tuned.every((n) => n === 0) && cold.every((x) => x.autotune.tuned === 0))
+    return "Autotune winners: no autotune lookups were seen (no hook, or no autotuned kernel).";
+  const producers = [...new Set(warm.flatMap((x) => x.autotune.producers))];
+  return `Autotune winners: cold runs tuned ${cold.map((x) => x.autotune.tuned).join(", ")}; warm runs ran on ${given.join(", ")} given winners${producers.length ? ` (from ${producers.join("; ")})` : ""} and tuned ${tuned.join(", ")} afresh. ${tuned.some((n) => n > 0) ? "Timings that moved may come from re-tuned winners." : "Every warm timing ran on the same winners: a drift is not autotune's."}`;
 }

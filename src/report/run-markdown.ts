@@ -60,6 +60,40 @@ export function runMarkdown(r: RunReport): string {
       "",
       `Working set (use from ${u.source === "none" ? "nowhere: every entry counts as used" : u.source}): ${u.live.entries} entries (${formatBytes(u.live.bytes)}) used, ${u.unused.entries} (${formatBytes(u.unused.bytes)}) kept unused, ${u.evicted.entries} (${formatBytes(u.evicted.bytes)}) evicted${u.noEvict ? ` (none may be: ${u.noEvict})` : ""}.`,
     );
+  lines.push(...autotuneLines(r));
   if (r.unexpectedCompile) lines.push("", `⚠️ ${r.unexpectedCompile}`);
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * Per command, which kernels ran on a winner the job was given (and whose) and which were tuned in
+ * the run (and why): the symmetry of a HEAD-vs-BASE comparison, at a glance.
+ */
+function autotuneLines(r: RunReport): string[] {
+  const withAutotune = r.commands.filter((c) => c.autotune);
+  if (withAutotune.length === 0) return [];
+  const policy = r.restore?.autotune?.policy ?? "any";
+  const lines = [
+    "",
+    `Autotune (policy: ${policy}${r.restore?.autotune?.withheld.length ? `; ${r.restore.autotune.withheld.length} results withheld at restore` : ""}):`,
+  ];
+  for (const c of withAutotune) {
+    const a = c.autotune as NonNullable<typeof c.autotune>;
+    const from = [
+      ...new Set(
+        a.pinned.map((p) =>
+          p.producer
+            ? `${p.producer.profile || "(no profile)"}@${p.producer.revision.slice(0, 12)}`
+            : p.earlierInRun
+              ? "this run"
+              : "unknown",
+        ),
+      ),
+    ];
+    const why = [...new Set(a.fresh.map((f) => f.why))];
+    lines.push(
+      `- ${c.name}: ${a.pinned.length} kernels on given winners${from.length ? ` (${from.join(", ")})` : ""}, ${a.fresh.length} tuned here${why.length ? `: ${why.join("; ")}` : ""}`,
+    );
+  }
+  return lines;
 }

@@ -16,6 +16,10 @@ export interface KernelStats {
   usageComplete: boolean;
   /** torch.compile's own cache counters, summed over processes; null when none compiled a graph. */
   graphs: GraphCacheCounts | null;
+  /** Autotune results looked up: the kernel, whether one was there (a winner given) or it was tuned now, and its entry folder. */
+  autotune: { kernel: string; hit: boolean; folder: string }[];
+  /** The module files each autotuned kernel is defined in (its salt's sources). */
+  autotuneModules: Record<string, string[]>;
 }
 
 /** torch.compile's FX graph cache and AOTAutograd cache, as torch._dynamo.utils.counters counts them. */
@@ -32,6 +36,11 @@ interface KernelLine {
   usage?: boolean;
   kernel?: string;
   cache_hit?: boolean;
+  autotune?: string;
+  hit?: boolean;
+  folder?: string;
+  autotuneModule?: string;
+  file?: string;
   compile_s?: number | null;
   event?: string;
   triton?: string | null;
@@ -50,6 +59,8 @@ export function readTelemetry(file: string): KernelStats {
     usedFolders: [],
     usageComplete: false,
     graphs: null,
+    autotune: [],
+    autotuneModules: {},
   };
   let text = "";
   try {
@@ -75,6 +86,7 @@ export function readTelemetry(file: string): KernelStats {
       used.add(rec.used);
       continue;
     }
+    if (noteAutotune(stats, rec)) continue;
     if (rec.event === "exit") {
       sawTriton = true;
       exits++;
@@ -109,4 +121,19 @@ export function readTelemetry(file: string): KernelStats {
     .slice(0, 20)
     .map(([n]) => n);
   return stats;
+}
+
+/** An autotune line (a lookup, or a kernel's module) added to `stats`; false for other lines. */
+function noteAutotune(stats: KernelStats, rec: KernelLine): boolean {
+  if (typeof rec.autotune === "string" && typeof rec.folder === "string") {
+    const seen = stats.autotune.some((a) => a.folder === rec.folder && a.hit === Boolean(rec.hit));
+    if (!seen) stats.autotune.push({ kernel: rec.autotune, hit: Boolean(rec.hit), folder: rec.folder });
+    return true;
+  }
+  if (typeof rec.autotuneModule === "string" && typeof rec.file === "string") {
+    const files = (stats.autotuneModules[rec.autotuneModule] ??= []);
+    if (!files.includes(rec.file)) files.push(rec.file);
+    return true;
+  }
+  return false;
 }

@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { inLanes } from "../../bounded-lanes.js";
+import { commandAutotune } from "../../cache/autotune/symmetry.js";
+import type { AutotuneRestore } from "../../cache/autotune/withhold.js";
 import type { JobContext } from "../../cache/job-context.js";
 import type { HookUsage } from "../../cache/save-usage.js";
 import { parseDuration } from "../../config/durations.js";
@@ -14,6 +16,7 @@ import { compiledBetween, KernelFolders } from "../../telemetry/folder-count.js"
 import { telemetryEnv } from "../../telemetry/hook.js";
 import { type KernelStats, readTelemetry } from "../../telemetry/read.js";
 import type { CommandLog, CommandReport, Stage } from "../run-report.js";
+import { ClearTrap } from "./clear-trap.js";
 import { commandKernels } from "./command-kernels.js";
 
 /** Where the commands run: the job's environment and folder, the run's output folder, its echo and log. */
@@ -23,6 +26,8 @@ export interface CommandPlace {
   outDir: string;
   echo: NodeJS.WritableStream | null;
   commandLog: CommandLog;
+  /** What the restore gave and withheld of autotune results, for each command's report. */
+  restoredAutotune?: AutotuneRestore | null;
 }
 
 /**
@@ -39,6 +44,10 @@ export class CommandsStage {
   private readonly folders: KernelFolders;
   /** What the hook saw the commands' Triton cache lookups find, all commands together. */
   private readonly used = { folders: new Set<string>(), complete: true, any: false };
+  /** The tripwire that catches a command clearing `$TRITON_CACHE_DIR/cache` (a folder Triton never uses). */
+  private readonly trap: ClearTrap;
+  /** Autotune results the commands tuned: entry folder -> the modules defining its kernel (salts). */
+  private readonly tuned = new Map<string, string[]>();
 
   constructor(
     private readonly ctx: JobContext,
@@ -51,6 +60,7 @@ export class CommandsStage {
       if (c.env) this.env[c.env] = c.path;
     }
     this.workdir = profile.workdir ? path.resolve(place.cwd, profile.workdir) : place.cwd;
+    this.trap = new ClearTrap(ctx.caches, ctx.log);
     // Triton caches (or ones whose kind is detected later) are where compiles can be counted without a listener.
     this.folders = new KernelFolders(ctx.caches.filter(mayHoldKernels).map((c) => c.path));
   }
@@ -88,6 +98,7 @@ export class CommandsStage {
     const logFile = path.join(outDir, "logs", `${cmd.name}.log`);
     const before = group === null && this.folders.counting ? this.folders.before() : null;
     const ended = this.place.commandLog.started(cmd, devs, prefix !== undefined);
+    if (group === null) this.trap.arm();
     const r = await runCommand({
       run: withSources(cmd.run, cmd.source ?? [], this.workdir),
       cwd: cmd.workdir ? path.resolve(this.workdir, cmd.workdir) : this.workdir,
@@ -98,6 +109,7 @@ export class CommandsStage {
       linePrefix: prefix,
     });
     ended?.();
+    if (group === null) this.trap.disarm(cmd.name);
     const telemetry = readTelemetry(telemetryFile);
     this.noteUsage(telemetry);
     const report: CommandReport = {
@@ -110,6 +122,7 @@ export class CommandsStage {
       log: logFile,
       devices: devs ? devs.join(",") : null,
       kernels: commandKernels(telemetry, before ? compiledBetween(before, this.folders.after()) : null),
+      autotune: commandAutotune(telemetry.autotune, this.place.restoredAutotune),
     };
     this.commands.push(report);
     if (r.exitCode !== 0) {
@@ -123,6 +136,7 @@ export class CommandsStage {
 
   private noteUsage(t: KernelStats): void {
     for (const f of t.usedFolders) this.used.folders.add(f);
+    for (const a of t.autotune) if (!a.hit) this.tuned.set(a.folder, t.autotuneModules[a.kernel] ?? []);
     if (t.status !== "no-triton") {
       this.used.any ||= t.usageComplete;
       this.used.complete &&= t.usageComplete;
@@ -134,7 +148,11 @@ export class CommandsStage {
    * use: complete when every command that imported Triton had the hook's wrapper in.
    */
   hookUsage(): HookUsage {
-    return { complete: this.used.any && this.used.complete, dirs: [...this.used.folders] };
+    return {
+      complete: this.used.any && this.used.complete,
+      dirs: [...this.used.folders],
+      tuned: [...this.tuned].map(([folder, modules]) => ({ folder, modules })),
+    };
   }
 
   private async runGroup(group: GroupSpec): Promise<Stage> {
