@@ -302,3 +302,70 @@ export function gpuPersistentTables(raw: GpuPersistentRaw): string[] {
     `| median | | | | | ${(median(raw.rounds.map(isolationShare)) * 100).toFixed(2)}% |`,
   ];
 }
+
+/** One job of bench/gpu/fla-compare-on-device.sh's compare phase (bench/results/gpu-fla-compare.json). */
+export interface FlaCompareRow {
+  label: string;
+  kind: "prewarm" | "clearing" | "kcache";
+  exit: number;
+  wall: number;
+  /** Records beyond FLA's 5% threshold, either way: false flags, as BASE and HEAD are the same code. */
+  flags: number;
+  records: { record: string; base_ms: number; head_ms: number; change_pct: number }[];
+  compiled?: number;
+  loaded?: number;
+  given?: number;
+  givenFrom?: string | null;
+  tuned?: number;
+}
+
+const maxAbsChange = (r: FlaCompareRow) => Math.max(...r.records.map((x) => Math.abs(x.change_pct)));
+
+/** Per round: FLA's clearing job beside kcache's, wall time, flags, the largest HEAD-vs-BASE change, and the ratio. */
+export function flaCompareTable(rows: FlaCompareRow[]): string[] {
+  const clearing = rows.filter((r) => r.kind === "clearing");
+  const kc = rows.filter((r) => r.kind === "kcache");
+  const lines = [
+    "| round | FLA's job (clears the cache) | flags | largest change | kcache's job (pinned, both sides warm) | kernels compiled | winners given / tuned | flags | largest change | kcache / clearing |",
+    "|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+  ];
+  clearing.forEach((c, i) => {
+    const k = kc[i];
+    if (!k) return;
+    lines.push(
+      `| ${i + 1} | ${c.wall.toFixed(1)} s | ${c.flags} | ${maxAbsChange(c).toFixed(1)}% | ${k.wall.toFixed(1)} s | ${k.compiled} | ${k.given} / ${k.tuned} (${k.givenFrom}) | ${k.flags} | ${maxAbsChange(k).toFixed(1)}% | ${((k.wall / c.wall) * 100).toFixed(0)}% |`,
+    );
+  });
+  const ratios = clearing.flatMap((c, i) => (kc[i] ? [(kc[i] as FlaCompareRow).wall / c.wall] : []));
+  lines.push(`| median | | | | | | | | | ${(median(ratios) * 100).toFixed(0)}% |`);
+  return lines;
+}
+
+/** One job of the edit phase (bench/results/gpu-fla-edit.json's rows). */
+export interface FlaEditRow {
+  label: string;
+  wall: number;
+  flags?: number;
+  pinned?: string[];
+  fresh?: [string, string][];
+  withheld?: [string, string][];
+  pinnedFrom?: string[];
+}
+
+/** The edit phase: with the salt the edited op's kernels re-tune on both sides; without it only the edited kernel. */
+export function flaEditTable(rows: FlaEditRow[]): string[] {
+  const what: Record<string, string> = {
+    prewarm: "main's prewarm at BASE (cold)",
+    "edit-salt": "the comparison, autotune-salt: package",
+    "edit-kernel": "the comparison, no salt (Triton's key alone)",
+  };
+  return [
+    "| job | wall | withheld at restore | kernels on given winners | kernels tuned in the job (why) | flags |",
+    "|---|---:|---|---|---|---:|",
+    ...rows.map((r) => {
+      const withheld = [...new Set((r.withheld ?? []).map(([k, why]) => `${k} (${why})`))];
+      const fresh = [...new Set((r.fresh ?? []).map(([k, why]) => `${k}: ${why}`))];
+      return `| ${what[r.label] ?? r.label} | ${r.wall.toFixed(1)} s | ${withheld.length ? `${r.withheld?.length}: ${withheld.join("; ")}` : "none"} | ${(r.pinned ?? []).join(", ") || "none"}${r.pinnedFrom?.length ? ` (${r.pinnedFrom.join(", ")})` : ""} | ${fresh.join("; ") || "none"} | ${r.flags ?? "-"} |`;
+    }),
+  ];
+}

@@ -1504,6 +1504,9 @@ var dirKind = {
   linkSafe() {
     return false;
   },
+  isAutotuneResult() {
+    return false;
+  },
   normalize(_root, _entryName, _rel, data) {
     return data;
   },
@@ -1549,6 +1552,7 @@ function readUnseen(p2) {
 
 // src/kinds/triton.ts
 var GROUP = /^__grp__.+\.json$/;
+var AUTOTUNE = /\.autotune\.json$/;
 var SINGLE_FILE = [/\.so$/, /\.autotune\.json$/, /^precompiled\.h$/, /\.pyd$/, /\.dll$/];
 var MACHINE_LOCAL = /\.(gch|pch)$/;
 var TEMP_DIR = /^tmp\./;
@@ -1668,6 +1672,9 @@ var tritonKind = {
   // tmp.pid_* folder and os.replace()s it in: an existing file is never opened for writing.
   linkSafe() {
     return true;
+  },
+  isAutotuneResult(entry) {
+    return entry.files.some((f2) => AUTOTUNE.test(f2.rel));
   },
   packOrder(files) {
     const key = (f2) => `${GROUP.test(f2.rel) ? "1" : "0"}${f2.rel}`;
@@ -1799,6 +1806,9 @@ var inductorKind = {
   // the existing file, and LocalAutotuneCache writes it again on every hit. So it is copied.
   linkSafe(entryName) {
     return !BEST_CONFIG.test(entryName);
+  },
+  isAutotuneResult(entry) {
+    return BEST_CONFIG.test(entry.name);
   },
   packOrder(files) {
     return files;

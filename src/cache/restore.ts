@@ -1,26 +1,18 @@
-import fs from "node:fs";
 import { performance } from "node:perf_hooks";
 import { primaryKey } from "../keys/key.js";
-import type { CacheFolder, CacheKind, ScanResult } from "../kinds/kind.js";
-import { cacheKind } from "../kinds/registry.js";
+import type { CacheKind } from "../kinds/kind.js";
 import { entryId } from "../manifest/entry-id.js";
-import type { EntryRef, Manifest } from "../manifest/manifest.js";
-import type { RestoreTarget } from "../pack/pack-request.js";
-import { heartbeat, makeStaging } from "../pack/read/staging-owner.js";
-import { zstdEngine } from "../pack/zstd/engines.js";
+import type { EntryRef } from "../manifest/manifest.js";
 import { withholdAutotune } from "./autotune/withhold.js";
-import { scanFolder } from "./cache-folder.js";
 import { StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
 import { writeState } from "./local-state.js";
 import { findExact, findManifest, type Match } from "./lookup.js";
 import type { BuiltJobFolder } from "./persistent/job-folder.js";
 import { prepareFolders, type WorkingFolders } from "./restore-folders.js";
-import { countRestored, settleOutcomes } from "./restore-outcomes.js";
-import { readPacks } from "./restore-packs.js";
 import { placeKey } from "./restore-place.js";
 import type { RestoreReport } from "./restore-report.js";
-import { presentEntries, stateAfterRestore } from "./restore-state.js";
+import { stateAfterRestore } from "./restore-state.js";
 import { workingSetOf } from "./working-set.js";
 
 export type { RestoreReport } from "./restore-report.js";
@@ -160,7 +152,10 @@ function signaturesOf(entries: EntryRef[], seen: Record<string, Record<string, s
   const out: Record<string, Record<string, string>> = {};
   for (const e of entries) {
     const sig = seen[e.cache]?.[e.name];
-    if (sig) (out[e.cache] ??= {})[e.name] = sig;
+    if (!sig) continue;
+    const cache = out[e.cache] ?? {};
+    cache[e.name] = sig;
+    out[e.cache] = cache;
   }
   return out;
 }

@@ -131,8 +131,9 @@ function noteAutotune(stats: KernelStats, rec: KernelLine): boolean {
     return true;
   }
   if (typeof rec.autotuneModule === "string" && typeof rec.file === "string") {
-    const files = (stats.autotuneModules[rec.autotuneModule] ??= []);
+    const files = stats.autotuneModules[rec.autotuneModule] ?? [];
     if (!files.includes(rec.file)) files.push(rec.file);
+    stats.autotuneModules[rec.autotuneModule] = files;
     return true;
   }
   return false;

@@ -313,6 +313,42 @@ describe("BENCHMARKS.md's persistent-runner tables are bench/results/gpu-persist
   });
 });
 
+describe("BENCHMARKS.md's FLA comparison tables are bench/results/gpu-fla-compare.json and gpu-fla-edit.json", () => {
+  it("both sides warm on pinned winners, no false flag, every kcache job faster than the clearing one; an edit re-tunes what the salt says", async () => {
+    const { flaCompareTable, flaEditTable } = await import("../../bench/tables.js");
+    const compare = JSON.parse(
+      fs.readFileSync(path.join(ROOT, "bench/results/gpu-fla-compare.json"), "utf8"),
+    );
+    const edit = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results/gpu-fla-edit.json"), "utf8"));
+    expect(doc()).toContain(flaCompareTable(compare.rows).join("\n"));
+    expect(doc()).toContain(flaEditTable(edit.rows).join("\n"));
+    const kind = (k: string) => compare.rows.filter((r: { kind: string }) => r.kind === k);
+    const [prewarm] = kind("prewarm");
+    expect(prewarm).toMatchObject({ exit: 0, compiled: 96, given: 0, tuned: 8 });
+    const clearing = kind("clearing");
+    const kcache = kind("kcache");
+    expect(kcache.length).toBe(clearing.length);
+    kcache.forEach(
+      (
+        k: { wall: number; exit: number; flags: number; compiled: number; given: number; tuned: number },
+        i: number,
+      ) => {
+        expect(k).toMatchObject({ exit: 0, flags: 0, compiled: 0, given: 8, tuned: 0 });
+        expect(k.wall).toBeLessThan(clearing[i].wall);
+      },
+    );
+    const rows = Object.fromEntries(edit.rows.map((r: { label: string }) => [r.label, r]));
+    // With the salt: the edited op's 8 results withheld, its kernels tuned on both sides, none given.
+    expect(rows["edit-salt"].withheld).toHaveLength(8);
+    expect(new Set(rows["edit-salt"].withheld.map((w: string[]) => w[1]))).toEqual(new Set(["changed-salt"]));
+    expect(rows["edit-salt"].pinned).toEqual([]);
+    // Without it: only the edited kernel is tuned (HEAD's side); every other lookup ran on the prewarm's winners.
+    expect(rows["edit-kernel"].withheld).toEqual([]);
+    expect(rows["edit-kernel"].fresh.map((f: string[]) => f[0])).toEqual(["fused_recurrent_hgrn_fwd_kernel"]);
+    expect(rows["edit-kernel"].pinnedFrom).toEqual([expect.stringMatching(/^bench-prewarm@/)]);
+  });
+});
+
 describe("BENCHMARKS.md's torch.compile table is bench/results/gpu-inductor.json", () => {
   it("kcache at a new path within 1.15x of the original, at least 2x faster than Mega-Cache, nothing written outside, a second run compiling nothing", async () => {
     const { gpuInductorTable, inductorRatio } = await import("../../bench/tables.js");

@@ -84,3 +84,105 @@ describe("the manifest format (src/manifest/)", () => {
     expect(m.entries.every((e) => e.usedIn === undefined)).toBe(true);
   });
 });
+
+type Raw = Record<string, unknown> & { entries: Record<string, unknown>[] };
+
+describe("autotune producers in a manifest (docs/benchmarks.md)", () => {
+  const tuning = {
+    id: 0,
+    profile: "kda-bench",
+    benchmark: true,
+    device: "NVIDIA H200",
+    env: { FLA_BENCH_REP_MS: "200" },
+    revision: "a".repeat(40),
+    at: "2026-12-01T00:00:00.000Z",
+  };
+  const withTuning = (change: (m: Raw) => void) => {
+    const m = manifestOf(2) as unknown as Raw;
+    m.tunings = [structuredClone(tuning)];
+    (m.entries[0] as Record<string, unknown>).tunedBy = 0;
+    change(m);
+    return encodeManifest(m as unknown as Manifest);
+  };
+
+  it("reads a manifest whose results name a listed producer, and an old one as producer unknown", () => {
+    const m = decodeManifest(
+      withTuning(() => {}),
+      "ok",
+    );
+    expect(m.tunings?.[0]).toEqual(tuning);
+    expect(m.entries[0]?.tunedBy).toBe(0);
+    expect(decodeManifest(encodeManifest(manifestOf(2)), "old").tunings).toBeUndefined();
+  });
+
+  it.each([
+    [
+      "a producer the manifest does not list",
+      (m: Raw) => {
+        (m.entries[0] as Record<string, unknown>).tunedBy = 7;
+      },
+      /names autotune producer 7, which the manifest does not list/,
+    ],
+    [
+      "a device model that is not a string",
+      (m: Raw) => {
+        (m.tunings as Record<string, unknown>[])[0] = { ...tuning, device: 900 };
+      },
+      /tunings\.0\.device/,
+    ],
+    [
+      "a benchmark flag that is not a boolean",
+      (m: Raw) => {
+        (m.tunings as Record<string, unknown>[])[0] = { ...tuning, benchmark: "yes" };
+      },
+      /tunings\.0\.benchmark/,
+    ],
+    [
+      "a huge device name",
+      (m: Raw) => {
+        (m.tunings as Record<string, unknown>[])[0] = { ...tuning, device: "x".repeat(100_000) };
+      },
+      /tunings\.0\.device/,
+    ],
+    [
+      "40 environment variables",
+      (m: Raw) => {
+        (m.tunings as Record<string, unknown>[])[0] = {
+          ...tuning,
+          env: Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`V${i}`, "1"])),
+        };
+      },
+      /more than 32 variables/,
+    ],
+    [
+      "a time that is not a date",
+      (m: Raw) => {
+        (m.tunings as Record<string, unknown>[])[0] = { ...tuning, at: "yesterday" };
+      },
+      /not a date/,
+    ],
+    [
+      "a producer listed twice",
+      (m: Raw) => {
+        m.tunings = [tuning, tuning];
+      },
+      /autotune producer twice/,
+    ],
+    [
+      "an unknown field in a producer",
+      (m: Raw) => {
+        (m.tunings as Record<string, unknown>[])[0] = { ...tuning, trusted: true };
+      },
+      /tunings\.0/,
+    ],
+    [
+      "a salt path that is too long",
+      (m: Raw) => {
+        (m.entries[0] as Record<string, unknown>).salt = { paths: ["p".repeat(1000)], digest: hex("x") };
+      },
+      /entries\.0\.salt/,
+    ],
+  ])("refuses as damaged: %s", (_what, change, message) => {
+    expect(() => decodeManifest(withTuning(change), "lying")).toThrow(message);
+  });
+});

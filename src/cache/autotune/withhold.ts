@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { CacheKind, FoundEntry } from "../../kinds/kind.js";
+import type { FoundEntry } from "../../kinds/kind.js";
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Tuning } from "../../manifest/manifest.js";
 import { folderKind } from "../cache-folder.js";
@@ -47,7 +47,7 @@ export async function withholdAutotune(work: JobContext, sources: Match[]): Prom
       if (!kind.isAutotuneResult(e)) continue;
       const { ref, tuning } = producerOf(sources, c.name, e.name);
       const reason = autotuneVerdict(work.autotune, tuning, saltHolds(work.autotune.workdir, ref?.salt));
-      const kernel = kernelOf(kind, e);
+      const kernel = kernelOf(e);
       if (reason) {
         removeWhole(c.path, path.join(c.path, e.name));
         out.withheld.push({ cache: c.name, entry: e.name, kernel, reason });
@@ -79,7 +79,7 @@ function producerOf(sources: Match[], cache: string, name: string): { ref?: Entr
 }
 
 /** The kernel an autotune result is for, as people name it: Triton's `<fn>.autotune.json`, Inductor's module. */
-export function kernelOf(kind: CacheKind, e: FoundEntry): string {
+export function kernelOf(e: FoundEntry): string {
   const file = e.files.find((f) => f.rel.endsWith(".autotune.json"))?.rel;
   return file
     ? file.replace(/\.autotune\.json$/, "")

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { AutotunePolicy } from "../../cache/autotune/settings.js";
 import type { CacheFolder } from "../../kinds/kind.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
 import type { Log } from "../../log.js";
@@ -8,54 +9,66 @@ import type { Log } from "../../log.js";
  * A trap benchmark scripts fall into under any cache tool: FLA's run_benchmark_compare.py clears
  * `$TRITON_CACHE_DIR/cache` "to avoid cross-commit contamination", but Triton's cache is
  * `$TRITON_CACHE_DIR` itself, so with the variable set the clear removes nothing (and without a
- * `cache` folder there, does nothing at all). While a command runs, an empty `cache` folder stands in
- * each Triton cache root as a tripwire; a command that removes or replaces it is warned about once,
- * with the fix. The tripwire goes before anything scans the folder again.
+ * `cache` folder there, does nothing at all). While a command runs, a `cache` folder holding a marker
+ * file stands in each Triton cache root as a tripwire (a folder's inode number alone would not do: a
+ * folder removed and made again often gets the same one); a command that removes or empties it is
+ * warned about once, with the fix. The tripwire goes before anything scans the folder again.
  */
 export class ClearTrap {
   private warned = false;
-  private readonly wires = new Map<string, { ino: number; ours: boolean }>();
+  /** Cache root -> whether kcache made its `cache` folder (else it only put its marker in one that was there). */
+  private readonly wires = new Map<string, boolean>();
 
   constructor(
     private readonly caches: CacheFolder[],
     private readonly log: Log,
+    private readonly policy: AutotunePolicy,
   ) {}
 
-  /** Before a command: a tripwire in each Triton cache root that has none. */
+  /** Before a command: a tripwire in each Triton cache root. */
   arm(): void {
     for (const c of this.caches.filter(mayHoldKernels)) {
       const wire = path.join(c.path, "cache");
       try {
-        let ours = false;
-        if (!fs.existsSync(wire)) {
-          fs.mkdirSync(wire);
-          ours = true;
-        }
-        this.wires.set(c.path, { ino: fs.statSync(wire).ino, ours });
+        const ours = !fs.existsSync(wire);
+        fs.mkdirSync(wire, { recursive: true });
+        fs.writeFileSync(
+          path.join(wire, MARKER),
+          "kcache: a command that clears this folder clears nothing Triton uses\n",
+        );
+        this.wires.set(c.path, ours);
       } catch {
         // A folder kcache cannot write: no tripwire there.
       }
     }
   }
 
-  /** After a command: warn (once) if it removed or replaced a tripwire, then take ours away. */
+  /** After a command: warn (once) if it removed or emptied a tripwire, then take the tripwire away. */
   disarm(command: string): void {
-    for (const [root, w] of this.wires) {
+    for (const [root, ours] of this.wires) {
       const wire = path.join(root, "cache");
-      let ino: number | null = null;
-      try {
-        ino = fs.statSync(wire).ino;
-      } catch {
-        ino = null;
-      }
-      if (ino !== w.ino && !this.warned) {
+      const gone = !fs.existsSync(wire);
+      if ((gone || !fs.existsSync(path.join(wire, MARKER))) && !this.warned) {
         this.warned = true;
+        const fix =
+          this.policy === "any"
+            ? "Set autotune: fresh in the profile to re-tune from cached binaries (or pinned, for winners a benchmark profile tuned), or clear the cache root itself"
+            : `This profile is given only the autotune results its policy allows (autotune: ${this.policy}), so the clear can go`;
         this.log.warn(
-          `${command} ${ino === null ? "removed" : "replaced"} ${wire}, a folder Triton never uses: Triton's cache is ${root} itself, so that clears nothing (FLA's run_benchmark_compare.py does this to drop autotune results between commits). Set autotune: fresh in the profile to re-tune from cached binaries (or pinned, for winners a benchmark profile tuned), or clear the cache root itself`,
+          `${command} ${gone ? "removed" : "cleared"} ${wire}, a folder Triton never uses: Triton's cache is ${root} itself, so that clears nothing (FLA's run_benchmark_compare.py does this to drop autotune results between commits). ${fix}`,
         );
       }
-      if (w.ours && ino !== null) fs.rmSync(wire, { recursive: true, force: true });
+      fs.rmSync(path.join(wire, MARKER), { force: true });
+      if (ours) {
+        try {
+          fs.rmdirSync(wire);
+        } catch {
+          // the command put something there: it is the command's
+        }
+      }
     }
     this.wires.clear();
   }
 }
+
+const MARKER = ".kcache-tripwire";

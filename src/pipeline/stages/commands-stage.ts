@@ -60,7 +60,7 @@ export class CommandsStage {
       if (c.env) this.env[c.env] = c.path;
     }
     this.workdir = profile.workdir ? path.resolve(place.cwd, profile.workdir) : place.cwd;
-    this.trap = new ClearTrap(ctx.caches, ctx.log);
+    this.trap = new ClearTrap(ctx.caches, ctx.log, ctx.autotune.policy);
     // Triton caches (or ones whose kind is detected later) are where compiles can be counted without a listener.
     this.folders = new KernelFolders(ctx.caches.filter(mayHoldKernels).map((c) => c.path));
   }
