@@ -97,17 +97,6 @@ export function writeState(file: string, state: LocalState): void {
 }
 
 /**
- * Forgets what the last restore learnt about use (a `--lookup-only` restore placed nothing and
- * stamped nothing): a save after it must not read use from stale stamps.
- */
-export function forgetUsage(file: string): void {
-  const state = readState(file);
-  if (!state?.usage) return;
-  delete state.usage;
-  writeState(file, state);
-}
-
-/**
  * The state a save leaves: the key it saved (or found) as the parent, each saved entry's signature
  * and digest, and the record of how the job began (`job`), which the end of the job still needs.
  */

@@ -159,6 +159,31 @@ describe("reports that match the disk", () => {
     expect(expectOnlyWholeEntries(src, dest)).toBe(manifest.entries.length);
   });
 
+  it("counts an entry another restore placed while this one's pack could not be read as restored, not bad", async () => {
+    const sb = sandbox();
+    const { src, dest, manifest, restoreCtx } = await savedInPacks(sb);
+    const pack = manifest.packs[0];
+    if (!pack) throw new Error("fixture has no pack");
+    const ctx = await restoreCtx();
+    const { localFile: _inPlace, ...store } = ctx.store;
+    // While this restore waits for pack 0, another restore into the same folder places its entries
+    // whole; then this one's download of the pack fails.
+    ctx.store = {
+      ...store,
+      get: async (name: string, expected?: number) => {
+        if (name !== pack.object) return store.get(name, expected);
+        for (const e of manifest.entries.filter((x) => x.pack === 0))
+          fs.cpSync(path.join(src, e.name), path.join(dest, e.name), { recursive: true });
+        throw new Error("connection reset while reading the pack");
+      },
+    };
+    const r = await restore(ctx);
+    expect(r.entriesBad).toBe(0);
+    expect(r.entriesRestored + r.entriesPresent).toBe(manifest.entries.length);
+    expect(r.faults.some((f) => f.code === "pack-unreadable" && f.message.includes(pack.object))).toBe(true);
+    expect(expectOnlyWholeEntries(src, dest)).toBe(manifest.entries.length);
+  });
+
   it("refuses a manifest that lists an entry twice as damaged (it would restore and count it twice)", async () => {
     const sb = sandbox();
     const { manifest, manifestFile, restoreCtx } = await savedInPacks(sb);
