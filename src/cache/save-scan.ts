@@ -8,6 +8,7 @@ import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
 import type { LocalState } from "./local-state.js";
+import { keptBetweenJobs } from "./persistent/use-record.js";
 import type { Tally } from "./working-set.js";
 
 /** A complete entry found in a cache folder, as a save sees it. */
@@ -129,8 +130,9 @@ export function hashEntry(p: Present): string | null {
  * without the restored key vouching for them (local, unverified: left by an earlier job on this
  * runner, a pull request's among them) and that are unchanged since. `reused` entries (the parent
  * key has them byte for byte) always stay; a cache with `trustLocal` keeps everything. Without a
- * restore in this job there is no record, and every entry counts as the job's own: said once, since
- * on a runner that keeps its folder that uploads whatever earlier jobs left.
+ * restore in this job there is no record, and every entry counts as the job's own (an ephemeral
+ * runner's save alone): said as a warning where an earlier job ended in the folder, since on a runner
+ * that keeps its folder that uploads whatever earlier jobs left.
  */
 export function leaveOutUnverified(
   ctx: JobContext,
@@ -139,7 +141,9 @@ export function leaveOutUnverified(
 ): Present[] {
   const { kept, reused, ours } = found;
   if (!ours?.local) {
-    if (kept.length > reused.length && isTrustedScope(ctx.scopes.write))
+    // Said where it matters: a folder an earlier job ended in (a persistent runner's), saved for a trusted scope.
+    const persistent = ctx.caches.some((c) => keptBetweenJobs(c.path));
+    if (kept.length > reused.length && isTrustedScope(ctx.scopes.write) && persistent)
       ctx.log.warn(
         `no restore ran before this save in this job (${ctx.stateFile}): every entry in the caches counts as this job's own; on a runner that keeps its cache folder between jobs, run kcache restore before the job so that only entries it made or the restored key vouches for are uploaded`,
       );

@@ -38,3 +38,8 @@ export function recordUse(root: string, uses: Map<string, number>, keep?: Set<st
   fs.writeFileSync(tmp, JSON.stringify({ version: 1, used: Object.fromEntries(used) }));
   fs.renameSync(tmp, file);
 }
+
+/** Whether an earlier job ended in this folder (its record of use is there): a folder kept between jobs. */
+export function keptBetweenJobs(root: string): boolean {
+  return fs.existsSync(path.join(root, USE_FILE));
+}

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { settleFolders } from "../../../src/cache/persistent/settle.js";
 import { restore } from "../../../src/cache/restore.js";
 import { save } from "../../../src/cache/save.js";
 import { entryNames } from "../../helpers/entry-compare.js";
@@ -122,6 +123,23 @@ describe("a runner that keeps its cache folder: never colder than it was", () =>
     for (const [rel, ino] of kept)
       if (!rel.startsWith(`${altered}/`)) expect(inodes(folder).get(rel)).toBe(ino);
     expect(ctx.log.warnings).toEqual([]);
+  });
+
+  it("a save with no restore before it warns on a folder an earlier job ended in, and only there", async () => {
+    const sb = sandbox();
+    const folder = path.join(sb.dir, "triton");
+    runSimWorkload(folder, { plain: 2, autotuned: 0 });
+    const plain = await sb.context({ stateDir: path.join(sb.dir, "s-plain") });
+    await save(plain); // an ephemeral runner's first save: nothing to warn about
+    expect(plain.log.warnings).toEqual([]);
+    const job = await sb.context({ revision: "2".repeat(40), stateDir: path.join(sb.dir, "s-job") });
+    await restore(job);
+    await save(job);
+    await settleFolders(job, { passed: true }); // the job ends: the folder is a kept one now
+    const bare = await sb.context({ revision: "3".repeat(40), stateDir: path.join(sb.dir, "s-bare") });
+    runSimWorkload(folder, { plain: 1, autotuned: 0, prefix: "late" });
+    await save(bare);
+    expect(bare.log.warnings.join("\n")).toMatch(/no restore ran before this save in this job/);
   });
 
   it("brings back what kcache 0.1 moved aside, as local entries", async () => {
