@@ -71,6 +71,7 @@ export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
     uses.push(last);
   }
   const tunings = recordProducers(entries, parent, parentRefs, autotune);
+  const createdAt = new Date().toISOString();
   return {
     format: MANIFEST_FORMAT,
     key: ctx.key,
@@ -79,7 +80,7 @@ export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
     stack: ctx.stack.components,
     revision: ctx.revision,
     scope: ctx.scopes.write,
-    createdAt: new Date().toISOString(),
+    createdAt,
     producer: `kcache ${VERSION}`,
     parent: plan.consolidate && plan.stay.length === 0 ? null : (parent?.key ?? null),
     caches: ctx.caches
@@ -88,7 +89,11 @@ export function manifestFor(ctx: JobContext, parts: ManifestParts): Manifest {
     packs,
     entries,
     generation: usage.now.generation,
-    uses: usesTable(uses),
+    // A use a clock ahead of ours dated later than now is a use now: no listed use may follow the
+    // manifest's own creation (manifest.ts refuses one that does).
+    uses: usesTable(uses).map((u) =>
+      Date.parse(u.at) > Date.parse(createdAt) ? { ...u, at: createdAt } : u,
+    ),
     ...(tunings.length ? { tunings } : {}),
   };
 }

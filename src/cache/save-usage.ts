@@ -8,6 +8,13 @@ import { type Present, presentId } from "./save-scan.js";
 import { hookUsedEntries, readSinceStamp } from "./usage.js";
 import { lastUseOf, type Tally } from "./working-set.js";
 
+/**
+ * The most of a key's entries a save drops by the rules (keep-unused runs and days) when the job used
+ * none of them: a key's record of use can be wrong (forged, damaged, or a job that did nothing), and
+ * on that record alone a save never empties a key (docs/concepts.md).
+ */
+export const MAX_EVICTED_ON_RECORD = 0.5;
+
 /** What the Triton hook saw a run's commands load (telemetry/, through the pipeline). */
 export interface HookUsage {
   /** Every Python process that imported Triton had kcache's cache-manager wrapper in: none was missed. */
@@ -108,7 +115,7 @@ export function assessUsage(input: {
       ? "hook"
       : "none";
   report.noEvict = whyNoEviction(ctx, opts, parent, kept.length - reused.length);
-  const evicted = report.noEvict
+  let evicted = report.noEvict
     ? new Map<string, EvictionRule>()
     : chooseEvictions(
         kept.map((p) => ({ id: presentId(p), size: p.size, lastUsed: lastUsed.get(presentId(p)) as Use })),
@@ -119,6 +126,14 @@ export function assessUsage(input: {
           maxBytes: ctx.save.maxBytes,
         },
       );
+  // The key's own record says they went unused; the job must say something too before most of it goes.
+  const readNow = reused.filter((p) => lastUsed.get(presentId(p)) === now).length;
+  const byRecord = [...evicted.values()].filter((r) => r !== "max-bytes").length;
+  if (readNow === 0 && byRecord > reused.length * MAX_EVICTED_ON_RECORD) {
+    report.noEvict = `the job used none of the key's ${reused.length} entries, and its record alone would drop ${byRecord}: more than ${MAX_EVICTED_ON_RECORD * 100}% of the key is never evicted on the record alone`;
+    ctx.log.warn(`nothing evicted: ${report.noEvict}`);
+    evicted = new Map();
+  }
   for (const p of kept) {
     const id = presentId(p);
     const rule = evicted.get(id);

@@ -71,11 +71,19 @@ export const tuningSchema = z
   .strict();
 
 /** A save some entry was last used at: its generation in the key's chain, revision and time. */
-export const useSchema = z.object({
-  generation: z.number().int().nonnegative(),
-  revision: z.string(),
-  at: z.string(),
-});
+export const useSchema = z
+  .object({
+    generation: z.number().int().nonnegative(),
+    revision: z.string().max(200),
+    at: z
+      .string()
+      .max(64)
+      .refine((v) => !Number.isNaN(Date.parse(v)), { message: "not a date" }),
+  })
+  .strict();
+
+/** At most this many uses a manifest may list (each is some entry's last use, so never more than its entries). */
+export const MAX_USES = 10_000;
 
 export const manifestSchema = z.object({
   format: z.literal(MANIFEST_FORMAT),
@@ -95,7 +103,7 @@ export const manifestSchema = z.object({
   /** This save's number in its chain of saves (the parent's plus one); absent before usage was recorded. */
   generation: z.number().int().nonnegative().optional(),
   /** The saves the entries were last used at, each once (entries' `usedIn` point here). */
-  uses: z.array(useSchema).optional(),
+  uses: z.array(useSchema).max(MAX_USES).optional(),
   /** The producers of the autotune results among the entries (entries' `tunedBy` point here). */
   tunings: z.array(tuningSchema).max(1000).optional(),
 });
@@ -143,6 +151,7 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
     const issue = r.error.issues[0];
     throw new IntegrityError(`${where}: manifest field ${issue?.path.join(".")}: ${issue?.message}`);
   }
+  checkUses(r.data, where);
   const seen = new Set<string>();
   const generation = r.data.generation ?? 0;
   const uses = new Set((r.data.uses ?? []).map((u) => u.generation));
@@ -172,4 +181,30 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
     }
   }
   return r.data;
+}
+
+/**
+ * A manifest's record of use is data eviction acts on, so it is checked as data: the saves it lists
+ * are unique and in order, none after the manifest's own save (by generation or by date), each the
+ * last use of some entry. A manifest that breaks any of these is damaged (a fault, never an eviction).
+ */
+function checkUses(m: Manifest, where: string): void {
+  if (!m.uses?.length) return;
+  const fail = (why: string) => {
+    throw new IntegrityError(`${where}: manifest's record of use ${why} (a damaged or forged manifest)`);
+  };
+  const created = Date.parse(m.createdAt);
+  if (Number.isNaN(created)) fail("comes with a creation time that is not a date");
+  if (m.generation === undefined) fail("lists saves but the manifest has no generation");
+  let previous = -1;
+  for (const u of m.uses) {
+    if (u.generation <= previous) fail(`lists save ${u.generation} out of order or twice`);
+    if (u.generation > (m.generation as number))
+      fail(`lists save ${u.generation}, after its own (${m.generation})`);
+    if (Date.parse(u.at) > created) fail(`dates save ${u.generation} ${u.at}, after the manifest's creation`);
+    previous = u.generation;
+  }
+  const referenced = new Set(m.entries.map((e) => e.usedIn));
+  const idle = m.uses.find((u) => !referenced.has(u.generation));
+  if (idle) fail(`lists save ${idle.generation}, which is no entry's last use`);
 }

@@ -112,6 +112,15 @@ describe("working-set caches: a key holds what the job uses, not its history", (
   );
 });
 
+/** Reads one entry of a cache folder as Triton does on a hit (its group file, else its one file). */
+function readOneEntry(root: string): void {
+  const entry = fs
+    .readdirSync(root)
+    .filter((n) => !n.startsWith(".kcache-"))
+    .sort()[0] as string;
+  for (const f of fs.readdirSync(path.join(root, entry))) fs.readFileSync(path.join(root, entry, f));
+}
+
 /** One saved key on main, restored into a fresh folder (one that records reads) by a job that reads none of it. */
 async function unreadRestore(save_: Record<string, unknown>, ref?: string) {
   const work = relatimeFolder("ws") as string;
@@ -146,12 +155,21 @@ describe.skipIf(!tempRecordsReads && !canMountTmpfs)("what never evicts", () => 
     expect(main.entries.length).toBe(restored.entriesRestored);
   });
 
-  it("the same save on main, with nothing read, evicts every unused entry (the rule works)", async () => {
+  it("the same save on main evicts every entry the job did not read (the rule works), once it read some", async () => {
     const { ctx, restored } = await unreadRestore({ "keep-unused": { runs: 1 } });
+    readOneEntry(ctx.caches[0]?.path as string);
     const r = await save(ctx);
     expect(r.usage.source).toBe("atime");
-    expect(r.usage.evicted.entries).toBe(restored.entriesRestored);
-    expect(r.outcome).toBe("empty");
+    expect(r.usage.evicted.entries).toBe(restored.entriesRestored - 1);
+    expect(r.usage.live.entries).toBe(1);
+  });
+
+  it("a job that read none of the key never empties it on the key's record alone (a forged or wrong record)", async () => {
+    const { ctx, restored } = await unreadRestore({ "keep-unused": { runs: 1 } });
+    const r = await save(ctx);
+    expect(r.usage.evicted.entries).toBe(0);
+    expect(r.usage.noEvict).toMatch(/used none of the key's \d+ entries.*record alone/);
+    expect(r.entries).toBe(restored.entriesRestored);
   });
 
   it("after a --lookup-only restore, a save has no stamps to read use from and evicts nothing", async () => {
@@ -191,7 +209,8 @@ describe.skipIf(!tempRecordsReads && !canMountTmpfs)("what never evicts", () => 
       save: { "keep-unused": { runs: 50, days: 30 } },
     });
     const restored = await restore(fresh);
+    readOneEntry(path.join(work, "runner"));
     const r = await save(fresh);
-    expect(r.usage.evicted.byRule.days).toBe(restored.entriesRestored);
+    expect(r.usage.evicted.byRule.days).toBe(restored.entriesRestored - 1);
   });
 });

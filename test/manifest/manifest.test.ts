@@ -75,7 +75,81 @@ describe("the manifest format (src/manifest/)", () => {
     );
     m.uses.push({ generation: 9, revision: "c".repeat(40), at: m.createdAt });
     (m.entries[1] as { usedIn?: number }).usedIn = 9;
-    expect(() => decodeManifest(encodeManifest(m), "m")).toThrow(/last used at save 9/);
+    expect(() => decodeManifest(encodeManifest(m), "m")).toThrow(/lists save 9, after its own \(4\)/);
+  });
+
+  it.each([
+    [
+      "a use dated after the manifest's creation",
+      (m: Manifest) => {
+        m.uses = [{ generation: 3, revision: "b", at: "2027-01-01T00:00:00.000Z" }];
+      },
+      /dates save 3 2027-01-01T00:00:00.000Z, after the manifest's creation/,
+    ],
+    [
+      "a use of a later save than the manifest's own",
+      (m: Manifest) => {
+        m.uses = [{ generation: 5, revision: "b", at: m.createdAt }];
+        (m.entries[0] as { usedIn?: number }).usedIn = 5;
+      },
+      /lists save 5, after its own \(4\)/,
+    ],
+    [
+      "a save listed twice",
+      (m: Manifest) => {
+        m.uses = [
+          { generation: 3, revision: "b", at: m.createdAt },
+          { generation: 3, revision: "c", at: m.createdAt },
+        ];
+      },
+      /lists save 3 out of order or twice/,
+    ],
+    [
+      "saves out of order",
+      (m: Manifest) => {
+        m.uses = [
+          { generation: 4, revision: "b", at: m.createdAt },
+          { generation: 3, revision: "c", at: m.createdAt },
+        ];
+        (m.entries[1] as { usedIn?: number }).usedIn = 4;
+      },
+      /lists save 3 out of order or twice/,
+    ],
+    [
+      "a date that is not a date",
+      (m: Manifest) => {
+        m.uses = [{ generation: 3, revision: "b", at: "last tuesday" }];
+      },
+      /uses\.0\.at: not a date/,
+    ],
+    [
+      "a save that is no entry's last use",
+      (m: Manifest) => {
+        m.uses = [
+          { generation: 2, revision: "b", at: m.createdAt },
+          { generation: 3, revision: "c", at: m.createdAt },
+        ];
+      },
+      /lists save 2, which is no entry's last use/,
+    ],
+    [
+      "20,000 uses",
+      (m: Manifest) => {
+        m.generation = 30_000;
+        m.uses = Array.from({ length: 20_000 }, (_, i) => ({
+          generation: i,
+          revision: "b",
+          at: m.createdAt,
+        }));
+      },
+      /manifest field uses/,
+    ],
+  ])("refuses forged use records as damaged: %s", (_what, forge, message) => {
+    const m = manifestOf(2);
+    m.generation = 4;
+    (m.entries[0] as { usedIn?: number }).usedIn = 3;
+    forge(m);
+    expect(() => decodeManifest(encodeManifest(m), "m")).toThrow(message);
   });
 
   it("reads a manifest written before use was recorded (no generation, no uses)", () => {
