@@ -11,6 +11,7 @@ describe("examples/fla-bench-compare", () => {
   it("runs FLA's comparison unchanged as a benchmark profile: pinned, salted, BASE's key restored, FLA CI's settings", () => {
     const c = load("examples/fla-bench-compare/kcache.yml");
     const p = c.profiles["bench-compare"];
+    if (!p) throw new Error("examples/fla-bench-compare/kcache.yml: no bench-compare profile");
     expect(p).toMatchObject({
       benchmark: true,
       autotune: "pinned",
@@ -24,13 +25,13 @@ describe("examples/fla-bench-compare", () => {
         FLA_BENCH_COOLDOWN_SEC: "3",
       },
     });
-    const run = (p?.commands[0] as { run: string }).run;
+    const run = (p.commands[0] as { run: string }).run;
     expect(run).toBe(
       "python scripts/run_benchmark_compare.py --base origin/main --head HEAD --threshold 5.0 --no-fail-on-regression --output benchmark_results.json",
     );
     // The prewarm tunes main's winners as a benchmark with the same settings, under the same prefix.
     const w = c.profiles["bench-prewarm"];
-    expect(w).toMatchObject({ benchmark: true, "autotune-env": p?.["autotune-env"], env: p?.env });
+    expect(w).toMatchObject({ benchmark: true, "autotune-env": p["autotune-env"], env: p.env });
     expect(c.caches[0]).toMatchObject({ isolate: true, maxSize: 20_000_000_000 });
   });
 
