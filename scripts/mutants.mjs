@@ -554,6 +554,20 @@ const MUTANTS = [
     replace: "",
     tests: ["test/pipeline/benchmark-profile.test.ts"],
   },
+  {
+    name: "a reset pack download resumed from the start (bytes received twice)",
+    file: "src/store/resumable-download.ts",
+    find: "this.opts.reopen(this.offset, this.part.etag)",
+    replace: "this.opts.reopen(0, this.part.etag)",
+    tests: ["test/store/s3-failures.test.ts"],
+  },
+  {
+    name: "a reset pack download never resumed",
+    file: "src/store/resumable-download.ts",
+    find: "if (!resumable || this.resumes >= this.opts.attempts",
+    replace: "if (!resumable || this.resumes >= 0",
+    tests: ["test/store/s3-failures.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

@@ -165,7 +165,7 @@ export class GhaCacheService {
       const r = await transfer.run(
         new BlobClient(url, undefined, { retryOptions: BLOB_RETRY }).download(0, undefined, {
           ...transfer.options,
-          maxRetryRequests: 2,
+          maxRetryRequests: 5,
         }),
       );
       const body = r.readableStreamBody;

@@ -3,6 +3,22 @@ import type { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { quietAwsSdkNotice } from "../environment.js";
 import { withIdleTimeout } from "./idle-timeout.js";
+import { type DownloadPart, isReset, resumable } from "./resumable-download.js";
+
+/** Ranged requests a download may resume with after connection resets (within one idle timeout). */
+const RESUMES = 5;
+
+/** The first response of a download; a connection reset before it answered is tried again (twice at most). */
+async function firstPart(get: () => Promise<DownloadPart>): Promise<DownloadPart> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await get();
+    } catch (e) {
+      if (attempt >= 2 || !isReset(e)) throw e;
+    }
+  }
+}
+
 import { StoreRetryStrategy } from "./retry-strategy.js";
 import type { S3Settings } from "./s3-settings.js";
 import { ObjectNotFound, type StoredObject } from "./store.js";
@@ -70,12 +86,34 @@ export class S3Bucket {
     return true;
   }
 
-  /** The object's bytes, bounded by the idle timeout; null when there is no such object. */
+  /**
+   * The object's bytes, bounded by the idle timeout, resumed by ranged requests after a connection
+   * reset (resumable-download.ts); null when there is no such object.
+   */
   async body(name: string, where: string): Promise<Readable | null> {
     const { c, settings } = this;
+    const part = async (offset: number, etag?: string): Promise<DownloadPart> => {
+      const r = await c.s3.send(
+        new c.sdk.GetObjectCommand({
+          Bucket: settings.bucket,
+          Key: this.key(name),
+          ...(offset > 0 ? { Range: `bytes=${offset}-`, ...(etag ? { IfMatch: etag } : {}) } : {}),
+        }),
+      );
+      const body = r.Body as Readable & { socket?: { setTimeout(ms: number): void } };
+      // From here the idle guard judges the body, counting only time kcache waits for bytes: the
+      // SDK's socket timer would also count time kcache itself is busy (a loaded machine) as a stall.
+      body.socket?.setTimeout(0);
+      return { body, length: r.ContentLength, etag: r.ETag };
+    };
     try {
-      const r = await c.s3.send(new c.sdk.GetObjectCommand({ Bucket: settings.bucket, Key: this.key(name) }));
-      return withIdleTimeout(r.Body as Readable, settings.idleTimeoutMs, `${where}: reading ${name}`);
+      const first = await firstPart(() => part(0));
+      const what = `${where}: reading ${name}`;
+      const whole = resumable(
+        { ...first, length: first.length },
+        { what, attempts: RESUMES, windowMs: settings.idleTimeoutMs, reopen: part },
+      );
+      return withIdleTimeout(whole, settings.idleTimeoutMs, what);
     } catch (e) {
       if (statusOf(e) === 404) return null;
       throw e;

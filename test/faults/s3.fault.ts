@@ -143,3 +143,70 @@ describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
     },
   );
 });
+
+describe("S3 connections reset mid-body under load", () => {
+  it("16 concurrent restores, 5 rounds, one pack download in five reset midway: every restore completes whole", async () => {
+    const dir = tempDir("kcache-s3-reset");
+    const source = path.join(dir, "source");
+    generateTritonCache(source, { entries: 60, totalBytes: 12_000_000, seed: 17 });
+    fs.writeFileSync(
+      path.join(dir, "kcache.yml"),
+      `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: reset-under-load/\n  path-style: true\nsave:\n  pack-mib: 1\n`,
+    );
+    const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
+      PATH: process.env.PATH,
+      PYTHONPATH: installedStack(),
+      HOME: dir,
+      ...S3RVER_CREDENTIALS,
+      GITHUB_REF: "refs/heads/main",
+      GITHUB_SHA: "e".repeat(40),
+      CACHE_ROOT: source,
+      KCACHE_S3_ENDPOINT: server.endpoint,
+      KCACHE_STATE_DIR: path.join(dir, "state"),
+      ...over,
+    });
+    const saved = await runMeasured(["save", "--json"], { env: env({}), cwd: dir });
+    expect(saved.code, saved.stderr).toBe(0);
+    const entries = (JSON.parse(saved.stdout) as { entries: number }).entries;
+    let packGets = 0;
+    // One pack download in five is reset after its first 100 kB (headers and bytes sent, then a TCP RST).
+    const proxy = await faultProxy(server.endpoint, (req) =>
+      req.method === "GET" && isPack(req.url) && ++packGets % 5 === 0
+        ? { kind: "reset", bytes: 100_000 }
+        : { kind: "pass" },
+    );
+    const tally = new Tally("S3 resets one pack download in five midway: 16 concurrent restores, 5 rounds");
+    try {
+      for (let round = 0; round < 5; round++) {
+        const runs = await Promise.all(
+          Array.from({ length: 16 }, (_, i) => {
+            const into = path.join(dir, `r${round}-${i}`);
+            return runMeasured(["restore", "--json"], {
+              env: env({
+                KCACHE_S3_ENDPOINT: proxy.endpoint,
+                CACHE_ROOT: into,
+                KCACHE_STATE_DIR: path.join(dir, `s${round}-${i}`),
+              }),
+              cwd: dir,
+              timeoutMs: 240_000,
+            }).then((r) => ({ r, into }));
+          }),
+        );
+        for (const { r, into } of runs) {
+          tally.run(r);
+          tally.row.trials++;
+          expect(r.code, r.stderr).toBe(0);
+          const report = JSON.parse(r.stdout) as { entriesRestored: number; entriesBad: number };
+          expect(report, r.stderr).toMatchObject({ entriesRestored: entries, entriesBad: 0 });
+          if (corruptEntries(source, into).length) tally.row.corruptRestores++;
+          fs.rmSync(into, { recursive: true, force: true });
+        }
+      }
+      expect(proxy.log.filter((l) => l.fault === "reset").length).toBeGreaterThan(80);
+    } finally {
+      await proxy.close();
+    }
+    const row = tally.save();
+    expect(row).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
+  });
+});

@@ -10,7 +10,9 @@ export type Fault =
   | { kind: "garbage" }
   | { kind: "truncate"; bytes: number }
   /** Passes the headers and the first `bytes` of the body, then sends nothing more, keeping the connection open. */
-  | { kind: "stall"; bytes: number };
+  | { kind: "stall"; bytes: number }
+  /** Passes the headers and the first `bytes` of the body, flushed, then resets the connection (TCP RST). */
+  | { kind: "reset"; bytes: number };
 
 export interface ProxyLog {
   method: string;
@@ -22,7 +24,7 @@ export interface ProxyLog {
 /**
  * An HTTP proxy on 127.0.0.1 in front of a real server, that fails requests on purpose: a chosen
  * status with Retry-After, a connection that never answers, a garbage body, a body cut short, a body
- * that stops midway and hangs.
+ * that stops midway and hangs, a connection reset midway.
  */
 export async function faultProxy(target: string, choose: (req: http.IncomingMessage, n: number) => Fault) {
   const log: ProxyLog[] = [];
@@ -59,6 +61,23 @@ export async function faultProxy(target: string, choose: (req: http.IncomingMess
           const room = fault.bytes - sent;
           if (room > 0) res.write(d.subarray(0, room));
           sent += Math.min(Math.max(room, 0), d.length);
+        });
+        return;
+      }
+      if (fault.kind === "reset") {
+        res.flushHeaders();
+        let sent = 0;
+        r.on("data", (d: Buffer) => {
+          const room = fault.bytes - sent;
+          if (room <= 0) return;
+          sent += Math.min(room, d.length);
+          res.write(d.subarray(0, room), () => {
+            if (sent >= fault.bytes) res.socket?.resetAndDestroy();
+          });
+        });
+        // A body shorter than the cut passes whole.
+        r.on("end", () => {
+          if (sent < fault.bytes) res.end();
         });
         return;
       }

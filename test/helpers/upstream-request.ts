@@ -10,7 +10,16 @@ export function upstreamRequest(
   onResponse: (r: http.IncomingMessage) => void,
 ): http.ClientRequest {
   return http.request(
-    { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers },
+    // A connection of its own per request: a kept-alive one the server closes as it is reused would
+    // look like a fault of the store the proxy stands in front of.
+    {
+      host: upstream.hostname,
+      port: upstream.port,
+      method: req.method,
+      path: req.url,
+      headers: req.headers,
+      agent: false,
+    },
     onResponse,
   );
 }

@@ -11,6 +11,7 @@ import { DEFAULT_S3, s3Store } from "../../src/store/s3.js";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
+import { corruptEntries } from "../helpers/entry-compare.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
 import { tempDir } from "../helpers/sandbox.js";
@@ -123,7 +124,39 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     }
   });
 
-  it("writes only whole, verified entries when a pack download is cut short", async () => {
+  it("resumes a pack download the connection reset, from the last byte received: every entry restored", async () => {
+    const dir = tempDir();
+    const prefix = `r-${++n}/`;
+    generateTritonCache(path.join(dir, "c"), { entries: 40, totalBytes: 4_000_000, seed: 9 });
+    await save(
+      await ctxFor(storeAt(server.endpoint, 5000, prefix), path.join(dir, "c"), path.join(dir, "s")),
+    );
+    const cut = new Set<string>();
+    const proxy = await faultProxy(server.endpoint, (req) => {
+      // The first download of each pack is reset mid-body; what follows is the store answering.
+      if (req.method !== "GET" || !req.url?.includes("packs") || cut.has(req.url)) return { kind: "pass" };
+      cut.add(req.url);
+      return { kind: "reset", bytes: 50_000 };
+    });
+    try {
+      const ctx = await ctxFor(
+        storeAt(proxy.endpoint, 5000, prefix),
+        path.join(dir, "d"),
+        path.join(dir, "s2"),
+      );
+      const r = await restore(ctx);
+      expect(cut.size).toBeGreaterThan(0);
+      expect(r).toMatchObject({ entriesBad: 0, entriesRestored: 40 });
+      expect(ctx.log.warnings).toEqual([]);
+      const ranged = proxy.log.filter((l) => l.url.includes("packs")).length;
+      expect(ranged).toBe(cut.size * 2); // each pack: the reset request and one resumed from where it stopped
+      expect(corruptEntries(path.join(dir, "c"), path.join(dir, "d"))).toEqual([]);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it("writes only whole, verified entries when a store keeps cutting a pack download short", async () => {
     const dir = tempDir();
     const prefix = `t-${++n}/`;
     generateTritonCache(path.join(dir, "c"), { entries: 40, totalBytes: 4_000_000, seed: 9 });
@@ -132,7 +165,7 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     );
     const proxy = await faultProxy(server.endpoint, (req) =>
       req.method === "GET" && req.url?.includes("packs")
-        ? { kind: "truncate", bytes: 200_000 }
+        ? { kind: "truncate", bytes: 20_000 }
         : { kind: "pass" },
     );
     try {
