@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/global-setup.ts"],
+    // After the summary, a line per failed test: a CI log cut to its tail still names it.
+    reporters: ["default", "./test/helpers/failure-tail-reporter.ts"],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Tests spawn real processes (python3, zstd, the CLI); two cores on CI.

@@ -9,6 +9,8 @@ export default defineConfig({
   test: {
     include: ["test/faults/**/*.fault.ts"],
     globalSetup: ["test/faults/global-setup.ts"],
+    // After the summary, a line per failed test: a CI log cut to its tail still names it.
+    reporters: ["default", "./test/helpers/failure-tail-reporter.ts"],
     testTimeout: 300_000,
     hookTimeout: 60_000,
     maxWorkers: 2,
