@@ -16,13 +16,17 @@ export interface MeasuredRun {
   seconds: number;
 }
 
-/** A preload that records the process's peak RSS when it exits. */
+/**
+ * A preload that records the process's peak RSS (kB) when it exits: its memory's high-water mark
+ * (VmHWM), not getrusage's maxrss, which on Linux also counts the image before exec: a child forked
+ * from a test process that holds 400 MB would report 400 MB.
+ */
 export function rssProbe(): string {
-  const file = path.join(os.tmpdir(), "kcache-rss-probe.cjs");
+  const file = path.join(os.tmpdir(), "kcache-rss-probe-hwm.cjs");
   if (!fs.existsSync(file)) {
     fs.writeFileSync(
       `${file}.${process.pid}`,
-      `process.on("exit", () => { const f = process.env.KCACHE_TEST_RSS_FILE; if (f) require("fs").writeFileSync(f, String(process.resourceUsage().maxRSS)); });\n`,
+      `process.on("exit", () => { const f = process.env.KCACHE_TEST_RSS_FILE; if (!f) return; const fs = require("fs"); let kb; try { kb = Number(/VmHWM:\\s+(\\d+)/.exec(fs.readFileSync("/proc/self/status", "utf8"))[1]); } catch { kb = process.resourceUsage().maxRSS; } fs.writeFileSync(f, String(kb)); });\n`,
     );
     fs.renameSync(`${file}.${process.pid}`, file);
   }
