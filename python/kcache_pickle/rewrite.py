@@ -1,87 +1,208 @@
-"""Rewrites a path inside a pickle, structurally: kcache's relocation of torch.compile's cache entries.
+"""Relocates torch.compile's pickled cache entries, structurally: kcache's rewrite of a path in a pickle.
 
-Usage: python3 rewrite.py FROM TO < pickle > pickle
+Usage: python rewrite.py normalize [--out FILE] ROOT [ROOT...] < pickle > stored
+       python rewrite.py relocate [--out FILE] ROOT < stored > pickle
 
 Inductor's FX graph and AOTAutograd cache entries are pickles that name the absolute cache folder
 (the generated modules' paths, the bundled Triton kernels' folders and group files). A byte
 substitution would corrupt them (string lengths are encoded in the stream), so this walks the
-pickle's opcodes with the standard library's pickletools, replaces FROM with TO inside every string
-and bytes argument, re-encodes that argument with the opcode its new length needs, and copies every
-other opcode byte for byte. FRAME opcodes are dropped (framing is optional; a frame's length would
-no longer hold). Nothing is unpickled, so no class is imported and no code runs: it needs no torch.
-The output is canonical: rewriting it back gives the same bytes whatever the framing was. Exit 3
-when the input is not a pickle this understands (kcache then keeps the bytes as they are).
+pickle's opcodes with the standard library's pickletools and rewrites only the arguments of string
+and text-bytes opcodes that name the folder, re-encoded with the opcode their new length needs;
+every other byte is copied as it is, frames included (a frame's length is recomputed when something
+inside it changed). A pickle that names nothing is written back byte for byte.
+
+The rules are the same as src/kinds/root-placeholder.ts applies to text (its tests hold both to
+the same cases):
+- `normalize` replaces each ROOT (its spellings, longest first) with the placeholder where it is a
+  whole path: not preceded by a name character, followed by `/`, a quote or the end of the value
+  (a sibling folder `ROOT_old` is left alone). Text that already holds the placeholder's prefix
+  `@@KCACHE_INDUCTOR_` is escaped first (`@@KCACHE_INDUCTOR_LITERAL@@`), so content can never be
+  mistaken for the placeholder.
+- `relocate` writes ROOT for each placeholder and undoes the escape, in one pass.
+Binary values (with a NUL byte: a cubin, whose debug section may name the folder at fixed offsets)
+are never touched. Nothing is unpickled, so no class is imported and no code runs: it needs no torch.
+
+Memory: the input once, plus at most a few copies of the largest single value (its bytes, its
+decoded string as pickletools reads it, the rewritten bytes) and one frame's output; the output is
+streamed. test/kinds/pickle-rewriter.test.ts measures a 64 MB pickle against the bound that
+docs/inductor.md states. Exit 3 when the input is not a pickle this can rewrite exactly (damaged,
+truncated, an opcode it does not know, or a protocol-0 string naming the folder): kcache then does
+not store, or place, the entry.
 """
+import io
+import os
 import pickletools
+import re
 import struct
 import sys
 
-# Protocol 0's UNICODE (raw-unicode-escape text up to a newline) is copied as it is.
-TEXT_OPS = {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8"}
-BYTES_OPS = {"SHORT_BINBYTES", "BINBYTES", "BINBYTES8", "SHORT_BINSTRING", "BINSTRING", "BYTEARRAY8"}
+MARK = b"@@KCACHE_INDUCTOR_"
+PLACEHOLDER = MARK + b"CACHE_ROOT@@"
+LITERAL = MARK + b"LITERAL@@"
+ENCODED = re.compile(re.escape(MARK) + b"(CACHE_ROOT@@|LITERAL@@)")
+
+# opcode name -> bytes of its length field
+TEXT_OPS = {"SHORT_BINUNICODE": 1, "BINUNICODE": 4, "BINUNICODE8": 8}
+BYTES_OPS = {
+    "SHORT_BINBYTES": 1,
+    "BINBYTES": 4,
+    "BINBYTES8": 8,
+    "SHORT_BINSTRING": 1,
+    "BINSTRING": 4,
+    "BYTEARRAY8": 8,
+}
+# Protocol 0's text opcodes: rewriting them exactly is not worth it (Inductor pickles with protocol 4+).
+UNREWRITTEN_TEXT_OPS = {"UNICODE", "STRING"}
 
 
-def text_op(s):
-    b = s.encode("utf-8", "surrogatepass")
-    if len(b) < 256:
-        return b"\x8c" + bytes([len(b)]) + b
-    if len(b) < 2**32:
-        return b"X" + struct.pack("<I", len(b)) + b
-    return b"\x8d" + struct.pack("<Q", len(b)) + b
+class CannotRewrite(Exception):
+    pass
 
 
-def bytes_op(name, b):
+class Rewrite:
+    """What one direction replaces in a value: a pattern and each match's replacement."""
+
+    def __init__(self, pattern, replace, watch):
+        self.pattern, self.replace, self.watch = pattern, replace, watch
+
+    def touches(self, data, start, end):
+        return any(data.find(w, start, end) != -1 for w in self.watch)
+
+    def new_length(self, value):
+        return len(value) + sum(len(self.replace(m)) - (m.end() - m.start()) for m in self.pattern.finditer(value))
+
+    def write(self, value, write):
+        """The value rewritten, written in pieces: never held whole a second time."""
+        at, parts = 0, []
+        for m in self.pattern.finditer(value):
+            parts += (value[at : m.start()], self.replace(m))
+            at = m.end()
+            if len(parts) >= 8192:  # a bounded batch: far fewer writes than pieces
+                write(b"".join(parts))
+                parts.clear()
+        parts.append(value[at:])
+        write(b"".join(parts))
+
+
+def normalizer(roots):
+    alternatives = b"|".join(re.escape(r) for r in sorted(roots, key=len, reverse=True))
+    pattern = re.compile(
+        re.escape(MARK) + rb"|(?<![\w.\-\x80-\xff])(?:" + alternatives + rb")(?=[/'\"]|\Z)"
+    )
+    return Rewrite(pattern, lambda m: LITERAL if m.group(0) == MARK else PLACEHOLDER, roots + [MARK])
+
+
+def relocator(root):
+    return Rewrite(ENCODED, lambda m: root if m.group(1) == b"CACHE_ROOT@@" else MARK, [MARK])
+
+
+def text_header(n):
+    if n < 256:
+        return b"\x8c" + bytes([n])
+    if n < 2**32:
+        return b"X" + struct.pack("<I", n)
+    return b"\x8d" + struct.pack("<Q", n)
+
+
+def bytes_header(name, n):
     if name == "BYTEARRAY8":
-        return b"\x96" + struct.pack("<Q", len(b)) + b
+        return b"\x96" + struct.pack("<Q", n)
     if name in ("SHORT_BINSTRING", "BINSTRING"):
         # Protocol 0-2 strings: keep their kind, only the length form changes.
-        return (b"U" + bytes([len(b)]) if len(b) < 256 else b"T" + struct.pack("<i", len(b))) + b
-    if len(b) < 256:
-        return b"C" + bytes([len(b)]) + b
-    if len(b) < 2**32:
-        return b"B" + struct.pack("<I", len(b)) + b
-    return b"\x8e" + struct.pack("<Q", len(b)) + b
+        return b"U" + bytes([n]) if n < 256 else b"T" + struct.pack("<i", n)
+    if n < 256:
+        return b"C" + bytes([n])
+    if n < 2**32:
+        return b"B" + struct.pack("<I", n)
+    return b"\x8e" + struct.pack("<Q", n)
 
 
-def is_utf8(b):
-    try:
-        b.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        return False
+class Output:
+    """Writes opcodes through, holding only the current frame (its length is written before it)."""
+
+    def __init__(self, write):
+        self.direct = write
+        self.frame = None  # [end offset in the input, its output so far, changed, its header]
+
+    def at(self, pos):
+        """Where the opcode at `pos` is written (a frame it is past is written out first)."""
+        if self.frame is not None and pos >= self.frame[0]:
+            self.close_frame()
+        return self.frame[1].write if self.frame is not None else self.direct
+
+    def changed(self):
+        if self.frame is not None:
+            self.frame[2] = True
+
+    def open_frame(self, pos, header, length):
+        if self.frame is not None:
+            self.close_frame()
+        self.frame = [pos + len(header) + length, io.BytesIO(), False, header]
+
+    def close_frame(self):
+        _, body, changed, header = self.frame
+        self.frame = None
+        self.direct(b"\x95" + struct.pack("<Q", body.getbuffer().nbytes) if changed else header)
+        self.direct(body.getbuffer())
 
 
-def rewrite(data, old, new):
-    old_b, new_b = old.encode(), new.encode()
-    out = []
-    ops = list(pickletools.genops(data))
-    for i, (op, arg, pos) in enumerate(ops):
-        end = ops[i + 1][2] if i + 1 < len(ops) else len(data)
-        if op.name == "FRAME":
-            continue
-        if op.name in TEXT_OPS:
-            out.append(text_op(arg.replace(old, new)))
-        elif op.name in BYTES_OPS:
-            raw = arg.encode("latin-1") if isinstance(arg, str) else bytes(arg)
-            # Text kept as bytes (group files, IR) is rewritten; binaries (cubins, whose debug
-            # sections may name the folder at fixed offsets) never are.
-            if b"\0" not in raw and is_utf8(raw):
-                raw = raw.replace(old_b, new_b)
-            out.append(bytes_op(op.name, raw))
+def rewrite(data, how, write):
+    out = Output(write)
+    view = memoryview(data)  # what is copied as it is, without a copy
+    ops = pickletools.genops(data)
+    cur = next(ops, None)
+    while cur is not None:
+        nxt = next(ops, None)
+        op, arg, pos = cur
+        cur = arg = None  # the decoded value is not kept while this one is rewritten
+        end = nxt[2] if nxt is not None else len(data)
+        name = op.name
+        if name == "FRAME":
+            out.open_frame(pos, view[pos : pos + 9], struct.unpack("<Q", view[pos + 1 : pos + 9])[0])
+        elif name in TEXT_OPS or name in BYTES_OPS:
+            start = pos + 1 + (TEXT_OPS.get(name) or BYTES_OPS[name])
+            sink = out.at(pos)
+            # Text kept as bytes (group files, IR) is rewritten; binaries (cubins) never are.
+            binary = name in BYTES_OPS and data.find(b"\0", start, end) != -1
+            value = view[start:end]
+            n = len(value) if binary or not how.touches(data, start, end) else how.new_length(value)
+            if n == len(value) and (binary or not any(True for _ in how.pattern.finditer(value))):
+                sink(view[pos:end])
+            else:
+                sink(text_header(n) if name in TEXT_OPS else bytes_header(name, n))
+                how.write(value, sink)
+                out.changed()
         else:
-            out.append(data[pos:end])
-    return b"".join(out)
+            if name in UNREWRITTEN_TEXT_OPS and how.touches(data, pos, end):
+                raise CannotRewrite("a protocol-0 %s at byte %d names the folder" % (name, pos))
+            out.at(pos)(view[pos:end])
+        cur = nxt
+    if out.frame is not None:
+        out.close_frame()
 
 
 def main():
-    old, new = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    out_file = None
+    if len(args) > 2 and args[1] == "--out":
+        out_file = args.pop(2)
+        args.pop(1)
+    mode, roots = args[0] if args else "", [os.fsencode(r) for r in args[1:]]
+    if mode == "normalize" and roots:
+        how = normalizer(roots)
+    elif mode == "relocate" and len(roots) == 1:
+        how = relocator(roots[0])
+    else:
+        sys.stderr.write("usage: rewrite.py normalize|relocate [--out FILE] ROOT [ROOT...]\n")
+        sys.exit(2)
     data = sys.stdin.buffer.read()
+    out = open(out_file, "wb") if out_file else sys.stdout.buffer
     try:
-        result = rewrite(data, old, new)
-    except Exception as e:  # not a pickle, truncated, or an opcode this does not know
+        rewrite(data, how, out.write)
+    except Exception as e:  # not a pickle, truncated, an opcode this does not know, or not exact
         sys.stderr.write("not a pickle kcache can rewrite: %s\n" % (e,))
         sys.exit(3)
-    sys.stdout.buffer.write(result)
+    out.flush()
 
 
 main()

@@ -14,6 +14,8 @@ export const FAULT_CODES = {
   "pack-unreadable": "a pack could not be read to its end: missing, truncated, damaged or oversized",
   "entry-bad": "an entry failed verification or was missing from its pack, and was not written",
   "member-refused": "a pack member was refused as unsafe: a link, a device, a path leaving its cache",
+  "entry-not-relocatable":
+    "an entry names its cache folder and could not be rewritten for another (torch.compile's pickles with no Python to rewrite them, or one that cannot be rewritten exactly): not saved, or not written",
   "packs-pruned": "packs a save reused were pruned while it ran: the key was withdrawn and saved again",
   "disk-failed": "the local disk failed: full, read-only or unreadable (ENOSPC, EROFS, EIO)",
   "zstd-unavailable": "no Zstandard engine works on this machine",

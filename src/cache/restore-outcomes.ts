@@ -1,4 +1,5 @@
 import type { CacheFolder } from "../kinds/kind.js";
+import { NOT_RELOCATABLE } from "../kinds/pickle-rewriter.js";
 import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef } from "../manifest/manifest.js";
 import type { RestoreTarget } from "../pack/pack-request.js";
@@ -39,10 +40,12 @@ export async function settleOutcomes(
     }
     for (const b of result.bad) {
       const message = `entry ${b.entry}: ${b.reason}`;
-      entryFaults.push({
-        entry: b.entry,
-        fault: fault(diskFaultIn(message) ? "disk-failed" : "entry-bad", message),
-      });
+      const code = b.reason.startsWith(NOT_RELOCATABLE)
+        ? "entry-not-relocatable"
+        : diskFaultIn(message)
+          ? "disk-failed"
+          : "entry-bad";
+      entryFaults.push({ entry: b.entry, fault: fault(code, message) });
     }
     for (const r of result.refused) refused.push(fault("member-refused", `pack member refused: ${r}`));
   }
@@ -55,14 +58,18 @@ export async function settleOutcomes(
     }
   report.entriesBad = missing.length - recovered.size;
   const stillBad = entryFaults.filter((f) => !recovered.has(f.entry)).map((f) => f.fault);
+  const unplaceable = stillBad.filter((f) => f.code === "entry-not-relocatable");
   // One warning, however many packs failed; the details with --verbose.
   if (unreadable.length || report.entriesBad || report.membersRefused) {
     const parts = [
       unreadable.length
         ? `${unreadable.length} of ${results.length} packs could not be read (${unreadable[0]?.message})`
         : null,
-      report.entriesBad
-        ? `${report.entriesBad} entries failed verification or were missing and were not written`
+      report.entriesBad > unplaceable.length
+        ? `${report.entriesBad - unplaceable.length} entries failed verification or were missing and were not written`
+        : null,
+      unplaceable.length
+        ? `${unplaceable.length} entries name their cache folder and could not be relocated, so they were not written (the job compiles them): ${unplaceable[0]?.message.replace(/^entry [^:]*: not relocatable: /, "")}`
         : null,
       report.membersRefused ? `${report.membersRefused} unsafe pack members refused` : null,
     ].filter(Boolean);

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { CacheFolder, CacheKind, FoundEntry, ScanResult } from "../kinds/kind.js";
+import { RelocationError } from "../kinds/pickle-rewriter.js";
 import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
 import type { RestoreTarget } from "../pack/pack-request.js";
@@ -47,7 +48,12 @@ export function presentEntries(
 }
 
 function hashOf(kind: CacheKind, root: string, entry: FoundEntry, cache: string): string | null {
-  return hashEntry({ cache, kind, root, entry, sig: "", digest: null, size: 0 });
+  try {
+    return hashEntry({ cache, kind, root, entry, sig: "", digest: null, size: 0 });
+  } catch (e) {
+    if (e instanceof RelocationError) return null; // not the entry the manifest has, as far as anyone can tell
+    throw e;
+  }
 }
 
 /** Of `refs` (entries the readers did not report placed), those whole in their folder as the manifest has them. */

@@ -33,6 +33,8 @@ export interface Skipped {
   localFiles: number;
   otherFiles: number;
   vanished: number;
+  /** Entries that name their folder and could not be stored without it (a fault, said as a warning). */
+  notRelocatable: number;
 }
 
 /** The id of a present entry ("cache/name"), as manifests key entries. */

@@ -14,7 +14,8 @@ import { commitManifest, existingManifest, manifestFor, savedEntries } from "./s
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import { countSaved, emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
-import { hashEntry, leaveOutUnverified, type Present, presentId, scanForSave } from "./save-scan.js";
+import { leaveOutUnverified, type Present, presentId, scanForSave } from "./save-scan.js";
+import { Unrelocatable } from "./save-unrelocatable.js";
 import { assessUsage, type SaveOptions, type UsagePlan } from "./save-usage.js";
 
 export type { SaveOutcome, SaveReport } from "./save-report.js";
@@ -55,6 +56,7 @@ class SaveRun {
   private kinds: Awaited<ReturnType<typeof scanForSave>>["kinds"] = new Map();
   private readonly leaseId = newLeaseId();
   private lease: Lease | null = null;
+  private readonly unrelocatable = new Unrelocatable();
   /** How the job began (its restore's record), kept in the state for the end of the job. */
   private job: LocalState["job"];
 
@@ -68,27 +70,22 @@ class SaveRun {
   }
 
   private done(outcome: SaveOutcome, message: string): SaveReport {
+    this.unrelocatable.report(this.ctx.log, this.report);
     this.report.outcome = outcome;
     this.report.message = message;
     this.report.seconds = (performance.now() - this.t0) / 1000;
     return this.report;
   }
 
-  private keyExists(): SaveReport {
-    return this.done(
-      "key-exists",
-      `key ${this.ctx.key} already exists in scope ${this.scope}; keys are immutable, nothing saved`,
-    );
+  private keyExists(why = `already exists in scope ${this.scope}`): SaveReport {
+    return this.done("key-exists", `key ${this.ctx.key} ${why}; keys are immutable, nothing saved`);
   }
 
   async run(state: LocalState | null, ours: LocalState | null): Promise<SaveReport> {
     const { ctx } = this;
     this.job = ours?.job;
     if (ours?.parent?.exact && ours.parent.scope === this.scope)
-      return this.done(
-        "key-exists",
-        `key ${ctx.key} was restored exactly; keys are immutable, nothing saved`,
-      );
+      return this.keyExists("was restored exactly");
     if (await existingManifest(ctx.store, this.object)) return this.keyExists();
     // A restore that missed (or only looked) left no parent: one saved since is built on.
     const parent: Match | null = ours?.parent ?? (await findManifest(ctx));
@@ -147,7 +144,9 @@ class SaveRun {
     // An entry the parent also has is hashed to tell a changed entry from a touched one.
     for (const p of present) {
       if (p.digest === null && this.parentRefs.has(presentId(p))) {
-        p.digest = hashEntry(p);
+        const digest = this.unrelocatable.hash(p);
+        if (digest === false) continue;
+        p.digest = digest;
         if (p.digest === null) {
           this.report.skipped.vanished++;
           continue;
@@ -220,6 +219,7 @@ class SaveRun {
       );
     const written = await writePacks(ctx, plan.groups, this.leaseId);
     for (const w of written) report.skipped.vanished += w.vanished.length;
+    this.unrelocatable.fromPacks(written);
     const manifest = manifestFor(ctx, {
       plan,
       parent: this.parent?.manifest ?? null,

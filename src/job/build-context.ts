@@ -9,9 +9,11 @@ import { ConfigError, StackMismatchError } from "../errors.js";
 import { primaryKey, stackPrefix } from "../keys/key.js";
 import { checkRevision, currentRevision } from "../keys/revision.js";
 import { scopePlan } from "../keys/scope.js";
+import { usePickleInterpreter } from "../kinds/pickle-rewriter.js";
 import type { Log } from "../log.js";
 import { jobAnchorPid } from "../process/job-anchor.js";
 import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
+import { findOnPath } from "../stack/python-probe.js";
 import { openStore } from "../store/open.js";
 import type { Store } from "../store/store.js";
 import { autotuneSettings } from "./autotune-settings.js";
@@ -87,6 +89,11 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     revision = "none";
   }
   const prefix = opts.key !== undefined ? keyAsPrefix(opts.key, stack.stackId, revision) : config.key.prefix;
+  // torch.compile's pickles are rewritten by the interpreter the stack names, as the job's PATH finds it.
+  usePickleInterpreter({
+    python: findOnPath(config.stack.python, env) ?? config.stack.python,
+    source: `stack.python${config.stack.python === "python3" ? ", default python3," : ` ${config.stack.python}`} in ${config.source}`,
+  });
   return {
     caches: config.caches,
     prefix,

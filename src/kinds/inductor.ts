@@ -1,9 +1,14 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { dirKind } from "./dir.js";
 import type { CacheKind, EntryFile, FoundEntry, ScanResult } from "./kind.js";
+import {
+  normalizePickle,
+  normalizePickleInto,
+  relocatePickle,
+  relocatePickleInto,
+} from "./pickle-rewriter.js";
+import { normalizeText, relocateText } from "./root-placeholder.js";
 import { tritonKind } from "./triton.js";
 
 /**
@@ -17,9 +22,10 @@ import { tritonKind } from "./triton.js";
  * - `fxgraph/**` and `aotautograd/**`: the FX graph and AOTAutograd cache entries, pickles that name
  *   the cache folder (generated modules' paths, the bundled Triton kernels' folders and group files).
  *   Stored with the folder replaced by a placeholder and written back for the new folder, through
- *   python/kcache_pickle/rewrite.py: the pickle's opcodes rewritten, never its bytes substituted.
- * - generated modules (`<2 chars>/<hash>.py`): text; the folder's path in them (the output code's
- *   "kernel path" comments) replaced the same way. `.best_config` autotune results lie beside the
+ *   python/kcache_pickle/rewrite.py (pickle-rewriter.ts): the pickle's opcodes rewritten, never its
+ *   bytes substituted; one that cannot be rewritten exactly is neither stored nor placed.
+ * - generated modules (`<2 chars>/<hash>.py`): the folder's path in them (the output code's
+ *   "kernel path" comments) replaced the same way, byte for byte (root-placeholder.ts). `.best_config` autotune results lie beside the
  *   modules and name nothing: stored as they are, at the same place under the new folder.
  *
  * Locks (`locks/`, `*.lock`), temp files (Triton's `tmp.*` folders, Inductor's `.<pid>.<tid>.tmp`)
@@ -29,8 +35,6 @@ const TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
 const PICKLED = /^(fxgraph|aotautograd)\//;
 const MODULE = /\.py$/;
 const BEST_CONFIG = /\.best_config$/;
-/** Where a stored entry had the cache folder's path. */
-export const ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
 
 /** Whether a folder's top level is Inductor's: its graph caches, or its Triton folder beside generated modules. */
 export function looksLikeInductorCache(top: fs.Dirent[]): boolean {
@@ -39,45 +43,7 @@ export function looksLikeInductorCache(top: fs.Dirent[]): boolean {
   return dirs.has("triton") && [...dirs].some((d) => /^[a-z0-9]{2}$/.test(d));
 }
 
-let rewriter: string | undefined;
-/** python/kcache_pickle/rewrite.py, shipped beside the hook in the package and the action. */
-function rewriterScript(): string {
-  if (rewriter) return rewriter;
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = path.join(dir, "python", "kcache_pickle", "rewrite.py");
-    if (fs.existsSync(candidate)) {
-      rewriter = candidate;
-      return candidate;
-    }
-    const up = path.dirname(dir);
-    if (up === dir)
-      throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
-    dir = up;
-  }
-}
-
-/**
- * A pickle with `from` replaced by `to` inside its strings (and text-like bytes), or the data as it
- * is when it does not name `from` or cannot be rewritten (no python3, not a pickle): then it is
- * stored, or placed, unchanged.
- */
-function rewritePickle(data: Buffer, from: string, to: string): Buffer {
-  if (data[0] !== 0x80 || !data.includes(from)) return data;
-  try {
-    return execFileSync("python3", [rewriterScript(), from, to], {
-      input: data,
-      maxBuffer: data.length * 2 + (1 << 20),
-      // Linear in the pickle's size (half a second for 20 MB): a minute means something is wrong.
-      timeout: 120_000,
-      stdio: ["pipe", "pipe", "ignore"],
-    });
-  } catch {
-    return data;
-  }
-}
-
-/** The folder's own spellings in the files: as configured and with links resolved, longest first. */
+/** The folder's own spellings in the files: as configured and with links resolved. */
 function rootSpellings(root: string): string[] {
   const spellings = new Set([path.resolve(root)]);
   try {
@@ -85,11 +51,7 @@ function rootSpellings(root: string): string[] {
   } catch {
     // not there yet
   }
-  return [...spellings].sort((a, b) => b.length - a.length);
-}
-
-function replaceAll(data: Buffer, from: string, to: string): Buffer {
-  return data.includes(from) ? Buffer.from(data.toString("utf8").split(from).join(to)) : data;
+  return [...spellings];
 }
 
 /** The Triton kernel folder a file of `triton/<device>/<key>/` belongs to, as the `triton` kind sees an entry. */
@@ -141,20 +103,26 @@ export const inductorKind: CacheKind = {
   normalize(root, entryName, _rel, data): Buffer {
     if (isGroup(entryName))
       return tritonKind.normalize(root, path.dirname(entryName), path.basename(entryName), data);
-    let out = data;
-    for (const spelling of rootSpellings(root))
-      out = PICKLED.test(entryName)
-        ? rewritePickle(out, spelling, ROOT_PLACEHOLDER)
-        : replaceAll(out, spelling, ROOT_PLACEHOLDER);
-    return out;
+    const roots = rootSpellings(root);
+    return PICKLED.test(entryName) ? normalizePickle(data, roots) : normalizeText(data, roots);
   },
 
   relocate(root, entryName, _rel, data): Buffer {
     if (isGroup(entryName))
       return tritonKind.relocate(root, path.dirname(entryName), path.basename(entryName), data);
     return PICKLED.test(entryName)
-      ? rewritePickle(data, ROOT_PLACEHOLDER, path.resolve(root))
-      : replaceAll(data, ROOT_PLACEHOLDER, path.resolve(root));
+      ? relocatePickle(data, path.resolve(root))
+      : relocateText(data, path.resolve(root));
+  },
+
+  normalizeInto(root, entryName, _rel, data, out): number | null {
+    if (!PICKLED.test(entryName)) return null;
+    return normalizePickleInto(data, rootSpellings(root), out);
+  },
+
+  relocateInto(root, entryName, _rel, data, out): number | null {
+    if (!PICKLED.test(entryName)) return null;
+    return relocatePickleInto(data, path.resolve(root), out);
   },
 
   // Inductor writes through write_atomic (a temp file renamed in) and its Triton folder through

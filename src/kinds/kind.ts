@@ -95,6 +95,13 @@ export interface CacheKind {
   /** On-disk form of a relocatable file restored under `root`. */
   relocate(root: string, entryName: string, rel: string, data: Buffer): Buffer;
   /**
+   * `normalize` and `relocate` written straight to the file `out`, for files large enough that
+   * holding the result too would double kcache's memory (torch.compile's pickles, up to 256 MiB):
+   * the size written, or null where the other form is the same bytes (nothing written).
+   */
+  normalizeInto?(root: string, entryName: string, rel: string, data: Buffer, out: string): number | null;
+  relocateInto?(root: string, entryName: string, rel: string, data: Buffer, out: string): number | null;
+  /**
    * Whether a file may be shared by a hard link between the persistent folder and a job's own folder:
    * true only when every tool that writes it replaces it by rename (a new inode) and never opens the
    * existing file to write, which would edit both folders at once (docs/self-hosted.md says which).

@@ -193,7 +193,8 @@ function cacheFile(python: string, key: string, env: NodeJS.ProcessEnv): { file:
   return { file: path.join(stateDir(env), "python-probe", `${id}.json`), id };
 }
 
-function findOnPath(cmd: string, env: NodeJS.ProcessEnv): string | null {
+/** The interpreter `cmd` names, as the job's PATH finds it (its real path); null where it finds none. */
+export function findOnPath(cmd: string, env: NodeJS.ProcessEnv): string | null {
   const dirs = cmd.includes("/") ? [""] : (env.PATH ?? "").split(path.delimiter).filter(Boolean);
   for (const d of dirs) {
     try {

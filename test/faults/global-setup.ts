@@ -15,6 +15,7 @@ const ORDER = [
   "prune under skew",
   "restores sharing",
   "hostile",
+  "Inductor",
   "S3",
   "GitHub cache",
   "full filesystem",

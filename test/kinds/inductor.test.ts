@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore.js";
 import { save } from "../../src/cache/save.js";
 import { inductorKind } from "../../src/kinds/inductor.js";
+import { RelocationError } from "../../src/kinds/pickle-rewriter.js";
 import { detectKind } from "../../src/kinds/registry.js";
+import { ROOT_PLACEHOLDER } from "../../src/kinds/root-placeholder.js";
 import { localStore } from "../../src/store/local.js";
 import { generateInductorCache, readPickle } from "../fixtures/inductor-cache.js";
 import { runCli } from "../helpers/cli.js";
@@ -120,15 +122,20 @@ describe("the inductor kind: torch.compile's cache warm at any path", () => {
     expect(readPickle(path.join(b, generated.fxgraph)).directory).toBe(`${b}/triton/0/KEY`);
   });
 
-  it("keeps a damaged or hostile pickle as it is (never unpickled, never a crash), and rewrites a sound one", () => {
+  it("refuses a damaged or hostile pickle that names the folder (never unpickled, never a crash), and rewrites a sound one", () => {
     const root = "/runner/a/torchinductor";
     const name = "fxgraph/eo/fhash/entry";
-    // A BINUNICODE claiming 4 GB, then the folder's path: the rewriter refuses it (exit 3).
+    // A BINUNICODE claiming 4 GB, then the folder's path: the rewriter refuses it (exit 3), so the
+    // entry is neither stored nor, holding the placeholder, placed.
     const hostile = Buffer.concat([
       Buffer.from([0x80, 0x04, 0x58, 0xff, 0xff, 0xff, 0xff]),
       Buffer.from(root),
     ]);
-    expect(inductorKind.normalize(root, name, "", hostile).equals(hostile)).toBe(true);
+    expect(() => inductorKind.normalize(root, name, "", hostile)).toThrow(RelocationError);
+    expect(() => inductorKind.normalize(root, name, "", hostile)).toThrow(/expected 4294967295 bytes/);
+    const stored = Buffer.concat([hostile.subarray(0, 7), Buffer.from(ROOT_PLACEHOLDER)]);
+    expect(() => inductorKind.relocate("/b", name, "", stored)).toThrow(RelocationError);
+    // One that names nothing is kept as it is, whatever it holds.
     expect(inductorKind.relocate("/b", name, "", hostile).equals(hostile)).toBe(true);
     // A pickle that runs code if unpickled: rewriting it runs nothing (no file appears).
     const marker = path.join(tempDir("inductor"), "ran");
@@ -140,9 +147,9 @@ class E:
         return (os.system, ("touch ${marker}",))
 sys.stdout.buffer.write(pickle.dumps({"path": "${root}/x.py", "e": E()}, protocol=4))`,
     ]);
-    const stored = inductorKind.normalize(root, name, "", evil);
-    expect(stored.includes(Buffer.from(root))).toBe(false);
-    expect(inductorKind.relocate("/b/cache", name, "", stored).includes(Buffer.from("/b/cache/x.py"))).toBe(
+    const kept = inductorKind.normalize(root, name, "", evil);
+    expect(kept.includes(Buffer.from(root))).toBe(false);
+    expect(inductorKind.relocate("/b/cache", name, "", kept).includes(Buffer.from("/b/cache/x.py"))).toBe(
       true,
     );
     expect(fs.existsSync(marker)).toBe(false);

@@ -35,8 +35,7 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
       );
       for (const c of report.caches) log.info(`  ${c.name}: ${c.entries} entries at ${c.path}`);
       log.info(restoredUsageLine(report.usage));
-      if (report.entriesBad)
-        log.warn(`${report.entriesBad} entries failed verification and were not written`);
+      if (report.entriesBad) log.info(`not written: ${report.entriesBad} entries (why: the warning above)`);
     }
   }
   exportJobFolders(ctx, log);

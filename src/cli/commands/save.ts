@@ -35,6 +35,8 @@ export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
       s.localFiles && `${s.localFiles} precompiled headers (rebuilt on the machine that uses them)`,
       s.otherFiles && `${s.otherFiles} other files`,
       s.vanished && `${s.vanished} entries that vanished while saving`,
+      s.notRelocatable &&
+        `${s.notRelocatable} entries that could not be stored without their folder (the warning above)`,
     ].filter(Boolean);
     if (skipped.length) log.info(`not saved: ${skipped.join(", ")}`);
     const unverified = report.leftOut.unverified;

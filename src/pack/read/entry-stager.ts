@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { NOT_RELOCATABLE, RelocationError } from "../../kinds/pickle-rewriter.js";
 import { EntryDigest } from "../entry-digest.js";
 import type { RestoreTarget, WantedEntry } from "../pack-request.js";
 import { writeFullySync } from "./checked-write.js";
@@ -24,7 +25,8 @@ export class StagedEntry {
   /** Why the entry will not be placed; set at the first fault. */
   bad: string | null;
   private readonly staged: string;
-  private readonly held: { rel: string; chunks: Buffer[]; bytes: number }[] = [];
+  /** Relocatable files, each in one buffer of the size its header declared (bounded above). */
+  private readonly held: { rel: string; data: Buffer | null; bytes: number }[] = [];
   private fd: number | null = null;
   private created = false;
   /** What this entry wrote to its staging place, by relative path: checked on disk before the rename. */
@@ -58,12 +60,19 @@ export class StagedEntry {
         this.fail(`${rel} is ${size} bytes; a relocatable file is at most ${MAX_RELOCATABLE}`);
         return null;
       }
-      const held = { rel, chunks: [] as Buffer[], bytes: 0 };
+      const held = { rel, data: Buffer.allocUnsafe(size) as Buffer | null, bytes: 0 };
       this.held.push(held);
       return {
         data: (chunk) => {
           this.digest.update(chunk);
-          held.chunks.push(Buffer.from(chunk));
+          const into = held.data;
+          if (!into || held.bytes + chunk.length > into.length) {
+            this.fail(`${rel} holds more bytes than its header says (${size})`);
+            held.data = null;
+            return;
+          }
+          chunk.copy(into, held.bytes);
+          held.bytes += chunk.length;
         },
         end: () => {},
       };
@@ -115,22 +124,29 @@ export class StagedEntry {
       try {
         this.prepare();
         for (const h of this.held) {
-          const data = this.target.kind.relocate(
-            this.target.root,
-            this.entryName,
-            h.rel,
-            Buffer.concat(h.chunks),
-          );
-          this.written.set(h.rel, data.length);
-          const fd = fs.openSync(this.dest(h.rel), "wx");
+          const stored = h.data?.subarray(0, h.bytes) ?? Buffer.alloc(0);
+          h.data = null; // the stored form is not kept once the relocated one exists
+          const dest = this.dest(h.rel);
+          const fd = fs.openSync(dest, "wx");
           try {
-            writeFullySync(fd, data, this.dest(h.rel));
+            const { kind, root } = this.target;
+            // Large pickles are rewritten straight into the staged file, never held twice.
+            const wrote = kind.relocateInto?.(root, this.entryName, h.rel, stored, dest) ?? null;
+            if (wrote !== null) this.written.set(h.rel, wrote);
+            else {
+              const data = kind.relocate(root, this.entryName, h.rel, stored);
+              this.written.set(h.rel, data.length);
+              writeFullySync(fd, data, dest);
+            }
           } finally {
             fs.closeSync(fd);
           }
         }
       } catch (e) {
-        reason = `could not be written: ${(e as Error).message}`;
+        reason =
+          e instanceof RelocationError
+            ? `${NOT_RELOCATABLE}${e.message}`
+            : `could not be written: ${(e as Error).message}`;
       }
     }
     // What is on disk, not only what streamed: a file deleted under the staging place (by another

@@ -6,6 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import { parentPort } from "node:worker_threads";
+import { usePickleInterpreter } from "../../kinds/pickle-rewriter.js";
 import { cacheKind } from "../../kinds/registry.js";
 import { readPack } from "../read/pack-reader.js";
 import { type BuiltPack, buildPack } from "../write/pack-builder.js";
@@ -65,7 +66,7 @@ async function build(m: Extract<JobMessage, { op: "build" }>): Promise<void> {
   const flow = { inFlight: 0, wake: null as (() => void) | null, cancelled: false };
   flows.set(job, flow);
   try {
-    const result: BuiltPack = { entries: [], vanished: [] };
+    const result: BuiltPack = { entries: [], vanished: [], notRelocatable: [] };
     // The pack's digest is taken here, on this thread, not on the main one that stores the bytes.
     const hash = createHash("sha256");
     let size = 0;
@@ -98,6 +99,7 @@ port.on("message", (m: JobMessage) => {
   else if (m.op === "end") forwarded.get(m.job)?.push(null);
   else if (m.op === "fail") forwarded.get(m.job)?.push(null, m.message);
   else if (m.op === "restore") {
+    usePickleInterpreter(m.python);
     const source = m.file ? { file: m.file } : new ForwardedChunks(m.job);
     if (source instanceof ForwardedChunks) forwarded.set(m.job, source);
     readPack({
@@ -112,6 +114,7 @@ port.on("message", (m: JobMessage) => {
       .catch((e: Error) => send({ op: "failed", job: m.job, message: e.message }))
       .finally(() => forwarded.delete(m.job));
   } else if (m.op === "build") {
+    usePickleInterpreter(m.python);
     build(m).catch((e: Error) => send({ op: "failed", job: m.job, message: e.message }));
   } else if (m.op === "ack" || m.op === "cancel") {
     const flow = flows.get(m.job);

@@ -1,3 +1,4 @@
+import { pickleInterpreter } from "../../kinds/pickle-rewriter.js";
 import type { Store } from "../../store/store.js";
 import type { PackReadResult, PromisedPack } from "../pack-request.js";
 import type { PackRead } from "../read/pack-reader.js";
@@ -62,6 +63,7 @@ export async function restoreOnThread(restore: ThreadRestore): Promise<PackReadR
           targets: targetData(targets),
           file,
           zstd: restore.zstd,
+          python: pickleInterpreter(),
         });
         if (file) return;
         const forward = async () => {

@@ -1,4 +1,5 @@
 import type { CacheKind, CacheKindName } from "../../kinds/kind.js";
+import type { PickleInterpreter } from "../../kinds/pickle-rewriter.js";
 import type { PackReadResult, PromisedPack, RestoreTarget, WantedEntry } from "../pack-request.js";
 import type { BuildInput, BuiltPack } from "../write/pack-builder.js";
 
@@ -22,11 +23,21 @@ export type JobMessage =
       zstd: string;
       /** A local store's file for the pack, read by the worker; null: the main thread forwards chunks. */
       file: string | null;
+      /** The interpreter that rewrites torch.compile's pickles (pickle-rewriter.ts). */
+      python: PickleInterpreter;
     }
   | { op: "chunk"; job: number; data: Uint8Array }
   | { op: "end"; job: number }
   | { op: "fail"; job: number; message: string }
-  | { op: "build"; job: number; inputs: BuildInput[]; level: number; zstdThreads: number; zstd: string }
+  | {
+      op: "build";
+      job: number;
+      inputs: BuildInput[];
+      level: number;
+      zstdThreads: number;
+      zstd: string;
+      python: PickleInterpreter;
+    }
   | { op: "ack"; job: number; n: number }
   | { op: "cancel"; job: number };
 

@@ -1,5 +1,8 @@
 import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { type CacheKind, entryFilePath, type FoundEntry } from "../../kinds/kind.js";
+import { RelocationError } from "../../kinds/pickle-rewriter.js";
 import { openUnseen, readUnseen } from "../../unseen-read.js";
 
 /** One file of an entry in stored form, opened and sized, ready to be hashed or packed. */
@@ -15,6 +18,7 @@ export interface OpenedFile {
 /**
  * Opens an entry's files in pack order, in stored form. Everything is opened before any byte is
  * used, so an entry whose file vanished since the scan is reported (null) rather than half packed.
+ * An entry that names its folder and cannot be stored without it throws RelocationError.
  */
 export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): OpenedFile[] | null {
   const opened: OpenedFile[] = [];
@@ -22,17 +26,44 @@ export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): Ope
     for (const f of kind.packOrder(entry.files)) {
       const p = entryFilePath(root, entry, f.rel);
       if (kind.isRelocatable(entry.name, f.rel)) {
-        const data = kind.normalize(root, entry.name, f.rel, readUnseen(p));
-        opened.push({ rel: f.rel, size: data.length, data, fd: null });
+        const raw = readUnseen(p);
+        const file = kind.normalizeInto ? normalizedFile(kind, root, entry, f.rel, raw) : null;
+        if (file) opened.push(file);
+        else {
+          const data = kind.normalize(root, entry.name, f.rel, raw);
+          opened.push({ rel: f.rel, size: data.length, data, fd: null });
+        }
         continue;
       }
       const fd = openUnseen(p);
       opened.push({ rel: f.rel, size: fs.fstatSync(fd).size, data: null, fd });
     }
     return opened;
-  } catch {
+  } catch (e) {
     closeEntry(opened);
+    if (e instanceof RelocationError) throw e;
     return null;
+  }
+}
+
+/**
+ * A file's stored form written by the kind to a temporary file, opened and unlinked at once (read
+ * through its descriptor like any other file; gone when closed): null where it is stored as it is.
+ */
+function normalizedFile(
+  kind: CacheKind,
+  root: string,
+  entry: FoundEntry,
+  rel: string,
+  raw: Buffer,
+): OpenedFile | null {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-stored-"));
+  try {
+    const out = path.join(dir, "stored");
+    const size = kind.normalizeInto?.(root, entry.name, rel, raw, out) ?? null;
+    return size === null ? null : { rel, size, data: null, fd: fs.openSync(out, "r") };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -1,8 +1,9 @@
 import fs from "node:fs";
 import type { CacheKind, CacheKindName, FoundEntry } from "../../kinds/kind.js";
+import { RelocationError } from "../../kinds/pickle-rewriter.js";
 import { EntryDigest } from "../entry-digest.js";
 import type { ChunkCompressor } from "../zstd/chunk-codecs.js";
-import { closeEntry, openEntry } from "./entry-source.js";
+import { closeEntry, type OpenedFile, openEntry } from "./entry-source.js";
 import { END_OF_ARCHIVE, fileHeader, padding } from "./tar-header.js";
 
 /** One entry to pack, as plain data (it crosses to worker threads). */
@@ -26,6 +27,8 @@ export interface BuiltPack {
   entries: PackedEntry[];
   /** "cache/name" of entries whose files disappeared between scan and pack. */
   vanished: string[];
+  /** "cache/name: why" of entries that name their folder and could not be stored without it. */
+  notRelocatable: string[];
   /** The compressed pack's sha256 and bytes, when the thread that built it hashed them. */
   sha256?: string;
   size?: number;
@@ -34,6 +37,19 @@ export interface BuiltPack {
 /** Where a file of an entry sits inside a pack. */
 export function tarPathOf(cache: string, entryName: string, rel: string): string {
   return rel ? `${cache}/${entryName}/${rel}` : `${cache}/${entryName}`;
+}
+
+/** An entry's files opened for packing; null (and why, in `result`) when it vanished or cannot be stored. */
+function openForPack(kind: CacheKind, input: BuildInput, result: BuiltPack): OpenedFile[] | null {
+  try {
+    const files = openEntry(kind, input.root, input.entry);
+    if (!files) result.vanished.push(`${input.cache}/${input.entry.name}`);
+    return files;
+  } catch (e) {
+    if (!(e instanceof RelocationError)) throw e;
+    result.notRelocatable.push(`${input.cache}/${input.entry.name}: ${e.message}`);
+    return null;
+  }
 }
 
 /** Tar bytes gathered before each compressor call; file reads go through a buffer of the same size. */
@@ -77,11 +93,8 @@ export function* buildPack(
 
   for (const input of inputs) {
     const kind = kindOf(input.kind);
-    const files = openEntry(kind, input.root, input.entry);
-    if (!files) {
-      result.vanished.push(`${input.cache}/${input.entry.name}`);
-      continue;
-    }
+    const files = openForPack(kind, input, result);
+    if (!files) continue;
     const digest = new EntryDigest();
     try {
       for (const f of files) {

@@ -1,6 +1,7 @@
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { StoreError } from "../../errors.js";
+import { pickleInterpreter } from "../../kinds/pickle-rewriter.js";
 import { cacheKind } from "../../kinds/registry.js";
 import type { Store } from "../../store/store.js";
 import type { JobMessage } from "../threads/thread-messages.js";
@@ -21,6 +22,8 @@ export interface WrittenPack {
   entries: PackedEntry[];
   /** Entries whose files disappeared between scan and pack ("cache/name"). */
   vanished: string[];
+  /** Entries that name their folder and could not be stored without it ("cache/name: why"). */
+  notRelocatable: string[];
 }
 
 /**
@@ -48,7 +51,8 @@ export interface PackWrite {
 export async function writePack(write: PackWrite): Promise<WrittenPack> {
   const { store, object, inputs, level, onBytes, pool = null, zstdThreads = 1 } = write;
   const engine = await zstdEngine(write.zstd);
-  const built: BuiltPack = { entries: [], vanished: [] };
+  const built: BuiltPack = { entries: [], vanished: [], notRelocatable: [] };
+  const python = pickleInterpreter();
   const onThread = pool !== null && engine.chunks !== null;
   // A pack built on a thread is hashed there; here its bytes are only counted on their way.
   const digest = new DigestStream(onBytes, !onThread);
@@ -58,18 +62,16 @@ export async function writePack(write: PackWrite): Promise<WrittenPack> {
   if (onThread) {
     const body = new Readable({ read: () => release() });
     let post: ((m: JobMessage) => void) | null = null;
-    let unacked: (() => void)[] = [];
+    const unacked: (() => void)[] = [];
     const release = () => {
-      const acks = unacked;
-      unacked = [];
-      for (const a of acks) a();
+      for (const a of unacked.splice(0)) a();
     };
     produced = pool
       .run(
         (job, send) => {
           post = send;
           cancel = () => send({ op: "cancel", job });
-          send({ op: "build", job, inputs, level, zstdThreads, zstd: write.zstd });
+          send({ op: "build", job, inputs, level, zstdThreads, zstd: write.zstd, python });
         },
         (m) => {
           if (m.op === "packed") {
@@ -122,5 +124,6 @@ export async function writePack(write: PackWrite): Promise<WrittenPack> {
     entryBytes: built.entries.reduce((s, e) => s + e.size, 0),
     entries: built.entries,
     vanished: built.vanished,
+    notRelocatable: built.notRelocatable,
   };
 }

@@ -1,0 +1,157 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { ExitCode, KcacheError } from "../errors.js";
+import { MARK, namesAny, ROOT_PLACEHOLDER } from "./root-placeholder.js";
+
+/**
+ * Runs python/kcache_pickle/rewrite.py on one pickled torch.compile cache entry. The interpreter is
+ * the one the stack names (`stack.python`, as the stack probe runs it), set once per command by
+ * `usePickleInterpreter`; never a guess. Where it cannot rewrite (no such interpreter, a pickle it
+ * cannot rewrite exactly), the entry is not stored or placed: `RelocationError`.
+ */
+export interface PickleInterpreter {
+  python: string;
+  /** Where it was named, for the warning's fix. */
+  source: string;
+}
+
+let current: PickleInterpreter = { python: "python3", source: "stack.python (default python3)" };
+
+export function usePickleInterpreter(i: PickleInterpreter): void {
+  current = i;
+}
+
+/** The interpreter set for this command (pack workers are given it with each job). */
+export function pickleInterpreter(): PickleInterpreter {
+  return current;
+}
+
+/** An entry names its cache folder and could not be relocated: it is neither stored nor placed. */
+export class RelocationError extends KcacheError {
+  constructor(message: string) {
+    super(message, "EKCACHE_RELOCATION", ExitCode.store);
+  }
+}
+
+/** How a restore's reason for an entry not written says it could not be relocated (restore-outcomes.ts). */
+export const NOT_RELOCATABLE = "not relocatable: ";
+
+let script: string | undefined;
+/** python/kcache_pickle/rewrite.py, shipped beside the hook in the package and the action. */
+function rewriterScript(): string {
+  if (script) return script;
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, "python", "kcache_pickle", "rewrite.py");
+    if (fs.existsSync(candidate)) {
+      script = candidate;
+      return candidate;
+    }
+    const up = path.dirname(dir);
+    if (up === dir)
+      throw new RelocationError("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
+    dir = up;
+  }
+}
+
+/**
+ * The most a rewrite can output: every match (at least `shortestMatch` bytes) replaced by the longest
+ * replacement, and every value's length field grown to 8 bytes (a value takes at least 2 bytes).
+ */
+function outputBound(size: number, shortestMatch: number, longestReplacement: number): number {
+  return Math.ceil((size * longestReplacement) / Math.max(1, shortestMatch)) + size * 4 + (1 << 20);
+}
+
+/**
+ * Runs the rewriter with `out` as its output file and returns that file's size. The output never
+ * passes through Node: through a pipe it would be held twice (its chunks, then their join).
+ */
+function rewriteInto(data: Buffer, args: [string, ...string[]], out: string, bound: number): number {
+  try {
+    execFileSync(current.python, [rewriterScript(), args[0], "--out", out, ...args.slice(1)], {
+      input: data,
+      // Linear in the pickle's size (seconds for 64 MB): minutes mean something is wrong.
+      timeout: 300_000,
+      stdio: ["pipe", "ignore", "pipe"],
+    });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException & { status?: number; stderr?: Buffer };
+    if (err.code === "ENOENT" && err.path === current.python)
+      throw new RelocationError(
+        `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`,
+      );
+    const said = err.stderr?.toString("utf8").trim().split("\n").pop();
+    throw new RelocationError(
+      err.status === 3
+        ? `${said ?? "not a pickle kcache can rewrite"}`
+        : `the pickle rewriter (${current.python}) failed: ${said || err.message}`,
+    );
+  }
+  const size = fs.statSync(out).size;
+  if (size > bound) throw new RelocationError(`the rewrite gave ${size} bytes, more than it can (${bound})`);
+  return size;
+}
+
+/** What `rewriteInto` wrote, read back: for callers that need the bytes. */
+function rewritten(data: Buffer, args: [string, ...string[]], bound: number): Buffer {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-rewrite-"));
+  try {
+    const out = path.join(dir, "out");
+    rewriteInto(data, args, out, bound);
+    return fs.readFileSync(out);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+type Rewrite = { args: [string, ...string[]]; bound: number } | null;
+
+/** How a pickle is normalized: null when it names none of `roots` (kept as it is). */
+function normalizing(data: Buffer, roots: string[]): Rewrite {
+  if (!namesAny(data, [...roots, MARK])) return null;
+  if (data[0] !== 0x80) throw new RelocationError("names its cache folder but is not a pickle (protocol 2+)");
+  const shortest = Math.min(MARK.length, ...roots.map((r) => Buffer.byteLength(r)));
+  return {
+    args: ["normalize", ...roots],
+    bound: outputBound(data.length, shortest, ROOT_PLACEHOLDER.length),
+  };
+}
+
+/** How a stored pickle is relocated: null when it holds no placeholder (placed as it is). */
+function relocating(data: Buffer, root: string): Rewrite {
+  if (!data.includes(MARK)) return null;
+  if (data[0] !== 0x80)
+    throw new RelocationError("holds kcache's placeholder but is not a pickle (protocol 2+)");
+  const longest = Math.max(MARK.length, Buffer.byteLength(root));
+  return {
+    args: ["relocate", root],
+    bound: outputBound(data.length, "@@KCACHE_INDUCTOR_LITERAL@@".length, longest),
+  };
+}
+
+/** The pickle with each of `roots` replaced by the placeholder (see rewrite.py); as it is when it names none. */
+export function normalizePickle(data: Buffer, roots: string[]): Buffer {
+  const how = normalizing(data, roots);
+  return how ? rewritten(data, how.args, how.bound) : data;
+}
+
+/** The stored pickle with `root` in place of the placeholder; as it is when it holds none. */
+export function relocatePickle(data: Buffer, root: string): Buffer {
+  const how = relocating(data, root);
+  return how ? rewritten(data, how.args, how.bound) : data;
+}
+
+/** normalizePickle written to the file `out` (its size), or null when the pickle is stored as it is. */
+export function normalizePickleInto(data: Buffer, roots: string[], out: string): number | null {
+  const how = normalizing(data, roots);
+  return how ? rewriteInto(data, how.args, out, how.bound) : null;
+}
+
+/** relocatePickle written to the file `out` (its size), or null when the pickle is placed as it is. */
+export function relocatePickleInto(data: Buffer, root: string, out: string): number | null {
+  const how = relocating(data, root);
+  return how ? rewriteInto(data, how.args, out, how.bound) : null;
+}
