@@ -1438,14 +1438,183 @@ var init_esm = __esm({
 import { createHash as createHash3 } from "node:crypto";
 import { parentPort } from "node:worker_threads";
 
-// src/kinds/dir.ts
+// src/kinds/pickle-rewriter.ts
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
-import path2 from "node:path";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+// src/errors.ts
+var ExitCode = {
+  ok: 0,
+  /** An unexpected internal error (a bug): the stack is printed. */
+  internal: 1,
+  /** Bad command line or bad kcache.yml. */
+  usage: 2,
+  /** The store failed and --strict was given. */
+  store: 3,
+  /** The probed software stack disagrees with the pins and --strict was given. */
+  stackMismatch: 4,
+  /** No cache matched and --fail-on-cache-miss was given. */
+  cacheMiss: 5,
+  /** `kcache run`: an error-severity check failed (or expect: warm failed); nothing was saved. */
+  checkFailed: 6
+};
+var KcacheError = class extends Error {
+  constructor(message, code, exitCode) {
+    super(message);
+    this.code = code;
+    this.exitCode = exitCode;
+    this.name = new.target.name;
+  }
+  code;
+  exitCode;
+};
+var StoreError = class extends KcacheError {
+  constructor(message, cause) {
+    super(message, "EKCACHE_STORE", ExitCode.store);
+    this.cause = cause;
+  }
+  cause;
+};
+
+// src/kinds/root-placeholder.ts
+var MARK = "@@KCACHE_INDUCTOR_";
+var ROOT_PLACEHOLDER = `${MARK}CACHE_ROOT@@`;
+var LITERAL = `${MARK}LITERAL@@`;
+var bytesOf = (s3) => Buffer.from(s3, "utf8").toString("latin1");
+var literally = (s3) => s3.replace(/[.*+?^${}()|[\]\\/-]/g, "\\$&");
+function namesAny(data, strings) {
+  return strings.some((s3) => data.includes(s3));
+}
+function normalizeText(data, roots) {
+  if (!namesAny(data, [...roots, MARK])) return data;
+  const alternatives = roots.map(bytesOf).sort((a, b2) => b2.length - a.length).map(literally).join("|");
+  const pattern = new RegExp(
+    `${literally(MARK)}|(?<![\\w.\\-\\x80-\\xff])(?:${alternatives})(?=[/'"]|$)`,
+    "g"
+  );
+  const out = data.toString("latin1").replace(pattern, (m2) => m2 === MARK ? LITERAL : ROOT_PLACEHOLDER);
+  return Buffer.from(out, "latin1");
+}
+function relocateText(data, root) {
+  if (!data.includes(MARK)) return data;
+  const to2 = bytesOf(root);
+  const out = data.toString("latin1").replace(
+    new RegExp(`${literally(MARK)}(CACHE_ROOT@@|LITERAL@@)`, "g"),
+    (_m, what) => what === "CACHE_ROOT@@" ? to2 : MARK
+  );
+  return Buffer.from(out, "latin1");
+}
+
+// src/kinds/pickle-rewriter.ts
+var current = { python: "python3", source: "stack.python (default python3)" };
+function usePickleInterpreter(i) {
+  current = i;
+}
+var RelocationError = class extends KcacheError {
+  constructor(message) {
+    super(message, "EKCACHE_RELOCATION", ExitCode.store);
+  }
+};
+var NOT_RELOCATABLE = "not relocatable: ";
+var script;
+function rewriterScript() {
+  if (script) return script;
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (; ; ) {
+    const candidate = path.join(dir, "python", "kcache_pickle", "rewrite.py");
+    if (fs.existsSync(candidate)) {
+      script = candidate;
+      return candidate;
+    }
+    const up = path.dirname(dir);
+    if (up === dir)
+      throw new RelocationError("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
+    dir = up;
+  }
+}
+function outputBound(size, shortestMatch, longestReplacement) {
+  return Math.ceil(size * longestReplacement / Math.max(1, shortestMatch)) + size * 4 + (1 << 20);
+}
+function rewriteInto(data, args, out, bound) {
+  try {
+    execFileSync(current.python, [rewriterScript(), args[0], "--out", out, ...args.slice(1)], {
+      input: data,
+      // Linear in the pickle's size (seconds for 64 MB): minutes mean something is wrong.
+      timeout: 3e5,
+      stdio: ["pipe", "ignore", "pipe"]
+    });
+  } catch (e) {
+    const err2 = e;
+    if (err2.code === "ENOENT" && err2.path === current.python)
+      throw new RelocationError(
+        `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`
+      );
+    const said = err2.stderr?.toString("utf8").trim().split("\n").pop();
+    throw new RelocationError(
+      err2.status === 3 ? `${said ?? "not a pickle kcache can rewrite"}` : `the pickle rewriter (${current.python}) failed: ${said || err2.message}`
+    );
+  }
+  const size = fs.statSync(out).size;
+  if (size > bound) throw new RelocationError(`the rewrite gave ${size} bytes, more than it can (${bound})`);
+  return size;
+}
+function rewritten(data, args, bound) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-rewrite-"));
+  try {
+    const out = path.join(dir, "out");
+    rewriteInto(data, args, out, bound);
+    return fs.readFileSync(out);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+function normalizing(data, roots) {
+  if (!namesAny(data, [...roots, MARK])) return null;
+  if (data[0] !== 128) throw new RelocationError("names its cache folder but is not a pickle (protocol 2+)");
+  const shortest = Math.min(MARK.length, ...roots.map((r) => Buffer.byteLength(r)));
+  return {
+    args: ["normalize", ...roots],
+    bound: outputBound(data.length, shortest, ROOT_PLACEHOLDER.length)
+  };
+}
+function relocating(data, root) {
+  if (!data.includes(MARK)) return null;
+  if (data[0] !== 128)
+    throw new RelocationError("holds kcache's placeholder but is not a pickle (protocol 2+)");
+  const longest = Math.max(MARK.length, Buffer.byteLength(root));
+  return {
+    args: ["relocate", root],
+    bound: outputBound(data.length, "@@KCACHE_INDUCTOR_LITERAL@@".length, longest)
+  };
+}
+function normalizePickle(data, roots) {
+  const how = normalizing(data, roots);
+  return how ? rewritten(data, how.args, how.bound) : data;
+}
+function relocatePickle(data, root) {
+  const how = relocating(data, root);
+  return how ? rewritten(data, how.args, how.bound) : data;
+}
+function normalizePickleInto(data, roots, out) {
+  const how = normalizing(data, roots);
+  return how ? rewriteInto(data, how.args, out, how.bound) : null;
+}
+function relocatePickleInto(data, root, out) {
+  const how = relocating(data, root);
+  return how ? rewriteInto(data, how.args, out, how.bound) : null;
+}
+
+// src/kinds/dir.ts
+import fs2 from "node:fs";
+import path3 from "node:path";
 
 // src/kinds/kind.ts
-import path from "node:path";
+import path2 from "node:path";
 function entryFilePath(root, entry, rel) {
-  return rel ? path.join(root, entry.name, rel) : path.join(root, entry.name);
+  return rel ? path2.join(root, entry.name, rel) : path2.join(root, entry.name);
 }
 var KCACHE_PRIVATE_PREFIX = ".kcache-";
 
@@ -1459,7 +1628,7 @@ var dirKind = {
     const walk = (rel) => {
       let items;
       try {
-        items = fs.readdirSync(path2.join(root, rel), { withFileTypes: true });
+        items = fs2.readdirSync(path3.join(root, rel), { withFileTypes: true });
       } catch (e) {
         if (e.code === "ENOENT") return;
         throw e;
@@ -1471,7 +1640,7 @@ var dirKind = {
         else if (d.isFile()) {
           let st2;
           try {
-            st2 = fs.statSync(path2.join(root, childRel));
+            st2 = fs2.statSync(path3.join(root, childRel));
           } catch (e) {
             if (e.code === "ENOENT") continue;
             throw e;
@@ -1519,34 +1688,32 @@ var dirKind = {
 };
 
 // src/kinds/inductor.ts
-import { execFileSync } from "node:child_process";
-import fs4 from "node:fs";
-import path4 from "node:path";
-import { fileURLToPath } from "node:url";
+import fs5 from "node:fs";
+import path5 from "node:path";
 
 // src/kinds/triton.ts
-import fs3 from "node:fs";
-import path3 from "node:path";
+import fs4 from "node:fs";
+import path4 from "node:path";
 
 // src/unseen-read.ts
-import fs2 from "node:fs";
-var NOATIME = fs2.constants.O_NOATIME ?? 0;
+import fs3 from "node:fs";
+var NOATIME = fs3.constants.O_NOATIME ?? 0;
 function openUnseen(p2) {
   if (NOATIME) {
     try {
-      return fs2.openSync(p2, fs2.constants.O_RDONLY | NOATIME);
+      return fs3.openSync(p2, fs3.constants.O_RDONLY | NOATIME);
     } catch (e) {
       if (e.code !== "EPERM") throw e;
     }
   }
-  return fs2.openSync(p2, "r");
+  return fs3.openSync(p2, "r");
 }
 function readUnseen(p2) {
   const fd = openUnseen(p2);
   try {
-    return fs2.readFileSync(fd);
+    return fs3.readFileSync(fd);
   } finally {
-    fs2.closeSync(fd);
+    fs3.closeSync(fd);
   }
 }
 
@@ -1567,7 +1734,7 @@ var tritonKind = {
     const result = { entries: [], tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
     let top;
     try {
-      top = await fs3.promises.readdir(root, { withFileTypes: true });
+      top = await fs4.promises.readdir(root, { withFileTypes: true });
     } catch (e) {
       if (e.code === "ENOENT") return result;
       throw e;
@@ -1583,11 +1750,11 @@ var tritonKind = {
         result.tempDirs++;
         continue;
       }
-      const dir = path3.join(root, d.name);
+      const dir = path4.join(root, d.name);
       const files = [];
       let inside;
       try {
-        inside = fs3.readdirSync(dir, { withFileTypes: true });
+        inside = fs4.readdirSync(dir, { withFileTypes: true });
       } catch (e) {
         if (vanished(e)) continue;
         throw e;
@@ -1617,7 +1784,7 @@ var tritonKind = {
         }
         let st2;
         try {
-          st2 = fs3.statSync(path3.join(dir, f2.name));
+          st2 = fs4.statSync(path4.join(dir, f2.name));
         } catch (e) {
           if (!vanished(e)) throw e;
           gone = true;
@@ -1637,10 +1804,10 @@ var tritonKind = {
       return entry.files.some((f2) => SINGLE_FILE.some((re2) => re2.test(f2.rel))) ? null : "no group file (a compile that did not finish)";
     }
     for (const g2 of groups) {
-      const children = readChildPaths(path3.join(root, entry.name, g2.rel));
+      const children = readChildPaths(path4.join(root, entry.name, g2.rel));
       if (!children) return `${g2.rel} does not parse as a Triton group file`;
       for (const [child, p2] of Object.entries(children)) {
-        const base = path3.basename(p2);
+        const base = path4.basename(p2);
         if (!present.has(base)) return `${g2.rel} lists ${child}, which is not in the entry`;
       }
     }
@@ -1656,7 +1823,7 @@ var tritonKind = {
     const parsed = parseGroup(data);
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
-    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path3.basename(p2);
+    for (const [child, p2] of Object.entries(parsed.child_paths)) childPaths[child] = path4.basename(p2);
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
   relocate(root, entryName, rel, data) {
@@ -1664,7 +1831,7 @@ var tritonKind = {
     if (!parsed) throw new Error(`${rel}: not a Triton group file`);
     const childPaths = {};
     for (const [child, p2] of Object.entries(parsed.child_paths)) {
-      childPaths[child] = path3.join(root, entryName, path3.basename(p2));
+      childPaths[child] = path4.join(root, entryName, path4.basename(p2));
     }
     return Buffer.from(JSON.stringify({ ...parsed, child_paths: childPaths }));
   },
@@ -1710,59 +1877,25 @@ var TRITON_FILE = /^triton\/[^/]+\/[^/]+\/[^/]+$/;
 var PICKLED = /^(fxgraph|aotautograd)\//;
 var MODULE = /\.py$/;
 var BEST_CONFIG = /\.best_config$/;
-var ROOT_PLACEHOLDER = "@@KCACHE_INDUCTOR_CACHE_ROOT@@";
-var rewriter;
-function rewriterScript() {
-  if (rewriter) return rewriter;
-  let dir = path4.dirname(fileURLToPath(import.meta.url));
-  for (; ; ) {
-    const candidate = path4.join(dir, "python", "kcache_pickle", "rewrite.py");
-    if (fs4.existsSync(candidate)) {
-      rewriter = candidate;
-      return candidate;
-    }
-    const up = path4.dirname(dir);
-    if (up === dir)
-      throw new Error("kcache's python/kcache_pickle/rewrite.py is missing from the installation");
-    dir = up;
-  }
-}
-function rewritePickle(data, from, to2) {
-  if (data[0] !== 128 || !data.includes(from)) return data;
-  try {
-    return execFileSync("python3", [rewriterScript(), from, to2], {
-      input: data,
-      maxBuffer: data.length * 2 + (1 << 20),
-      // Linear in the pickle's size (half a second for 20 MB): a minute means something is wrong.
-      timeout: 12e4,
-      stdio: ["pipe", "pipe", "ignore"]
-    });
-  } catch {
-    return data;
-  }
-}
 function rootSpellings(root) {
-  const spellings = /* @__PURE__ */ new Set([path4.resolve(root)]);
+  const spellings = /* @__PURE__ */ new Set([path5.resolve(root)]);
   try {
-    spellings.add(fs4.realpathSync(root));
+    spellings.add(fs5.realpathSync(root));
   } catch {
   }
-  return [...spellings].sort((a, b2) => b2.length - a.length);
-}
-function replaceAll(data, from, to2) {
-  return data.includes(from) ? Buffer.from(data.toString("utf8").split(from).join(to2)) : data;
+  return [...spellings];
 }
 function tritonFolder(root, entryName) {
-  const name = path4.dirname(entryName);
+  const name = path5.dirname(entryName);
   let files;
   try {
-    files = fs4.readdirSync(path4.join(root, name));
+    files = fs5.readdirSync(path5.join(root, name));
   } catch {
     files = [];
   }
   return { name, files: files.map((rel) => ({ rel, size: 0, mtimeMs: 0, atimeMs: 0, ino: 0 })) };
 }
-var isGroup = (entryName) => TRITON_FILE.test(entryName) && tritonKind.isRelocatable(path4.dirname(entryName), path4.basename(entryName));
+var isGroup = (entryName) => TRITON_FILE.test(entryName) && tritonKind.isRelocatable(path5.dirname(entryName), path5.basename(entryName));
 var inductorKind = {
   kind: "inductor",
   entryShape: "file",
@@ -1771,7 +1904,7 @@ var inductorKind = {
     const result = await dirKind.scan(root);
     const entries = [];
     for (const e of result.entries) {
-      const base = path4.basename(e.name);
+      const base = path5.basename(e.name);
       if (e.name.startsWith("locks/") || /\.lock$/.test(base)) result.lockFiles++;
       else if (/(^|\/)tmp\.[^/]*\//.test(e.name) || /\.tmp$/.test(base)) result.tempDirs++;
       else if (/\.(gch|pch)$/.test(base)) result.localFiles++;
@@ -1782,7 +1915,7 @@ var inductorKind = {
   incompleteReason(root, entry) {
     if (!TRITON_FILE.test(entry.name)) return null;
     const why = tritonKind.incompleteReason(root, tritonFolder(root, entry.name));
-    return why ? `${path4.dirname(entry.name)}: ${why}` : null;
+    return why ? `${path5.dirname(entry.name)}: ${why}` : null;
   },
   isEntryName: dirKind.isEntryName,
   isRelocatable(entryName) {
@@ -1790,16 +1923,22 @@ var inductorKind = {
   },
   normalize(root, entryName, _rel, data) {
     if (isGroup(entryName))
-      return tritonKind.normalize(root, path4.dirname(entryName), path4.basename(entryName), data);
-    let out = data;
-    for (const spelling of rootSpellings(root))
-      out = PICKLED.test(entryName) ? rewritePickle(out, spelling, ROOT_PLACEHOLDER) : replaceAll(out, spelling, ROOT_PLACEHOLDER);
-    return out;
+      return tritonKind.normalize(root, path5.dirname(entryName), path5.basename(entryName), data);
+    const roots = rootSpellings(root);
+    return PICKLED.test(entryName) ? normalizePickle(data, roots) : normalizeText(data, roots);
   },
   relocate(root, entryName, _rel, data) {
     if (isGroup(entryName))
-      return tritonKind.relocate(root, path4.dirname(entryName), path4.basename(entryName), data);
-    return PICKLED.test(entryName) ? rewritePickle(data, ROOT_PLACEHOLDER, path4.resolve(root)) : replaceAll(data, ROOT_PLACEHOLDER, path4.resolve(root));
+      return tritonKind.relocate(root, path5.dirname(entryName), path5.basename(entryName), data);
+    return PICKLED.test(entryName) ? relocatePickle(data, path5.resolve(root)) : relocateText(data, path5.resolve(root));
+  },
+  normalizeInto(root, entryName, _rel, data, out) {
+    if (!PICKLED.test(entryName)) return null;
+    return normalizePickleInto(data, rootSpellings(root), out);
+  },
+  relocateInto(root, entryName, _rel, data, out) {
+    if (!PICKLED.test(entryName)) return null;
+    return relocatePickleInto(data, path5.resolve(root), out);
   },
   // Inductor writes through write_atomic (a temp file renamed in) and its Triton folder through
   // FileCacheManager, except `.best_config`: PyTorch before 2.6 wrote it with open(path, "wb") over
@@ -1823,7 +1962,7 @@ function cacheKind(kind) {
 
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs9 from "node:fs";
+import fs10 from "node:fs";
 import { Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -1837,40 +1976,6 @@ function entryId(e) {
 import { spawn, spawnSync } from "node:child_process";
 import { Duplex, PassThrough } from "node:stream";
 import zlib from "node:zlib";
-
-// src/errors.ts
-var ExitCode = {
-  ok: 0,
-  /** An unexpected internal error (a bug): the stack is printed. */
-  internal: 1,
-  /** Bad command line or bad kcache.yml. */
-  usage: 2,
-  /** The store failed and --strict was given. */
-  store: 3,
-  /** The probed software stack disagrees with the pins and --strict was given. */
-  stackMismatch: 4,
-  /** No cache matched and --fail-on-cache-miss was given. */
-  cacheMiss: 5,
-  /** `kcache run`: an error-severity check failed (or expect: warm failed); nothing was saved. */
-  checkFailed: 6
-};
-var KcacheError = class extends Error {
-  constructor(message, code, exitCode) {
-    super(message);
-    this.code = code;
-    this.exitCode = exitCode;
-    this.name = new.target.name;
-  }
-  code;
-  exitCode;
-};
-var StoreError = class extends KcacheError {
-  constructor(message, cause) {
-    super(message, "EKCACHE_STORE", ExitCode.store);
-    this.cause = cause;
-  }
-  cause;
-};
 
 // src/pack/zstd/chunk-codecs.ts
 import { createRequire } from "node:module";
@@ -1967,21 +2072,21 @@ var SyncCompressor = class {
 };
 
 // src/pack/zstd/portable.ts
-import fs5 from "node:fs";
+import fs6 from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
-import path5 from "node:path";
+import path6 from "node:path";
 import { fileURLToPath as fileURLToPath2 } from "node:url";
 var FRAME_BYTES = 4 * 1024 * 1024;
 var loading;
 function wasmFile() {
-  const here = path5.dirname(fileURLToPath2(import.meta.url));
-  const candidates = [path5.join(here, "zstd.wasm")];
+  const here = path6.dirname(fileURLToPath2(import.meta.url));
+  const candidates = [path6.join(here, "zstd.wasm")];
   try {
     const main = createRequire2(import.meta.url).resolve("@bokuweb/zstd-wasm");
-    candidates.push(path5.join(path5.dirname(main), "zstd.wasm"));
+    candidates.push(path6.join(path6.dirname(main), "zstd.wasm"));
   } catch {
   }
-  return candidates.find((f2) => fs5.existsSync(f2)) ?? null;
+  return candidates.find((f2) => fs6.existsSync(f2)) ?? null;
 }
 function loadWasm() {
   loading ??= (async () => {
@@ -2211,8 +2316,8 @@ function processDuplex(cmd, args) {
 
 // src/pack/read/entry-stager.ts
 import { randomBytes } from "node:crypto";
-import fs8 from "node:fs";
-import path7 from "node:path";
+import fs9 from "node:fs";
+import path8 from "node:path";
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -2234,7 +2339,7 @@ var EntryDigest = class {
 };
 
 // src/pack/read/checked-write.ts
-import fs6 from "node:fs";
+import fs7 from "node:fs";
 function noProgress(file) {
   const e = new Error(`${file}: write made no progress (disk full?)`);
   e.code = "ENOSPC";
@@ -2243,30 +2348,30 @@ function noProgress(file) {
 function writeFullySync(fd, data, file) {
   let off = 0;
   while (off < data.length) {
-    const n = fs6.writeSync(fd, data, off, data.length - off);
+    const n = fs7.writeSync(fd, data, off, data.length - off);
     if (n <= 0) throw noProgress(file);
     off += n;
   }
 }
 
 // src/pack/read/real-dirs.ts
-import fs7 from "node:fs";
-import path6 from "node:path";
+import fs8 from "node:fs";
+import path7 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
   for (const part of rel.split("/").filter(Boolean)) {
-    at2 = path6.join(at2, part);
+    at2 = path7.join(at2, part);
     let st2;
     try {
-      st2 = fs7.lstatSync(at2);
+      st2 = fs8.lstatSync(at2);
     } catch (e) {
       if (e.code !== "ENOENT") throw e;
       try {
-        fs7.mkdirSync(at2);
+        fs8.mkdirSync(at2);
       } catch (m2) {
         if (m2.code !== "EEXIST") throw m2;
       }
-      st2 = fs7.lstatSync(at2);
+      st2 = fs8.lstatSync(at2);
     }
     if (st2.isSymbolicLink())
       throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
@@ -2282,7 +2387,7 @@ var StagedEntry = class {
     this.entryName = entryName;
     this.target = target;
     this.bad = bad;
-    this.staged = path7.join(target.staging, "e", entryName);
+    this.staged = path8.join(target.staging, "e", entryName);
   }
   wanted;
   entryName;
@@ -2291,6 +2396,7 @@ var StagedEntry = class {
   /** Why the entry will not be placed; set at the first fault. */
   bad;
   staged;
+  /** Relocatable files, each in one buffer of the size its header declared (bounded above). */
   held = [];
   fd = null;
   created = false;
@@ -2312,12 +2418,19 @@ var StagedEntry = class {
         this.fail(`${rel} is ${size} bytes; a relocatable file is at most ${MAX_RELOCATABLE}`);
         return null;
       }
-      const held = { rel, chunks: [], bytes: 0 };
+      const held = { rel, data: Buffer.allocUnsafe(size), bytes: 0 };
       this.held.push(held);
       return {
         data: (chunk) => {
           this.digest.update(chunk);
-          held.chunks.push(Buffer.from(chunk));
+          const into = held.data;
+          if (!into || held.bytes + chunk.length > into.length) {
+            this.fail(`${rel} holds more bytes than its header says (${size})`);
+            held.data = null;
+            return;
+          }
+          chunk.copy(into, held.bytes);
+          held.bytes += chunk.length;
         },
         end: () => {
         }
@@ -2327,7 +2440,7 @@ var StagedEntry = class {
     this.written.set(rel, size);
     try {
       this.prepare();
-      this.fd = fs8.openSync(dest, "wx");
+      this.fd = fs9.openSync(dest, "wx");
     } catch (e) {
       this.fail(`could not be written: ${e.message}`);
     }
@@ -2368,22 +2481,25 @@ var StagedEntry = class {
       try {
         this.prepare();
         for (const h of this.held) {
-          const data = this.target.kind.relocate(
-            this.target.root,
-            this.entryName,
-            h.rel,
-            Buffer.concat(h.chunks)
-          );
-          this.written.set(h.rel, data.length);
-          const fd = fs8.openSync(this.dest(h.rel), "wx");
+          const stored = h.data?.subarray(0, h.bytes) ?? Buffer.alloc(0);
+          h.data = null;
+          const dest = this.dest(h.rel);
+          const fd = fs9.openSync(dest, "wx");
           try {
-            writeFullySync(fd, data, this.dest(h.rel));
+            const { kind, root } = this.target;
+            const wrote = kind.relocateInto?.(root, this.entryName, h.rel, stored, dest) ?? null;
+            if (wrote !== null) this.written.set(h.rel, wrote);
+            else {
+              const data = kind.relocate(root, this.entryName, h.rel, stored);
+              this.written.set(h.rel, data.length);
+              writeFullySync(fd, data, dest);
+            }
           } finally {
-            fs8.closeSync(fd);
+            fs9.closeSync(fd);
           }
         }
       } catch (e) {
-        reason = `could not be written: ${e.message}`;
+        reason = e instanceof RelocationError ? `${NOT_RELOCATABLE}${e.message}` : `could not be written: ${e.message}`;
       }
     }
     if (!reason) reason = this.stagedDiffers();
@@ -2402,21 +2518,21 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs8.rmSync(this.staged, { recursive: true, force: true });
+    fs9.rmSync(this.staged, { recursive: true, force: true });
   }
   /** Why the staged files on disk are not exactly the ones written, or null when they are. */
   stagedDiffers() {
     if (this.target.kind.entryShape !== "folder") {
       const size = this.written.get("");
       try {
-        return fs8.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+        return fs9.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
       } catch {
         return "staged file vanished before placing";
       }
     }
     let names;
     try {
-      names = fs8.readdirSync(this.staged);
+      names = fs9.readdirSync(this.staged);
     } catch {
       return "staged entry vanished before placing";
     }
@@ -2425,7 +2541,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs8.statSync(path7.join(this.staged, n)).size;
+        size = fs9.statSync(path8.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -2434,12 +2550,12 @@ var StagedEntry = class {
     return null;
   }
   dest(rel) {
-    return rel ? path7.join(this.staged, rel) : this.staged;
+    return rel ? path8.join(this.staged, rel) : this.staged;
   }
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs8.mkdirSync(isDir ? this.staged : path7.dirname(this.staged), { recursive: true });
+    fs9.mkdirSync(isDir ? this.staged : path8.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -2447,47 +2563,47 @@ var StagedEntry = class {
     const fd = this.fd;
     this.fd = null;
     try {
-      fs8.closeSync(fd);
+      fs9.closeSync(fd);
     } catch (e) {
       this.bad ??= `could not be written: ${e.message}`;
     }
   }
 };
 function place(staged, root, entryName, staging) {
-  ensureRealDirs(root, path7.posix.dirname(entryName) === "." ? "" : path7.posix.dirname(entryName));
-  const dest = path7.join(root, entryName);
+  ensureRealDirs(root, path8.posix.dirname(entryName) === "." ? "" : path8.posix.dirname(entryName));
+  const dest = path8.join(root, entryName);
   for (let attempt = 0; ; attempt++) {
     try {
-      fs8.renameSync(staged, dest);
+      fs9.renameSync(staged, dest);
       return;
     } catch (e) {
       const code = e.code;
       if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
     }
     if (sameTree(staged, dest)) {
-      fs8.rmSync(staged, { recursive: true, force: true });
+      fs9.rmSync(staged, { recursive: true, force: true });
       return;
     }
     if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
-    const aside = path7.join(staging, `old-${randomBytes(6).toString("hex")}`);
+    const aside = path8.join(staging, `old-${randomBytes(6).toString("hex")}`);
     try {
-      fs8.renameSync(dest, aside);
+      fs9.renameSync(dest, aside);
     } catch (e) {
       if (e.code !== "ENOENT") throw e;
       continue;
     }
-    fs8.rmSync(aside, { recursive: true, force: true });
+    fs9.rmSync(aside, { recursive: true, force: true });
   }
 }
 function sameTree(a, b2) {
   try {
-    const sa = fs8.statSync(a);
-    const sb = fs8.statSync(b2);
+    const sa = fs9.statSync(a);
+    const sb = fs9.statSync(b2);
     if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs8.readFileSync(a).equals(fs8.readFileSync(b2));
-    const na = fs8.readdirSync(a).sort();
-    const nb = fs8.readdirSync(b2).sort();
-    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path7.join(a, n), path7.join(b2, n)));
+    if (!sa.isDirectory()) return sa.size === sb.size && fs9.readFileSync(a).equals(fs9.readFileSync(b2));
+    const na = fs9.readdirSync(a).sort();
+    const nb = fs9.readdirSync(b2).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path8.join(a, n), path8.join(b2, n)));
   } catch {
     return false;
   }
@@ -2803,18 +2919,18 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs9.openSync(file, "r");
+  const fd = fs10.openSync(file, "r");
   try {
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs9.readSync(fd, buf, 0, buf.length, null);
+      const n = fs10.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs9.closeSync(fd);
+    fs10.closeSync(fd);
   }
 }
 async function readPack(read) {
@@ -2869,32 +2985,50 @@ async function readPack(read) {
 }
 
 // src/pack/write/pack-builder.ts
-import fs12 from "node:fs";
+import fs13 from "node:fs";
 
 // src/pack/write/entry-source.ts
-import fs10 from "node:fs";
+import fs11 from "node:fs";
+import os2 from "node:os";
+import path9 from "node:path";
 function openEntry(kind, root, entry) {
   const opened = [];
   try {
     for (const f2 of kind.packOrder(entry.files)) {
       const p2 = entryFilePath(root, entry, f2.rel);
       if (kind.isRelocatable(entry.name, f2.rel)) {
-        const data = kind.normalize(root, entry.name, f2.rel, readUnseen(p2));
-        opened.push({ rel: f2.rel, size: data.length, data, fd: null });
+        const raw = readUnseen(p2);
+        const file = kind.normalizeInto ? normalizedFile(kind, root, entry, f2.rel, raw) : null;
+        if (file) opened.push(file);
+        else {
+          const data = kind.normalize(root, entry.name, f2.rel, raw);
+          opened.push({ rel: f2.rel, size: data.length, data, fd: null });
+        }
         continue;
       }
       const fd = openUnseen(p2);
-      opened.push({ rel: f2.rel, size: fs10.fstatSync(fd).size, data: null, fd });
+      opened.push({ rel: f2.rel, size: fs11.fstatSync(fd).size, data: null, fd });
     }
     return opened;
-  } catch {
+  } catch (e) {
     closeEntry(opened);
+    if (e instanceof RelocationError) throw e;
     return null;
+  }
+}
+function normalizedFile(kind, root, entry, rel, raw) {
+  const dir = fs11.mkdtempSync(path9.join(os2.tmpdir(), "kcache-stored-"));
+  try {
+    const out = path9.join(dir, "stored");
+    const size = kind.normalizeInto?.(root, entry.name, rel, raw, out) ?? null;
+    return size === null ? null : { rel, size, data: null, fd: fs11.openSync(out, "r") };
+  } finally {
+    fs11.rmSync(dir, { recursive: true, force: true });
   }
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs10.closeSync(f2.fd);
+    if (f2.fd !== null) fs11.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -4369,7 +4503,7 @@ var ss = /* @__PURE__ */ Symbol("lstat");
 var si = /* @__PURE__ */ Symbol("onlstat");
 var rs = /* @__PURE__ */ Symbol("onread");
 var ns = /* @__PURE__ */ Symbol("onreadlink");
-var os = /* @__PURE__ */ Symbol("openfile");
+var os3 = /* @__PURE__ */ Symbol("openfile");
 var hs = /* @__PURE__ */ Symbol("onopenfile");
 var pt = /* @__PURE__ */ Symbol("close");
 var ri = /* @__PURE__ */ Symbol("mode");
@@ -4484,9 +4618,9 @@ var de = class extends A {
       this.linkCache.set(t, this.absolute);
     }
     if (this[fe](), this.stat.size === 0) return this.end();
-    this[os]();
+    this[os3]();
   }
-  [os]() {
+  [os3]() {
     X.open(this.absolute, "r", (t, e) => {
       if (t) return this.emit("error", t);
       this[hs](e);
@@ -4549,7 +4683,7 @@ var ni = class extends de {
   [is]() {
     this[ns](X.readlinkSync(this.absolute));
   }
-  [os]() {
+  [os3]() {
     this[hs](X.openSync(this.absolute, "r"));
   }
   [ii]() {
@@ -4836,7 +4970,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs11 = /* @__PURE__ */ Symbol("ondrain");
+var fs12 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -4870,8 +5004,8 @@ var wt = class extends A {
       if ((t.gzip ? 1 : 0) + (t.brotli ? 1 : 0) + (t.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t.gzip && (typeof t.gzip != "object" && (t.gzip = {}), this.portable && (t.gzip.portable = true), this.zip = new ze(t.gzip)), t.brotli && (typeof t.brotli != "object" && (t.brotli = {}), this.zip = new We(t.brotli)), t.zstd && (typeof t.zstd != "object" && (t.zstd = {}), this.zip = new Ye(t.zstd)), !this.zip) throw new Error("impossible");
       let e = this.zip;
-      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs11]()), this.on("resume", () => e.resume());
-    } else this.on("drain", this[fs11]);
+      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs12]()), this.on("resume", () => e.resume());
+    } else this.on("drain", this[fs12]);
     this.noDirRecurse = !!t.noDirRecurse, this.follow = !!t.follow, this.noMtime = !!t.noMtime, t.mtime && (this.mtime = t.mtime), this.filter = typeof t.filter == "function" ? t.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t) {
@@ -4984,7 +5118,7 @@ var wt = class extends A {
       this.emit("error", e);
     }
   }
-  [fs11]() {
+  [fs12]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t) {
@@ -5896,6 +6030,17 @@ var END_OF_ARCHIVE = Buffer.alloc(1024);
 function tarPathOf(cache, entryName, rel) {
   return rel ? `${cache}/${entryName}/${rel}` : `${cache}/${entryName}`;
 }
+function openForPack(kind, input, result) {
+  try {
+    const files = openEntry(kind, input.root, input.entry);
+    if (!files) result.vanished.push(`${input.cache}/${input.entry.name}`);
+    return files;
+  } catch (e) {
+    if (!(e instanceof RelocationError)) throw e;
+    result.notRelocatable.push(`${input.cache}/${input.entry.name}: ${e.message}`);
+    return null;
+  }
+}
 var BATCH = 1 << 20;
 function* buildPack(inputs, kindOf, compressor, result) {
   const batch = Buffer.allocUnsafe(BATCH);
@@ -5923,11 +6068,8 @@ function* buildPack(inputs, kindOf, compressor, result) {
   };
   for (const input of inputs) {
     const kind = kindOf(input.kind);
-    const files = openEntry(kind, input.root, input.entry);
-    if (!files) {
-      result.vanished.push(`${input.cache}/${input.entry.name}`);
-      continue;
-    }
+    const files = openForPack(kind, input, result);
+    if (!files) continue;
     const digest = new EntryDigest();
     try {
       for (const f2 of files) {
@@ -5940,14 +6082,14 @@ function* buildPack(inputs, kindOf, compressor, result) {
           let pos = 0;
           while (pos < f2.size) {
             const want = Math.min(BATCH - fill2, f2.size - pos);
-            const n = fs12.readSync(f2.fd, batch, fill2, want, pos);
+            const n = fs13.readSync(f2.fd, batch, fill2, want, pos);
             if (n === 0) throw new Error(`${input.entry.name}/${f2.rel} shrank while being packed`);
             digest.update(batch.subarray(fill2, fill2 + n));
             fill2 += n;
             pos += n;
             if (fill2 === BATCH) yield* flush();
           }
-          fs12.closeSync(f2.fd);
+          fs13.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);
@@ -6023,7 +6165,7 @@ async function build(m2) {
   const flow = { inFlight: 0, wake: null, cancelled: false };
   flows.set(job, flow);
   try {
-    const result = { entries: [], vanished: [] };
+    const result = { entries: [], vanished: [], notRelocatable: [] };
     const hash = createHash3("sha256");
     let size = 0;
     const compressor = chunks.compressor(level, zstdThreads);
@@ -6053,6 +6195,7 @@ port.on("message", (m2) => {
   else if (m2.op === "end") forwarded.get(m2.job)?.push(null);
   else if (m2.op === "fail") forwarded.get(m2.job)?.push(null, m2.message);
   else if (m2.op === "restore") {
+    usePickleInterpreter(m2.python);
     const source = m2.file ? { file: m2.file } : new ForwardedChunks(m2.job);
     if (source instanceof ForwardedChunks) forwarded.set(m2.job, source);
     readPack({
@@ -6064,6 +6207,7 @@ port.on("message", (m2) => {
       onBytes: (n) => send({ op: "bytes", job: m2.job, n })
     }).then((result) => send({ op: "restored", job: m2.job, result })).catch((e) => send({ op: "failed", job: m2.job, message: e.message })).finally(() => forwarded.delete(m2.job));
   } else if (m2.op === "build") {
+    usePickleInterpreter(m2.python);
     build(m2).catch((e) => send({ op: "failed", job: m2.job, message: e.message }));
   } else if (m2.op === "ack" || m2.op === "cancel") {
     const flow = flows.get(m2.job);
