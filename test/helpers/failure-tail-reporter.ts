@@ -12,7 +12,7 @@ export default class FailureTailReporter implements Reporter {
       for (const t of m.children.allTests()) {
         const r = t.result();
         if (r.state !== "failed") continue;
-        const first = (r.errors?.[0]?.message ?? "").split("\n")[0].slice(0, 300);
+        const first = (r.errors?.[0]?.message ?? "").split("\n", 1)[0]?.slice(0, 300) ?? "";
         lines.push(`FAILED ${m.moduleId.replace(`${process.cwd()}/`, "")} > ${t.fullName}: ${first}`);
       }
       if (m.state() === "failed" && !m.children.size)
