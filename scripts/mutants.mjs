@@ -603,6 +603,35 @@ const MUTANTS = [
     replace: "if (!resumable || this.resumes >= 0",
     tests: ["test/store/s3-failures.test.ts"],
   },
+  {
+    name: "a zstd frame's window taken as it declares (1 GiB read by fzstd)",
+    file: "src/pack/zstd/frame-guard.ts",
+    find: "if (window > MAX_WINDOW_BYTES)",
+    replace: "if (window > 2 ** 31)",
+    tests: ["test/pack/zstd-frames.test.ts"],
+  },
+  {
+    name: "the WebAssembly engine's content checksums never compared",
+    file: "src/pack/zstd/portable.ts",
+    find: "if (checksum !== null && Number(",
+    replace: "if (checksum === -1 && Number(",
+    tests: ["test/pack/zstd-frames.test.ts"],
+  },
+  {
+    name: "bytes after a pack's last zstd frame ignored",
+    file: "src/pack/zstd/frame-guard.ts",
+    find: "        if (magic !== FRAME_MAGIC)",
+    replace:
+      '        if (this.frames > 0 && magic !== FRAME_MAGIC) {\n          this.field = "trailer" as Field;\n          this.need = Number.MAX_SAFE_INTEGER;\n          return;\n        }\n        if (magic !== FRAME_MAGIC)',
+    tests: ["test/pack/zstd-frames.test.ts"],
+  },
+  {
+    name: "the zstd binary's stream read without the frame checks",
+    file: "src/pack/zstd/engines.ts",
+    find: 'guardedStream(processDuplex("zstd", ["-d", "-q", "-c"]))',
+    replace: 'processDuplex("zstd", ["-d", "-q", "-c"])',
+    tests: ["test/pack/zstd-frames.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

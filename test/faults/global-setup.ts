@@ -15,6 +15,7 @@ const ORDER = [
   "prune under skew",
   "restores sharing",
   "hostile",
+  "zstd frames",
   "Inductor",
   "S3",
   "GitHub cache",

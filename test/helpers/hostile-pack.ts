@@ -103,19 +103,23 @@ export async function plantPack(opts: {
   entries: Omit<EntryRef, "pack" | "cache">[];
   /** What the manifest says the pack's entries hold uncompressed (default: the listed entries' bytes). */
   entryBytes?: number;
-  /** Bytes appended after the compressed tar, e.g. a zstd skippable frame that decompressors ignore. */
+  /** Bytes appended after the compressed tar, e.g. an empty zstd frame. */
   trailer?: Buffer;
+  /** Compresses the tar by hand (crafted frames) instead of with this machine's engine. */
+  compress?: (tar: Buffer) => Promise<Buffer>;
 }): Promise<{ packFile: string; packBytes: number }> {
   const scope = opts.scope ?? "branch/main";
   const enc = encodeURIComponent;
   const object = `packs/${enc(scope)}/hostile-${Date.now()}.tar.zst`;
   const packFile = path.join(opts.store, ...object.split("/"));
   fs.mkdirSync(path.dirname(packFile), { recursive: true });
-  await pipeline(
-    Readable.from(tarStream(opts.members)),
-    (await zstdEngine("")).compressStream(1),
-    fs.createWriteStream(packFile),
-  );
+  if (opts.compress) fs.writeFileSync(packFile, await opts.compress(tarOf(opts.members)));
+  else
+    await pipeline(
+      Readable.from(tarStream(opts.members)),
+      (await zstdEngine("")).compressStream(1),
+      fs.createWriteStream(packFile),
+    );
   if (opts.trailer) fs.appendFileSync(packFile, opts.trailer);
   const packed = fs.readFileSync(packFile);
   const cache = opts.cacheName ?? "triton";
@@ -173,12 +177,4 @@ export function diskBytes(dir: string): number {
   };
   walk(dir);
   return total;
-}
-
-/** A zstd skippable frame holding `payload`: valid zstd that every decompressor skips. */
-export function skippableFrame(payload: Buffer): Buffer {
-  const head = Buffer.alloc(8);
-  head.writeUInt32LE(0x184d2a50, 0);
-  head.writeUInt32LE(payload.length, 4);
-  return Buffer.concat([head, payload]);
 }

@@ -9,7 +9,8 @@ import {
   SyncDecompressor,
   zstdBinding,
 } from "./chunk-codecs.js";
-import { FrameCompressor, JsDecompressor, loadWasm, wasmFile } from "./portable.js";
+import { guardedDecompressor, guardedStream } from "./frame-guard.js";
+import { FrameCompressor, JsDecompressor, loadWasm, loadXxhash, wasmFile } from "./portable.js";
 
 /**
  * Which Zstandard engine compresses and decompresses packs here, best first:
@@ -19,7 +20,7 @@ import { FrameCompressor, JsDecompressor, loadWasm, wasmFile } from "./portable.
  * - `wasm`: zstd's compressor built to WebAssembly and fzstd's decompressor, in-process, nothing
  *   native (Node 20 in a container without zstd).
  * $KCACHE_ZSTD names one outright. All write and read the same zstd format: packs saved by any
- * engine restore with any other.
+ * engine restore with any other, and all refuse the same damaged frames (frame-guard.ts).
  */
 export type ZstdEngineName = "napi" | "zlib" | "system" | "wasm";
 export const ZSTD_ENGINES: readonly ZstdEngineName[] = ["napi", "zlib", "system", "wasm"];
@@ -86,7 +87,7 @@ async function tryEngine(name: ZstdEngineName, why: string[]): Promise<ZstdEngin
     }
     return inProcess(name, {
       compressor: (level, threads) => new SyncCompressor(b, level, threads),
-      decompressor: () => new SyncDecompressor(b),
+      decompressor: () => guardedDecompressor(new SyncDecompressor(b)),
     });
   }
   if (name === "zlib") {
@@ -103,7 +104,7 @@ async function tryEngine(name: ZstdEngineName, why: string[]): Promise<ZstdEngin
       chunks: null,
       // No nbWorkers: Node 24's zlib pushes after EOF with zstd's threads on.
       compressStream: (l) => compress({ params: { [level]: l, [checksum]: 1 } }),
-      decompressStream: () => decompress(),
+      decompressStream: () => guardedStream(decompress()),
     };
   }
   if (name === "system") {
@@ -118,15 +119,15 @@ async function tryEngine(name: ZstdEngineName, why: string[]): Promise<ZstdEngin
       name,
       chunks: null,
       compressStream: (level) => processDuplex("zstd", [`-${level}`, "-T0", "-q", "-c"]),
-      decompressStream: () => processDuplex("zstd", ["-d", "-q", "-c"]),
+      decompressStream: () => guardedStream(processDuplex("zstd", ["-d", "-q", "-c"])),
     };
   }
   const file = wasmFile();
   try {
-    const [wasm, fzstd] = await Promise.all([loadWasm(), import("fzstd")]);
+    const [wasm, fzstd, xxh] = await Promise.all([loadWasm(), import("fzstd"), loadXxhash()]);
     return inProcess(name, {
       compressor: (level) => new FrameCompressor(wasm, level),
-      decompressor: () => new JsDecompressor(fzstd),
+      decompressor: () => new JsDecompressor(fzstd, xxh),
     });
   } catch (e) {
     why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${(e as Error).message})`);

@@ -3,6 +3,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ChunkCompressor, ChunkDecompressor } from "./chunk-codecs.js";
+import { FrameGuard, ZstdFrameError } from "./frame-guard.js";
 
 /**
  * Zstandard with nothing native: compression by zstd's own C code built to WebAssembly
@@ -13,6 +14,7 @@ import type { ChunkCompressor, ChunkDecompressor } from "./chunk-codecs.js";
  */
 
 type Wasm = typeof import("@bokuweb/zstd-wasm");
+type Xxhash = Awaited<ReturnType<typeof import("xxhash-wasm")["default"]>>;
 
 /** Input gathered into one frame: frames this size compress within 2% of one whole stream. */
 const FRAME_BYTES = 4 * 1024 * 1024;
@@ -81,29 +83,63 @@ export class FrameCompressor implements ChunkCompressor {
   }
 }
 
-/** Decompresses a zstd stream (one frame or many) pushed in pieces; corrupt input throws. */
+let hashing: Promise<Xxhash> | undefined;
+
+/** xxhash-wasm's XXH64 (zstd's content checksum), loaded once per thread. */
+export function loadXxhash(): Promise<Xxhash> {
+  hashing ??= import("xxhash-wasm").then((m) => m.default());
+  return hashing;
+}
+
+/**
+ * Decompresses a zstd stream (one frame or many) pushed in pieces; corrupt input throws. Frames are
+ * checked first (frame-guard.ts); each is decoded by its own fzstd decoder, ended where the frame
+ * ends, so its output is whole there and its content checksum (the low 32 bits of XXH64, which
+ * fzstd skips) is checked against it.
+ */
 export class JsDecompressor implements ChunkDecompressor {
-  private readonly inner: import("fzstd").Decompress;
+  private readonly guard = new FrameGuard();
+  private frame: import("fzstd").Decompress | null = null;
+  private hash: ReturnType<Xxhash["create64"]> | null = null;
   private sink: ((chunk: Buffer) => void) | null = null;
 
-  constructor(fzstd: typeof import("fzstd")) {
-    this.inner = new fzstd.Decompress((data) => {
-      this.sink?.(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-    });
-  }
+  constructor(
+    private readonly fzstd: typeof import("fzstd"),
+    private readonly xxh: Xxhash,
+  ) {}
 
   push(input: Buffer, emit: (chunk: Buffer) => void): void {
     this.sink = emit;
     // A copy: fzstd keeps views of earlier input across pushes, and callers reuse their buffers.
-    this.inner.push(Uint8Array.prototype.slice.call(input));
+    const copy: Uint8Array = Uint8Array.prototype.slice.call(input);
+    let from = 0;
+    this.guard.scan(copy, (at, checksum) => {
+      this.feed(copy.subarray(from, at), true);
+      from = at;
+      const hash = this.hash as NonNullable<typeof this.hash>;
+      this.frame = null;
+      this.hash = null;
+      if (checksum !== null && Number(hash.digest() & 0xffffffffn) !== checksum)
+        throw new ZstdFrameError(`zstd frame ${this.guard.frames}: content checksum mismatch (damaged)`);
+    });
+    if (from < copy.length) this.feed(copy.subarray(from), false);
+  }
+
+  private feed(bytes: Uint8Array, last: boolean): void {
+    if (!this.frame) {
+      const hash = this.xxh.create64();
+      this.hash = hash;
+      this.frame = new this.fzstd.Decompress((data) => {
+        if (!data.length) return;
+        hash.update(data);
+        this.sink?.(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      });
+    }
+    this.frame.push(bytes, last);
   }
 
   end(): void {
-    try {
-      this.inner.push(new Uint8Array(0), true);
-    } catch (e) {
-      throw new Error(`zstd data ends inside a frame (truncated?): ${(e as Error).message}`);
-    }
+    this.guard.end();
   }
 
   release(): void {}
