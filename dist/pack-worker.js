@@ -16,15 +16,15 @@ var __esm = (fn, res, err2) => function __init() {
   if (err2) throw err2[0];
   try {
     return fn && (res = (0, fn[__getOwnPropNames(fn)[0]])(fn = 0)), res;
-  } catch (e) {
-    throw err2 = [e], e;
+  } catch (e2) {
+    throw err2 = [e2], e2;
   }
 };
 var __commonJS = (cb, mod) => function __require2() {
   try {
     return mod || (0, cb[__getOwnPropNames(cb)[0]])((mod = { exports: {} }).exports, mod), mod.exports;
-  } catch (e) {
-    throw mod = 0, e;
+  } catch (e2) {
+    throw mod = 0, e2;
   }
 };
 var __export = (target, all) => {
@@ -156,8 +156,8 @@ var require_zstd = __commonJS({
       err2(what);
       ABORT = true;
       what += ". Build with -sASSERTIONS for more info.";
-      var e = new WebAssembly.RuntimeError(what);
-      throw e;
+      var e2 = new WebAssembly.RuntimeError(what);
+      throw e2;
     }
     function getWasmImports() {
       return { a: wasmImports };
@@ -215,8 +215,8 @@ var require_zstd = __commonJS({
         try {
           var exports2 = Module["instantiateWasm"](info, receiveInstance);
           return exports2;
-        } catch (e) {
-          err2("Module.instantiateWasm callback failed with error: " + e);
+        } catch (e2) {
+          err2("Module.instantiateWasm callback failed with error: " + e2);
           return false;
         }
       }
@@ -243,11 +243,11 @@ var require_zstd = __commonJS({
       runtimeKeepaliveCounter = 0;
     };
     var timers = {};
-    var handleException = (e) => {
-      if (e instanceof ExitStatus || e == "unwind") {
+    var handleException = (e2) => {
+      if (e2 instanceof ExitStatus || e2 == "unwind") {
         return EXITSTATUS;
       }
-      quit_(1, e);
+      quit_(1, e2);
     };
     var keepRuntimeAlive = () => noExitRuntime || runtimeKeepaliveCounter > 0;
     var _proc_exit = (code) => {
@@ -268,8 +268,8 @@ var require_zstd = __commonJS({
       if (!keepRuntimeAlive()) {
         try {
           _exit(EXITSTATUS);
-        } catch (e) {
-          handleException(e);
+        } catch (e2) {
+          handleException(e2);
         }
       }
     };
@@ -280,8 +280,8 @@ var require_zstd = __commonJS({
       try {
         func();
         maybeExit();
-      } catch (e) {
-        handleException(e);
+      } catch (e2) {
+        handleException(e2);
       }
     };
     var _emscripten_get_now = () => performance.now();
@@ -308,7 +308,7 @@ var require_zstd = __commonJS({
         wasmMemory.grow(pages);
         updateMemoryViews();
         return 1;
-      } catch (e) {
+      } catch (e2) {
       }
     };
     var _emscripten_resize_heap = (requestedSize) => {
@@ -414,15 +414,15 @@ var require_module = __commonJS({
         function fulfilled(value) {
           try {
             step(generator.next(value));
-          } catch (e) {
-            reject(e);
+          } catch (e2) {
+            reject(e2);
           }
         }
         function rejected(value) {
           try {
             step(generator["throw"](value));
-          } catch (e) {
-            reject(e);
+          } catch (e2) {
+            reject(e2);
           }
         }
         function step(result) {
@@ -492,10 +492,10 @@ var require_decompress = __commonJS({
         free(heap, size);
         free(src, buf.byteLength);
         return data;
-      } catch (e) {
+      } catch (e2) {
         free(heap, size);
         free(src, buf.byteLength);
-        throw e;
+        throw e2;
       }
     };
     exports.decompress = decompress2;
@@ -531,10 +531,10 @@ var require_compress = __commonJS({
         free(compressed, bound);
         free(src, buf.byteLength);
         return data;
-      } catch (e) {
+      } catch (e2) {
         free(compressed, bound);
         free(src, buf.byteLength);
-        throw e;
+        throw e2;
       }
     };
     exports.compress = compress;
@@ -582,11 +582,11 @@ var require_decompress_using_dict = __commonJS({
         free(src, buf.byteLength);
         free(pdict, dict.byteLength);
         return data;
-      } catch (e) {
+      } catch (e2) {
         free(heap, size);
         free(src, buf.byteLength);
         free(pdict, dict.byteLength);
-        throw e;
+        throw e2;
       }
     };
     exports.decompressUsingDict = decompressUsingDict;
@@ -633,11 +633,11 @@ var require_compress_using_dict = __commonJS({
         free(src, buf.byteLength);
         free(pdict, dict.byteLength);
         return data;
-      } catch (e) {
+      } catch (e2) {
         free(compressed, bound);
         free(src, buf.byteLength);
         free(pdict, dict.byteLength);
-        throw e;
+        throw e2;
       }
     };
     exports.compressUsingDict = compressUsingDict;
@@ -674,15 +674,15 @@ var require_index_node = __commonJS({
         function fulfilled(value) {
           try {
             step(generator.next(value));
-          } catch (e) {
-            reject(e);
+          } catch (e2) {
+            reject(e2);
           }
         }
         function rejected(value) {
           try {
             step(generator["throw"](value));
-          } catch (e) {
-            reject(e);
+          } catch (e2) {
+            reject(e2);
           }
         }
         function step(result) {
@@ -706,6 +706,53 @@ var require_index_node = __commonJS({
     __exportStar(require_compress(), exports);
     __exportStar(require_decompress_using_dict(), exports);
     __exportStar(require_compress_using_dict(), exports);
+  }
+});
+
+// node_modules/xxhash-wasm/esm/xxhash-wasm.js
+var xxhash_wasm_exports = {};
+__export(xxhash_wasm_exports, {
+  default: () => e
+});
+async function e() {
+  return (function(t2) {
+    const { exports: { mem: e2, xxh32: n, xxh64: r, init32: i, update32: a, digest32: o, init64: s3, update64: u2, digest64: c } } = t2;
+    let h = new Uint8Array(e2.buffer);
+    function g2(t3, n2) {
+      if (e2.buffer.byteLength < t3 + n2) {
+        const r2 = Math.ceil((t3 + n2 - e2.buffer.byteLength) / 65536);
+        e2.grow(r2), h = new Uint8Array(e2.buffer);
+      }
+    }
+    function f2(t3, e3, n2, r2, i2, a2) {
+      g2(t3);
+      const o2 = new Uint8Array(t3);
+      return h.set(o2), n2(0, e3), o2.set(h.subarray(0, t3)), { update(e4) {
+        let n3;
+        return h.set(o2), "string" == typeof e4 ? (g2(3 * e4.length, t3), n3 = w2.encodeInto(e4, h.subarray(t3)).written) : (g2(e4.byteLength, t3), h.set(e4, t3), n3 = e4.byteLength), r2(0, t3, n3), o2.set(h.subarray(0, t3)), this;
+      }, digest: () => (h.set(o2), a2(i2(0))) };
+    }
+    function y(t3) {
+      return t3 >>> 0;
+    }
+    const b2 = 2n ** 64n - 1n;
+    function d(t3) {
+      return t3 & b2;
+    }
+    const w2 = new TextEncoder(), l = 0, p2 = 0n;
+    function x(t3, e3 = l) {
+      return g2(3 * t3.length, 0), y(n(0, w2.encodeInto(t3, h).written, e3));
+    }
+    function L2(t3, e3 = p2) {
+      return g2(3 * t3.length, 0), d(r(0, w2.encodeInto(t3, h).written, e3));
+    }
+    return { h32: x, h32ToString: (t3, e3 = l) => x(t3, e3).toString(16).padStart(8, "0"), h32Raw: (t3, e3 = l) => (g2(t3.byteLength, 0), h.set(t3), y(n(0, t3.byteLength, e3))), create32: (t3 = l) => f2(48, t3, i, a, o, y), h64: L2, h64ToString: (t3, e3 = p2) => L2(t3, e3).toString(16).padStart(16, "0"), h64Raw: (t3, e3 = p2) => (g2(t3.byteLength, 0), h.set(t3), d(r(0, t3.byteLength, e3))), create64: (t3 = p2) => f2(88, t3, s3, u2, c, d) };
+  })((await WebAssembly.instantiate(t)).instance);
+}
+var t;
+var init_xxhash_wasm = __esm({
+  "node_modules/xxhash-wasm/esm/xxhash-wasm.js"() {
+    t = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 48, 8, 96, 3, 127, 127, 127, 1, 127, 96, 3, 127, 127, 127, 0, 96, 2, 127, 127, 0, 96, 1, 127, 1, 127, 96, 3, 127, 127, 126, 1, 126, 96, 3, 126, 127, 127, 1, 126, 96, 2, 127, 126, 0, 96, 1, 127, 1, 126, 3, 11, 10, 0, 0, 2, 1, 3, 4, 5, 6, 1, 7, 5, 3, 1, 0, 1, 7, 85, 9, 3, 109, 101, 109, 2, 0, 5, 120, 120, 104, 51, 50, 0, 0, 6, 105, 110, 105, 116, 51, 50, 0, 2, 8, 117, 112, 100, 97, 116, 101, 51, 50, 0, 3, 8, 100, 105, 103, 101, 115, 116, 51, 50, 0, 4, 5, 120, 120, 104, 54, 52, 0, 5, 6, 105, 110, 105, 116, 54, 52, 0, 7, 8, 117, 112, 100, 97, 116, 101, 54, 52, 0, 8, 8, 100, 105, 103, 101, 115, 116, 54, 52, 0, 9, 10, 251, 22, 10, 242, 1, 1, 4, 127, 32, 0, 32, 1, 106, 33, 3, 32, 1, 65, 16, 79, 4, 127, 32, 3, 65, 16, 107, 33, 6, 32, 2, 65, 168, 136, 141, 161, 2, 106, 33, 3, 32, 2, 65, 137, 235, 208, 208, 7, 107, 33, 4, 32, 2, 65, 207, 140, 162, 142, 6, 106, 33, 5, 3, 64, 32, 3, 32, 0, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 3, 32, 4, 32, 0, 65, 4, 106, 34, 0, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 4, 32, 2, 32, 0, 65, 4, 106, 34, 0, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 2, 32, 5, 32, 0, 65, 4, 106, 34, 0, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 5, 32, 6, 32, 0, 65, 4, 106, 34, 0, 79, 13, 0, 11, 32, 2, 65, 12, 119, 32, 5, 65, 18, 119, 106, 32, 4, 65, 7, 119, 106, 32, 3, 65, 1, 119, 106, 5, 32, 2, 65, 177, 207, 217, 178, 1, 106, 11, 32, 1, 106, 32, 0, 32, 1, 65, 15, 113, 16, 1, 11, 146, 1, 0, 32, 1, 32, 2, 106, 33, 2, 3, 64, 32, 1, 65, 4, 106, 32, 2, 75, 69, 4, 64, 32, 0, 32, 1, 40, 2, 0, 65, 189, 220, 202, 149, 124, 108, 106, 65, 17, 119, 65, 175, 214, 211, 190, 2, 108, 33, 0, 32, 1, 65, 4, 106, 33, 1, 12, 1, 11, 11, 3, 64, 32, 1, 32, 2, 79, 69, 4, 64, 32, 0, 32, 1, 45, 0, 0, 65, 177, 207, 217, 178, 1, 108, 106, 65, 11, 119, 65, 177, 243, 221, 241, 121, 108, 33, 0, 32, 1, 65, 1, 106, 33, 1, 12, 1, 11, 11, 32, 0, 32, 0, 65, 15, 118, 115, 65, 247, 148, 175, 175, 120, 108, 34, 0, 65, 13, 118, 32, 0, 115, 65, 189, 220, 202, 149, 124, 108, 34, 0, 65, 16, 118, 32, 0, 115, 11, 63, 0, 32, 0, 65, 8, 106, 32, 1, 65, 168, 136, 141, 161, 2, 106, 54, 2, 0, 32, 0, 65, 12, 106, 32, 1, 65, 137, 235, 208, 208, 7, 107, 54, 2, 0, 32, 0, 65, 16, 106, 32, 1, 54, 2, 0, 32, 0, 65, 20, 106, 32, 1, 65, 207, 140, 162, 142, 6, 106, 54, 2, 0, 11, 195, 4, 1, 6, 127, 32, 1, 32, 2, 106, 33, 6, 32, 0, 65, 24, 106, 33, 4, 32, 0, 65, 40, 106, 40, 2, 0, 33, 3, 32, 0, 32, 0, 40, 2, 0, 32, 2, 106, 54, 2, 0, 32, 0, 65, 4, 106, 34, 5, 32, 5, 40, 2, 0, 32, 2, 65, 16, 79, 32, 0, 40, 2, 0, 65, 16, 79, 114, 114, 54, 2, 0, 32, 2, 32, 3, 106, 65, 16, 73, 4, 64, 32, 3, 32, 4, 106, 32, 1, 32, 2, 252, 10, 0, 0, 32, 0, 65, 40, 106, 32, 2, 32, 3, 106, 54, 2, 0, 15, 11, 32, 3, 4, 64, 32, 3, 32, 4, 106, 32, 1, 65, 16, 32, 3, 107, 34, 2, 252, 10, 0, 0, 32, 0, 65, 8, 106, 34, 3, 32, 3, 40, 2, 0, 32, 4, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 54, 2, 0, 32, 0, 65, 12, 106, 34, 3, 32, 3, 40, 2, 0, 32, 4, 65, 4, 106, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 54, 2, 0, 32, 0, 65, 16, 106, 34, 3, 32, 3, 40, 2, 0, 32, 4, 65, 8, 106, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 54, 2, 0, 32, 0, 65, 20, 106, 34, 3, 32, 3, 40, 2, 0, 32, 4, 65, 12, 106, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 54, 2, 0, 32, 0, 65, 40, 106, 65, 0, 54, 2, 0, 32, 1, 32, 2, 106, 33, 1, 11, 32, 1, 32, 6, 65, 16, 107, 77, 4, 64, 32, 6, 65, 16, 107, 33, 8, 32, 0, 65, 8, 106, 40, 2, 0, 33, 2, 32, 0, 65, 12, 106, 40, 2, 0, 33, 3, 32, 0, 65, 16, 106, 40, 2, 0, 33, 5, 32, 0, 65, 20, 106, 40, 2, 0, 33, 7, 3, 64, 32, 2, 32, 1, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 2, 32, 3, 32, 1, 65, 4, 106, 34, 1, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 3, 32, 5, 32, 1, 65, 4, 106, 34, 1, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 5, 32, 7, 32, 1, 65, 4, 106, 34, 1, 40, 2, 0, 65, 247, 148, 175, 175, 120, 108, 106, 65, 13, 119, 65, 177, 243, 221, 241, 121, 108, 33, 7, 32, 8, 32, 1, 65, 4, 106, 34, 1, 79, 13, 0, 11, 32, 0, 65, 8, 106, 32, 2, 54, 2, 0, 32, 0, 65, 12, 106, 32, 3, 54, 2, 0, 32, 0, 65, 16, 106, 32, 5, 54, 2, 0, 32, 0, 65, 20, 106, 32, 7, 54, 2, 0, 11, 32, 1, 32, 6, 73, 4, 64, 32, 4, 32, 1, 32, 6, 32, 1, 107, 34, 1, 252, 10, 0, 0, 32, 0, 65, 40, 106, 32, 1, 54, 2, 0, 11, 11, 97, 1, 1, 127, 32, 0, 65, 16, 106, 40, 2, 0, 33, 1, 32, 0, 65, 4, 106, 40, 2, 0, 4, 127, 32, 1, 65, 12, 119, 32, 0, 65, 20, 106, 40, 2, 0, 65, 18, 119, 106, 32, 0, 65, 12, 106, 40, 2, 0, 65, 7, 119, 106, 32, 0, 65, 8, 106, 40, 2, 0, 65, 1, 119, 106, 5, 32, 1, 65, 177, 207, 217, 178, 1, 106, 11, 32, 0, 40, 2, 0, 106, 32, 0, 65, 24, 106, 32, 0, 65, 40, 106, 40, 2, 0, 16, 1, 11, 255, 3, 2, 3, 126, 1, 127, 32, 0, 32, 1, 106, 33, 6, 32, 1, 65, 32, 79, 4, 126, 32, 6, 65, 32, 107, 33, 6, 32, 2, 66, 214, 235, 130, 238, 234, 253, 137, 245, 224, 0, 124, 33, 3, 32, 2, 66, 177, 169, 172, 193, 173, 184, 212, 166, 61, 125, 33, 4, 32, 2, 66, 249, 234, 208, 208, 231, 201, 161, 228, 225, 0, 124, 33, 5, 3, 64, 32, 3, 32, 0, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 3, 32, 4, 32, 0, 65, 8, 106, 34, 0, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 4, 32, 2, 32, 0, 65, 8, 106, 34, 0, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 2, 32, 5, 32, 0, 65, 8, 106, 34, 0, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 5, 32, 6, 32, 0, 65, 8, 106, 34, 0, 79, 13, 0, 11, 32, 2, 66, 12, 137, 32, 5, 66, 18, 137, 124, 32, 4, 66, 7, 137, 124, 32, 3, 66, 1, 137, 124, 32, 3, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 32, 4, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 32, 2, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 32, 5, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 5, 32, 2, 66, 197, 207, 217, 178, 241, 229, 186, 234, 39, 124, 11, 32, 1, 173, 124, 32, 0, 32, 1, 65, 31, 113, 16, 6, 11, 134, 2, 0, 32, 1, 32, 2, 106, 33, 2, 3, 64, 32, 2, 32, 1, 65, 8, 106, 79, 4, 64, 32, 1, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 32, 0, 133, 66, 27, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 33, 0, 32, 1, 65, 8, 106, 33, 1, 12, 1, 11, 11, 32, 1, 65, 4, 106, 32, 2, 77, 4, 64, 32, 0, 32, 1, 53, 2, 0, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 23, 137, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 249, 243, 221, 241, 153, 246, 153, 171, 22, 124, 33, 0, 32, 1, 65, 4, 106, 33, 1, 11, 3, 64, 32, 1, 32, 2, 73, 4, 64, 32, 0, 32, 1, 49, 0, 0, 66, 197, 207, 217, 178, 241, 229, 186, 234, 39, 126, 133, 66, 11, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 0, 32, 1, 65, 1, 106, 33, 1, 12, 1, 11, 11, 32, 0, 32, 0, 66, 33, 136, 133, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 34, 0, 32, 0, 66, 29, 136, 133, 66, 249, 243, 221, 241, 153, 246, 153, 171, 22, 126, 34, 0, 32, 0, 66, 32, 136, 133, 11, 77, 0, 32, 0, 65, 8, 106, 32, 1, 66, 214, 235, 130, 238, 234, 253, 137, 245, 224, 0, 124, 55, 3, 0, 32, 0, 65, 16, 106, 32, 1, 66, 177, 169, 172, 193, 173, 184, 212, 166, 61, 125, 55, 3, 0, 32, 0, 65, 24, 106, 32, 1, 55, 3, 0, 32, 0, 65, 32, 106, 32, 1, 66, 249, 234, 208, 208, 231, 201, 161, 228, 225, 0, 124, 55, 3, 0, 11, 244, 4, 2, 3, 127, 4, 126, 32, 1, 32, 2, 106, 33, 5, 32, 0, 65, 40, 106, 33, 4, 32, 0, 65, 200, 0, 106, 40, 2, 0, 33, 3, 32, 0, 32, 0, 41, 3, 0, 32, 2, 173, 124, 55, 3, 0, 32, 2, 32, 3, 106, 65, 32, 73, 4, 64, 32, 3, 32, 4, 106, 32, 1, 32, 2, 252, 10, 0, 0, 32, 0, 65, 200, 0, 106, 32, 2, 32, 3, 106, 54, 2, 0, 15, 11, 32, 3, 4, 64, 32, 3, 32, 4, 106, 32, 1, 65, 32, 32, 3, 107, 34, 2, 252, 10, 0, 0, 32, 0, 65, 8, 106, 34, 3, 32, 3, 41, 3, 0, 32, 4, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 55, 3, 0, 32, 0, 65, 16, 106, 34, 3, 32, 3, 41, 3, 0, 32, 4, 65, 8, 106, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 55, 3, 0, 32, 0, 65, 24, 106, 34, 3, 32, 3, 41, 3, 0, 32, 4, 65, 16, 106, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 55, 3, 0, 32, 0, 65, 32, 106, 34, 3, 32, 3, 41, 3, 0, 32, 4, 65, 24, 106, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 55, 3, 0, 32, 0, 65, 200, 0, 106, 65, 0, 54, 2, 0, 32, 1, 32, 2, 106, 33, 1, 11, 32, 1, 65, 32, 106, 32, 5, 77, 4, 64, 32, 5, 65, 32, 107, 33, 2, 32, 0, 65, 8, 106, 41, 3, 0, 33, 6, 32, 0, 65, 16, 106, 41, 3, 0, 33, 7, 32, 0, 65, 24, 106, 41, 3, 0, 33, 8, 32, 0, 65, 32, 106, 41, 3, 0, 33, 9, 3, 64, 32, 6, 32, 1, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 6, 32, 7, 32, 1, 65, 8, 106, 34, 1, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 7, 32, 8, 32, 1, 65, 8, 106, 34, 1, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 8, 32, 9, 32, 1, 65, 8, 106, 34, 1, 41, 3, 0, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 124, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 33, 9, 32, 2, 32, 1, 65, 8, 106, 34, 1, 79, 13, 0, 11, 32, 0, 65, 8, 106, 32, 6, 55, 3, 0, 32, 0, 65, 16, 106, 32, 7, 55, 3, 0, 32, 0, 65, 24, 106, 32, 8, 55, 3, 0, 32, 0, 65, 32, 106, 32, 9, 55, 3, 0, 11, 32, 1, 32, 5, 73, 4, 64, 32, 4, 32, 1, 32, 5, 32, 1, 107, 34, 1, 252, 10, 0, 0, 32, 0, 65, 200, 0, 106, 32, 1, 54, 2, 0, 11, 11, 188, 2, 1, 5, 126, 32, 0, 65, 24, 106, 41, 3, 0, 33, 1, 32, 0, 41, 3, 0, 34, 2, 66, 32, 90, 4, 126, 32, 0, 65, 8, 106, 41, 3, 0, 34, 3, 66, 1, 137, 32, 0, 65, 16, 106, 41, 3, 0, 34, 4, 66, 7, 137, 124, 32, 1, 66, 12, 137, 32, 0, 65, 32, 106, 41, 3, 0, 34, 5, 66, 18, 137, 124, 124, 32, 3, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 32, 4, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 32, 1, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 32, 5, 66, 207, 214, 211, 190, 210, 199, 171, 217, 66, 126, 66, 31, 137, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 133, 66, 135, 149, 175, 175, 152, 182, 222, 155, 158, 127, 126, 66, 157, 163, 181, 234, 131, 177, 141, 138, 250, 0, 125, 5, 32, 1, 66, 197, 207, 217, 178, 241, 229, 186, 234, 39, 124, 11, 32, 2, 124, 32, 0, 65, 40, 106, 32, 2, 66, 31, 131, 167, 16, 6, 11]);
   }
 });
 
@@ -760,37 +807,37 @@ var init_esm = __esm({
     u16 = Uint16Array;
     i16 = Int16Array;
     i32 = Int32Array;
-    slc = function(v2, s3, e) {
+    slc = function(v2, s3, e2) {
       if (u8.prototype.slice)
-        return u8.prototype.slice.call(v2, s3, e);
+        return u8.prototype.slice.call(v2, s3, e2);
       if (s3 == null || s3 < 0)
         s3 = 0;
-      if (e == null || e > v2.length)
-        e = v2.length;
-      var n = new u8(e - s3);
-      n.set(v2.subarray(s3, e));
+      if (e2 == null || e2 > v2.length)
+        e2 = v2.length;
+      var n = new u8(e2 - s3);
+      n.set(v2.subarray(s3, e2));
       return n;
     };
-    fill = function(v2, n, s3, e) {
+    fill = function(v2, n, s3, e2) {
       if (u8.prototype.fill)
-        return u8.prototype.fill.call(v2, n, s3, e);
+        return u8.prototype.fill.call(v2, n, s3, e2);
       if (s3 == null || s3 < 0)
         s3 = 0;
-      if (e == null || e > v2.length)
-        e = v2.length;
-      for (; s3 < e; ++s3)
+      if (e2 == null || e2 > v2.length)
+        e2 = v2.length;
+      for (; s3 < e2; ++s3)
         v2[s3] = n;
       return v2;
     };
-    cpw = function(v2, t, s3, e) {
+    cpw = function(v2, t2, s3, e2) {
       if (u8.prototype.copyWithin)
-        return u8.prototype.copyWithin.call(v2, t, s3, e);
+        return u8.prototype.copyWithin.call(v2, t2, s3, e2);
       if (s3 == null || s3 < 0)
         s3 = 0;
-      if (e == null || e > v2.length)
-        e = v2.length;
-      while (s3 < e) {
-        v2[t++] = v2[s3++];
+      if (e2 == null || e2 > v2.length)
+        e2 = v2.length;
+      while (s3 < e2) {
+        v2[t2++] = v2[s3++];
       }
     };
     ZstdErrorCode = {
@@ -810,13 +857,13 @@ var init_esm = __esm({
       "unexpected EOF"
     ];
     err = function(ind, msg, nt2) {
-      var e = new Error(msg || ec[ind]);
-      e.code = ind;
+      var e2 = new Error(msg || ec[ind]);
+      e2.code = ind;
       if (Error.captureStackTrace)
-        Error.captureStackTrace(e, err);
+        Error.captureStackTrace(e2, err);
       if (!nt2)
-        throw e;
-      return e;
+        throw e2;
+      return e2;
     };
     rb = function(d, b2, n) {
       var i = 0, o = 0;
@@ -1546,8 +1593,8 @@ function rewriteInto(data, args, out, bound) {
       timeout: 3e5,
       stdio: ["pipe", "ignore", "pipe"]
     });
-  } catch (e) {
-    const err2 = e;
+  } catch (e2) {
+    const err2 = e2;
     if (err2.code === "ENOENT" && err2.path === current.python)
       throw new RelocationError(
         `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`
@@ -1629,9 +1676,9 @@ var dirKind = {
       let items;
       try {
         items = fs2.readdirSync(path3.join(root, rel), { withFileTypes: true });
-      } catch (e) {
-        if (e.code === "ENOENT") return;
-        throw e;
+      } catch (e2) {
+        if (e2.code === "ENOENT") return;
+        throw e2;
       }
       for (const d of items) {
         if (rel === "" && d.name.startsWith(KCACHE_PRIVATE_PREFIX)) continue;
@@ -1641,9 +1688,9 @@ var dirKind = {
           let st2;
           try {
             st2 = fs2.statSync(path3.join(root, childRel));
-          } catch (e) {
-            if (e.code === "ENOENT") continue;
-            throw e;
+          } catch (e2) {
+            if (e2.code === "ENOENT") continue;
+            throw e2;
           }
           const file = {
             rel: "",
@@ -1702,8 +1749,8 @@ function openUnseen(p2) {
   if (NOATIME) {
     try {
       return fs3.openSync(p2, fs3.constants.O_RDONLY | NOATIME);
-    } catch (e) {
-      if (e.code !== "EPERM") throw e;
+    } catch (e2) {
+      if (e2.code !== "EPERM") throw e2;
     }
   }
   return fs3.openSync(p2, "r");
@@ -1735,9 +1782,9 @@ var tritonKind = {
     let top;
     try {
       top = await fs4.promises.readdir(root, { withFileTypes: true });
-    } catch (e) {
-      if (e.code === "ENOENT") return result;
-      throw e;
+    } catch (e2) {
+      if (e2.code === "ENOENT") return result;
+      throw e2;
     }
     for (const d of top) {
       if (d.name.startsWith(KCACHE_PRIVATE_PREFIX)) continue;
@@ -1755,9 +1802,9 @@ var tritonKind = {
       let inside;
       try {
         inside = fs4.readdirSync(dir, { withFileTypes: true });
-      } catch (e) {
-        if (vanished(e)) continue;
-        throw e;
+      } catch (e2) {
+        if (vanished(e2)) continue;
+        throw e2;
       }
       let gone = false;
       for (const f2 of inside) {
@@ -1785,8 +1832,8 @@ var tritonKind = {
         let st2;
         try {
           st2 = fs4.statSync(path4.join(dir, f2.name));
-        } catch (e) {
-          if (!vanished(e)) throw e;
+        } catch (e2) {
+          if (!vanished(e2)) throw e2;
           gone = true;
           break;
         }
@@ -1867,8 +1914,8 @@ function readChildPaths(file) {
     return null;
   }
 }
-function vanished(e) {
-  const code = e.code;
+function vanished(e2) {
+  const code = e2.code;
   return code === "ENOENT" || code === "ENOTDIR";
 }
 
@@ -1903,12 +1950,12 @@ var inductorKind = {
   async scan(root) {
     const result = await dirKind.scan(root);
     const entries = [];
-    for (const e of result.entries) {
-      const base = path5.basename(e.name);
-      if (e.name.startsWith("locks/") || /\.lock$/.test(base)) result.lockFiles++;
-      else if (/(^|\/)tmp\.[^/]*\//.test(e.name) || /\.tmp$/.test(base)) result.tempDirs++;
+    for (const e2 of result.entries) {
+      const base = path5.basename(e2.name);
+      if (e2.name.startsWith("locks/") || /\.lock$/.test(base)) result.lockFiles++;
+      else if (/(^|\/)tmp\.[^/]*\//.test(e2.name) || /\.tmp$/.test(base)) result.tempDirs++;
       else if (/\.(gch|pch)$/.test(base)) result.localFiles++;
-      else entries.push(e);
+      else entries.push(e2);
     }
     return { ...result, entries };
   },
@@ -1963,18 +2010,18 @@ function cacheKind(kind) {
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
 import fs10 from "node:fs";
-import { Transform, Writable } from "node:stream";
+import { Transform as Transform2, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
 
 // src/manifest/entry-id.ts
-function entryId(e) {
-  return `${e.cache}\0${e.name}`;
+function entryId(e2) {
+  return `${e2.cache}\0${e2.name}`;
 }
 
 // src/pack/zstd/engines.ts
 import { spawn, spawnSync } from "node:child_process";
-import { Duplex, PassThrough } from "node:stream";
+import { Duplex as Duplex2, PassThrough } from "node:stream";
 import zlib from "node:zlib";
 
 // src/pack/zstd/chunk-codecs.ts
@@ -2071,6 +2118,192 @@ var SyncCompressor = class {
   }
 };
 
+// src/pack/zstd/frame-guard.ts
+import { Duplex, Transform } from "node:stream";
+var MAX_WINDOW_BYTES = 8 * 1024 * 1024;
+var MAX_BLOCK_BYTES = 128 * 1024;
+var FRAME_MAGIC = 4247762216;
+var SKIPPABLE_MAGIC = 407710288;
+var ZstdFrameError = class extends Error {
+};
+var FrameGuard = class {
+  field = "magic";
+  need = 4;
+  small = Buffer.alloc(14);
+  have = 0;
+  /** Bytes of the current block's body still to pass. */
+  body = 0;
+  lastBlock = false;
+  checksum = false;
+  single = false;
+  descriptor = 0;
+  blockMax = 0;
+  /** Bytes seen before the current piece, for errors that say where. */
+  seen = 0;
+  frames = 0;
+  /**
+   * Checks `input`, calling `onFrameEnd(at, checksum)` where a frame ends (`at`: the index in
+   * `input` just past it; `checksum`: its content checksum, or null where it has none). Throws a
+   * ZstdFrameError at the first fault, before any byte after it is accepted.
+   */
+  scan(input, onFrameEnd) {
+    let i = 0;
+    while (i < input.length) {
+      if (this.body > 0) {
+        const n2 = Math.min(this.body, input.length - i);
+        i += n2;
+        this.body -= n2;
+        if (this.body === 0) this.blockDone(i, onFrameEnd);
+        continue;
+      }
+      const n = Math.min(this.need - this.have, input.length - i);
+      this.small.set(input.subarray(i, i + n), this.have);
+      this.have += n;
+      i += n;
+      if (this.have === this.need) this.take(i, onFrameEnd);
+    }
+    this.seen += input.length;
+  }
+  /** The input ended: throws where it ended inside a frame or held none. */
+  end() {
+    if (this.field !== "magic" || this.have > 0 || this.body > 0)
+      throw new ZstdFrameError("zstd data ends inside a frame (truncated?)");
+    if (this.frames === 0) throw new ZstdFrameError("zstd data holds no frame");
+  }
+  fail(at2, what) {
+    throw new ZstdFrameError(`zstd frame ${this.frames + 1} at byte ${this.seen + at2}: ${what}`);
+  }
+  expect(field, need) {
+    this.field = field;
+    this.need = need;
+    this.have = 0;
+  }
+  take(at2, onFrameEnd) {
+    const s3 = this.small;
+    switch (this.field) {
+      case "magic": {
+        const magic = s3.readUInt32LE(0);
+        if ((magic & 4294967280) >>> 0 === SKIPPABLE_MAGIC)
+          this.fail(at2, "a skippable frame (kcache writes none)");
+        if (magic !== FRAME_MAGIC)
+          this.fail(at2, this.frames ? "bytes after the last frame that begin no frame" : "not zstd data");
+        this.expect("descriptor", 1);
+        return;
+      }
+      case "descriptor": {
+        const d = s3[0];
+        if (d & 8) this.fail(at2, "a reserved header bit is set");
+        if (d & 3) this.fail(at2, "it names a dictionary (kcache uses none)");
+        this.descriptor = d;
+        this.single = (d & 32) !== 0;
+        this.checksum = (d & 4) !== 0;
+        const fcs = d >> 6;
+        const fcsBytes = fcs === 0 ? this.single ? 1 : 0 : 1 << fcs;
+        this.expect("header", (this.single ? 0 : 1) + fcsBytes);
+        return;
+      }
+      case "header": {
+        const window = this.single ? this.contentSize() : windowOf(s3[0]);
+        if (window > MAX_WINDOW_BYTES)
+          this.fail(
+            at2,
+            `it declares a ${mib(window)} window; kcache writes at most ${mib(MAX_WINDOW_BYTES)} (a pack written by something else, or damaged)`
+          );
+        this.blockMax = Math.min(window, MAX_BLOCK_BYTES);
+        this.expect("block", 3);
+        return;
+      }
+      case "block": {
+        const h = s3[0] | s3[1] << 8 | s3[2] << 16;
+        this.lastBlock = (h & 1) === 1;
+        const type = h >> 1 & 3;
+        const size = h >>> 3;
+        if (type === 3) this.fail(at2, "a block of the reserved type");
+        if (size > this.blockMax)
+          this.fail(at2, `a block of ${size} bytes in a frame whose blocks hold at most ${this.blockMax}`);
+        this.have = 0;
+        this.body = type === 1 ? 1 : size;
+        if (this.body === 0) this.blockDone(at2, onFrameEnd);
+        return;
+      }
+      case "checksum":
+        this.frameDone(at2, s3.readUInt32LE(0), onFrameEnd);
+        return;
+    }
+  }
+  /** A single-segment frame's content size (its window), from the header bytes after the descriptor. */
+  contentSize() {
+    const fcs = this.descriptor >> 6;
+    const s3 = this.small;
+    if (fcs === 0) return s3[0];
+    if (fcs === 1) return s3.readUInt16LE(0) + 256;
+    if (fcs === 2) return s3.readUInt32LE(0);
+    return Number(s3.readBigUInt64LE(0));
+  }
+  blockDone(at2, onFrameEnd) {
+    if (!this.lastBlock) this.expect("block", 3);
+    else if (this.checksum) this.expect("checksum", 4);
+    else this.frameDone(at2, null, onFrameEnd);
+  }
+  frameDone(at2, checksum, onFrameEnd) {
+    this.frames++;
+    this.expect("magic", 4);
+    onFrameEnd?.(at2, checksum);
+  }
+};
+function windowOf(descriptor) {
+  const base = 2 ** (10 + (descriptor >> 3));
+  return base + base / 8 * (descriptor & 7);
+}
+function mib(bytes) {
+  return `${+(bytes / 1024 / 1024).toFixed(2)} MiB`;
+}
+function guardedDecompressor(inner) {
+  const guard = new FrameGuard();
+  return {
+    push(input, emit) {
+      guard.scan(input);
+      inner.push(input, emit);
+    },
+    end() {
+      guard.end();
+      inner.end();
+    },
+    release: () => inner.release()
+  };
+}
+function guardedStream(inner) {
+  const guard = new FrameGuard();
+  const check = new Transform({
+    transform(chunk, _enc, cb) {
+      try {
+        guard.scan(chunk);
+      } catch (e2) {
+        cb(e2);
+        return;
+      }
+      cb(null, chunk);
+    },
+    flush(cb) {
+      try {
+        guard.end();
+        cb();
+      } catch (e2) {
+        cb(e2);
+      }
+    }
+  });
+  check.pipe(inner);
+  const outer = Duplex.from({ writable: check, readable: inner });
+  check.on("error", (e2) => outer.destroy(e2));
+  inner.on("error", (e2) => outer.destroy(e2));
+  outer.on("close", () => {
+    check.destroy();
+    inner.destroy();
+  });
+  return outer;
+}
+
 // src/pack/zstd/portable.ts
 import fs6 from "node:fs";
 import { createRequire as createRequire2 } from "node:module";
@@ -2127,24 +2360,51 @@ var FrameCompressor = class {
     emit(Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength));
   }
 };
+var hashing;
+function loadXxhash() {
+  hashing ??= Promise.resolve().then(() => (init_xxhash_wasm(), xxhash_wasm_exports)).then((m2) => m2.default());
+  return hashing;
+}
 var JsDecompressor = class {
-  inner;
-  sink = null;
-  constructor(fzstd) {
-    this.inner = new fzstd.Decompress((data) => {
-      this.sink?.(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-    });
+  constructor(fzstd, xxh) {
+    this.fzstd = fzstd;
+    this.xxh = xxh;
   }
+  fzstd;
+  xxh;
+  guard = new FrameGuard();
+  frame = null;
+  hash = null;
+  sink = null;
   push(input, emit) {
     this.sink = emit;
-    this.inner.push(Uint8Array.prototype.slice.call(input));
+    const copy = Uint8Array.prototype.slice.call(input);
+    let from = 0;
+    this.guard.scan(copy, (at2, checksum) => {
+      this.feed(copy.subarray(from, at2), true);
+      from = at2;
+      const hash = this.hash;
+      this.frame = null;
+      this.hash = null;
+      if (checksum !== null && Number(hash.digest() & 0xffffffffn) !== checksum)
+        throw new ZstdFrameError(`zstd frame ${this.guard.frames}: content checksum mismatch (damaged)`);
+    });
+    if (from < copy.length) this.feed(copy.subarray(from), false);
+  }
+  feed(bytes, last) {
+    if (!this.frame) {
+      const hash = this.xxh.create64();
+      this.hash = hash;
+      this.frame = new this.fzstd.Decompress((data) => {
+        if (!data.length) return;
+        hash.update(data);
+        this.sink?.(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      });
+    }
+    this.frame.push(bytes, last);
   }
   end() {
-    try {
-      this.inner.push(new Uint8Array(0), true);
-    } catch (e) {
-      throw new Error(`zstd data ends inside a frame (truncated?): ${e.message}`);
-    }
+    this.guard.end();
   }
   release() {
   }
@@ -2187,7 +2447,7 @@ async function tryEngine(name, why) {
     }
     return inProcess(name, {
       compressor: (level, threads) => new SyncCompressor(b2, level, threads),
-      decompressor: () => new SyncDecompressor(b2)
+      decompressor: () => guardedDecompressor(new SyncDecompressor(b2))
     });
   }
   if (name === "zlib") {
@@ -2204,7 +2464,7 @@ async function tryEngine(name, why) {
       chunks: null,
       // No nbWorkers: Node 24's zlib pushes after EOF with zstd's threads on.
       compressStream: (l) => compress({ params: { [level]: l, [checksum]: 1 } }),
-      decompressStream: () => decompress2()
+      decompressStream: () => guardedStream(decompress2())
     };
   }
   if (name === "system") {
@@ -2219,18 +2479,18 @@ async function tryEngine(name, why) {
       name,
       chunks: null,
       compressStream: (level) => processDuplex("zstd", [`-${level}`, "-T0", "-q", "-c"]),
-      decompressStream: () => processDuplex("zstd", ["-d", "-q", "-c"])
+      decompressStream: () => guardedStream(processDuplex("zstd", ["-d", "-q", "-c"]))
     };
   }
   const file = wasmFile();
   try {
-    const [wasm, fzstd] = await Promise.all([loadWasm(), Promise.resolve().then(() => (init_esm(), esm_exports))]);
+    const [wasm, fzstd, xxh] = await Promise.all([loadWasm(), Promise.resolve().then(() => (init_esm(), esm_exports)), loadXxhash()]);
     return inProcess(name, {
       compressor: (level) => new FrameCompressor(wasm, level),
-      decompressor: () => new JsDecompressor(fzstd)
+      decompressor: () => new JsDecompressor(fzstd, xxh)
     });
-  } catch (e) {
-    why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${e.message})`);
+  } catch (e2) {
+    why.push(`the WebAssembly zstd did not load (${file ?? "zstd.wasm not found"}: ${e2.message})`);
     return null;
   }
 }
@@ -2259,14 +2519,14 @@ function inProcess(name, chunks) {
   };
 }
 function syncDuplex(push, end) {
-  return new Duplex({
+  return new Duplex2({
     readableHighWaterMark: 1 << 20,
     write(chunk, _enc, cb) {
       try {
         push(chunk, (out) => this.push(out));
         cb();
-      } catch (e) {
-        cb(e);
+      } catch (e2) {
+        cb(e2);
       }
     },
     final(cb) {
@@ -2274,8 +2534,8 @@ function syncDuplex(push, end) {
         end((out) => this.push(out));
         this.push(null);
         cb();
-      } catch (e) {
-        cb(e);
+      } catch (e2) {
+        cb(e2);
       }
     },
     read() {
@@ -2290,16 +2550,16 @@ function processDuplex(cmd, args) {
     stderr += d.toString();
   });
   child.stdout.pipe(out, { end: false });
-  const duplex = Duplex.from({ writable: child.stdin, readable: out });
-  const fail = (e) => {
-    out.destroy(e);
-    duplex.destroy(e);
+  const duplex = Duplex2.from({ writable: child.stdin, readable: out });
+  const fail = (e2) => {
+    out.destroy(e2);
+    duplex.destroy(e2);
   };
   child.on("close", (code, signal) => {
     if (code === 0) out.end();
     else fail(new Error(`${cmd} ${args.join(" ")} failed (${signal ?? `exit ${code}`}): ${stderr.trim()}`));
   });
-  child.on("error", (e) => fail(new Error(`${cmd} could not be started: ${e.message}`)));
+  child.on("error", (e2) => fail(new Error(`${cmd} could not be started: ${e2.message}`)));
   child.stdin.on("error", () => {
   });
   const stop = () => {
@@ -2341,9 +2601,9 @@ var EntryDigest = class {
 // src/pack/read/checked-write.ts
 import fs7 from "node:fs";
 function noProgress(file) {
-  const e = new Error(`${file}: write made no progress (disk full?)`);
-  e.code = "ENOSPC";
-  return e;
+  const e2 = new Error(`${file}: write made no progress (disk full?)`);
+  e2.code = "ENOSPC";
+  return e2;
 }
 function writeFullySync(fd, data, file) {
   let off = 0;
@@ -2364,8 +2624,8 @@ function ensureRealDirs(root, rel) {
     let st2;
     try {
       st2 = fs8.lstatSync(at2);
-    } catch (e) {
-      if (e.code !== "ENOENT") throw e;
+    } catch (e2) {
+      if (e2.code !== "ENOENT") throw e2;
       try {
         fs8.mkdirSync(at2);
       } catch (m2) {
@@ -2441,8 +2701,8 @@ var StagedEntry = class {
     try {
       this.prepare();
       this.fd = fs9.openSync(dest, "wx");
-    } catch (e) {
-      this.fail(`could not be written: ${e.message}`);
+    } catch (e2) {
+      this.fail(`could not be written: ${e2.message}`);
     }
     return {
       data: (chunk) => {
@@ -2450,8 +2710,8 @@ var StagedEntry = class {
         if (this.bad || this.fd === null) return;
         try {
           writeFullySync(this.fd, chunk, dest);
-        } catch (e) {
-          this.fail(`could not be written: ${e.message}`);
+        } catch (e2) {
+          this.fail(`could not be written: ${e2.message}`);
         }
       },
       end: () => this.closeFile()
@@ -2498,8 +2758,8 @@ var StagedEntry = class {
             fs9.closeSync(fd);
           }
         }
-      } catch (e) {
-        reason = e instanceof RelocationError ? `${NOT_RELOCATABLE}${e.message}` : `could not be written: ${e.message}`;
+      } catch (e2) {
+        reason = e2 instanceof RelocationError ? `${NOT_RELOCATABLE}${e2.message}` : `could not be written: ${e2.message}`;
       }
     }
     if (!reason) reason = this.stagedDiffers();
@@ -2507,8 +2767,8 @@ var StagedEntry = class {
       try {
         place(this.staged, this.target.root, this.entryName, this.target.staging);
         return null;
-      } catch (e) {
-        reason = `could not be placed: ${e.message}`;
+      } catch (e2) {
+        reason = `could not be placed: ${e2.message}`;
       }
     }
     this.discard();
@@ -2564,8 +2824,8 @@ var StagedEntry = class {
     this.fd = null;
     try {
       fs9.closeSync(fd);
-    } catch (e) {
-      this.bad ??= `could not be written: ${e.message}`;
+    } catch (e2) {
+      this.bad ??= `could not be written: ${e2.message}`;
     }
   }
 };
@@ -2576,9 +2836,9 @@ function place(staged, root, entryName, staging) {
     try {
       fs9.renameSync(staged, dest);
       return;
-    } catch (e) {
-      const code = e.code;
-      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e;
+    } catch (e2) {
+      const code = e2.code;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e2;
     }
     if (sameTree(staged, dest)) {
       fs9.rmSync(staged, { recursive: true, force: true });
@@ -2588,8 +2848,8 @@ function place(staged, root, entryName, staging) {
     const aside = path8.join(staging, `old-${randomBytes(6).toString("hex")}`);
     try {
       fs9.renameSync(dest, aside);
-    } catch (e) {
-      if (e.code !== "ENOENT") throw e;
+    } catch (e2) {
+      if (e2.code !== "ENOENT") throw e2;
       continue;
     }
     fs9.rmSync(aside, { recursive: true, force: true });
@@ -2848,8 +3108,8 @@ var PackRestorer = class {
     if (!fault) {
       try {
         this.reader.end();
-      } catch (e) {
-        fault = e;
+      } catch (e2) {
+        fault = e2;
       }
     }
     if (fault) {
@@ -2953,12 +3213,12 @@ async function readPack(read) {
         dec.release();
       }
     } else {
-      const counted = new Transform({
+      const counted = new Transform2({
         transform(chunk, _enc, cb) {
           try {
             restorer.compressed(chunk);
-          } catch (e) {
-            cb(e);
+          } catch (e2) {
+            cb(e2);
             return;
           }
           onBytes?.(chunk.length);
@@ -2971,15 +3231,15 @@ async function readPack(read) {
           try {
             restorer.tar(chunk);
             cb();
-          } catch (e) {
-            cb(e);
+          } catch (e2) {
+            cb(e2);
           }
         }
       });
       await pipeline(source, counted, engine.decompressStream(), sink);
     }
-  } catch (e) {
-    error = e;
+  } catch (e2) {
+    error = e2;
   }
   return restorer.finish(error);
 }
@@ -3010,9 +3270,9 @@ function openEntry(kind, root, entry) {
       opened.push({ rel: f2.rel, size: fs11.fstatSync(fd).size, data: null, fd });
     }
     return opened;
-  } catch (e) {
+  } catch (e2) {
     closeEntry(opened);
-    if (e instanceof RelocationError) throw e;
+    if (e2 instanceof RelocationError) throw e2;
     return null;
   }
 }
@@ -3069,8 +3329,8 @@ import { join as xr } from "node:path";
 import v from "node:fs";
 import Pr from "node:path";
 var zr = Object.defineProperty;
-var Ur = (s3, t) => {
-  for (var e in t) zr(s3, e, { get: t[e], enumerable: true });
+var Ur = (s3, t2) => {
+  for (var e2 in t2) zr(s3, e2, { get: t2[e2], enumerable: true });
 };
 var Ds = typeof process == "object" && process ? process : { stdout: null, stderr: null };
 var Wr = (s3) => !!s3 && typeof s3 == "object" && (s3 instanceof A || s3 instanceof Cs || Gr(s3) || Zr(s3));
@@ -3117,13 +3377,13 @@ var Fe = class {
   dest;
   opts;
   ondrain;
-  constructor(t, e, i) {
-    this.src = t, this.dest = e, this.opts = i, this.ondrain = () => t[Bt](), this.dest.on("drain", this.ondrain);
+  constructor(t2, e2, i) {
+    this.src = t2, this.dest = e2, this.opts = i, this.ondrain = () => t2[Bt](), this.dest.on("drain", this.ondrain);
   }
   unpipe() {
     this.dest.removeListener("drain", this.ondrain);
   }
-  proxyErrors(t) {
+  proxyErrors(t2) {
   }
   end() {
     this.unpipe(), this.opts.end && this.dest.end();
@@ -3133,8 +3393,8 @@ var Li = class extends Fe {
   unpipe() {
     this.src.removeListener("error", this.proxyErrors), super.unpipe();
   }
-  constructor(t, e, i) {
-    super(t, e, i), this.proxyErrors = (r) => this.dest.emit("error", r), t.on("error", this.proxyErrors);
+  constructor(t2, e2, i) {
+    super(t2, e2, i), this.proxyErrors = (r) => this.dest.emit("error", r), t2.on("error", this.proxyErrors);
   }
 };
 var Xr = (s3) => !!s3.objectMode;
@@ -3161,11 +3421,11 @@ var A = class extends Di {
   [C] = false;
   writable = true;
   readable = true;
-  constructor(...t) {
-    let e = t[0] || {};
-    if (super(), e.objectMode && typeof e.encoding == "string") throw new TypeError("Encoding and objectMode may not be used together");
-    Xr(e) ? (this[L] = true, this[z] = null) : qr(e) ? (this[z] = e.encoding, this[L] = false) : (this[L] = false, this[z] = null), this[Z] = !!e.async, this[Mt] = this[z] ? new Hr(this[z]) : null, e && e.debugExposeBuffer === true && Object.defineProperty(this, "buffer", { get: () => this[b] }), e && e.debugExposePipes === true && Object.defineProperty(this, "pipes", { get: () => this[N] });
-    let { signal: i } = e;
+  constructor(...t2) {
+    let e2 = t2[0] || {};
+    if (super(), e2.objectMode && typeof e2.encoding == "string") throw new TypeError("Encoding and objectMode may not be used together");
+    Xr(e2) ? (this[L] = true, this[z] = null) : qr(e2) ? (this[z] = e2.encoding, this[L] = false) : (this[L] = false, this[z] = null), this[Z] = !!e2.async, this[Mt] = this[z] ? new Hr(this[z]) : null, e2 && e2.debugExposeBuffer === true && Object.defineProperty(this, "buffer", { get: () => this[b] }), e2 && e2.debugExposePipes === true && Object.defineProperty(this, "pipes", { get: () => this[N] });
+    let { signal: i } = e2;
     i && (this[Jt] = i, i.aborted ? this[xi]() : i.addEventListener("abort", () => this[xi]()));
   }
   get bufferLength() {
@@ -3174,23 +3434,23 @@ var A = class extends Di {
   get encoding() {
     return this[z];
   }
-  set encoding(t) {
+  set encoding(t2) {
     throw new Error("Encoding must be set at instantiation time");
   }
-  setEncoding(t) {
+  setEncoding(t2) {
     throw new Error("Encoding must be set at instantiation time");
   }
   get objectMode() {
     return this[L];
   }
-  set objectMode(t) {
+  set objectMode(t2) {
     throw new Error("objectMode must be set at instantiation time");
   }
   get async() {
     return this[Z];
   }
-  set async(t) {
-    this[Z] = this[Z] || !!t;
+  set async(t2) {
+    this[Z] = this[Z] || !!t2;
   }
   [xi]() {
     this[Ce] = true, this.emit("abort", this[Jt]?.reason), this.destroy(this[Jt]?.reason);
@@ -3198,38 +3458,38 @@ var A = class extends Di {
   get aborted() {
     return this[Ce];
   }
-  set aborted(t) {
+  set aborted(t2) {
   }
-  write(t, e, i) {
+  write(t2, e2, i) {
     if (this[Ce]) return false;
     if (this[Q]) throw new Error("write after end");
     if (this[S]) return this.emit("error", Object.assign(new Error("Cannot call write after a stream was destroyed"), { code: "ERR_STREAM_DESTROYED" })), true;
-    typeof e == "function" && (i = e, e = "utf8"), e || (e = "utf8");
+    typeof e2 == "function" && (i = e2, e2 = "utf8"), e2 || (e2 = "utf8");
     let r = this[Z] ? jt : Yr;
-    if (!this[L] && !Buffer.isBuffer(t)) {
-      if ($r(t)) t = Buffer.from(t.buffer, t.byteOffset, t.byteLength);
-      else if (Vr(t)) t = Buffer.from(t);
-      else if (typeof t != "string") throw new Error("Non-contiguous data written to non-objectMode stream");
+    if (!this[L] && !Buffer.isBuffer(t2)) {
+      if ($r(t2)) t2 = Buffer.from(t2.buffer, t2.byteOffset, t2.byteLength);
+      else if (Vr(t2)) t2 = Buffer.from(t2);
+      else if (typeof t2 != "string") throw new Error("Non-contiguous data written to non-objectMode stream");
     }
-    return this[L] ? (this[g] && this[_] !== 0 && this[Ae](true), this[g] ? this.emit("data", t) : this[bi](t), this[_] !== 0 && this.emit("readable"), i && r(i), this[g]) : t.length ? (typeof t == "string" && !(e === this[z] && !this[Mt]?.lastNeed) && (t = Buffer.from(t, e)), Buffer.isBuffer(t) && this[z] && (t = this[Mt].write(t)), this[g] && this[_] !== 0 && this[Ae](true), this[g] ? this.emit("data", t) : this[bi](t), this[_] !== 0 && this.emit("readable"), i && r(i), this[g]) : (this[_] !== 0 && this.emit("readable"), i && r(i), this[g]);
+    return this[L] ? (this[g] && this[_] !== 0 && this[Ae](true), this[g] ? this.emit("data", t2) : this[bi](t2), this[_] !== 0 && this.emit("readable"), i && r(i), this[g]) : t2.length ? (typeof t2 == "string" && !(e2 === this[z] && !this[Mt]?.lastNeed) && (t2 = Buffer.from(t2, e2)), Buffer.isBuffer(t2) && this[z] && (t2 = this[Mt].write(t2)), this[g] && this[_] !== 0 && this[Ae](true), this[g] ? this.emit("data", t2) : this[bi](t2), this[_] !== 0 && this.emit("readable"), i && r(i), this[g]) : (this[_] !== 0 && this.emit("readable"), i && r(i), this[g]);
   }
-  read(t) {
+  read(t2) {
     if (this[S]) return null;
-    if (this[C] = false, this[_] === 0 || t === 0 || t && t > this[_]) return this[J](), null;
-    this[L] && (t = null), this[b].length > 1 && !this[L] && (this[b] = [this[z] ? this[b].join("") : Buffer.concat(this[b], this[_])]);
-    let e = this[Ns](t || null, this[b][0]);
-    return this[J](), e;
+    if (this[C] = false, this[_] === 0 || t2 === 0 || t2 && t2 > this[_]) return this[J](), null;
+    this[L] && (t2 = null), this[b].length > 1 && !this[L] && (this[b] = [this[z] ? this[b].join("") : Buffer.concat(this[b], this[_])]);
+    let e2 = this[Ns](t2 || null, this[b][0]);
+    return this[J](), e2;
   }
-  [Ns](t, e) {
+  [Ns](t2, e2) {
     if (this[L]) this[Ie]();
     else {
-      let i = e;
-      t === i.length || t === null ? this[Ie]() : typeof i == "string" ? (this[b][0] = i.slice(t), e = i.slice(0, t), this[_] -= t) : (this[b][0] = i.subarray(t), e = i.subarray(0, t), this[_] -= t);
+      let i = e2;
+      t2 === i.length || t2 === null ? this[Ie]() : typeof i == "string" ? (this[b][0] = i.slice(t2), e2 = i.slice(0, t2), this[_] -= t2) : (this[b][0] = i.subarray(t2), e2 = i.subarray(0, t2), this[_] -= t2);
     }
-    return this.emit("data", e), !this[b].length && !this[Q] && this.emit("drain"), e;
+    return this.emit("data", e2), !this[b].length && !this[Q] && this.emit("drain"), e2;
   }
-  end(t, e, i) {
-    return typeof t == "function" && (i = t, t = void 0), typeof e == "function" && (i = e, e = "utf8"), t !== void 0 && this.write(t, e), i && this.once("end", i), this[Q] = true, this.writable = false, (this[g] || !this[Qt]) && this[J](), this;
+  end(t2, e2, i) {
+    return typeof t2 == "function" && (i = t2, t2 = void 0), typeof e2 == "function" && (i = e2, e2 = "utf8"), t2 !== void 0 && this.write(t2, e2), i && this.once("end", i), this[Q] = true, this.writable = false, (this[g] || !this[Qt]) && this[J](), this;
   }
   [Bt]() {
     this[S] || (!this[Rt] && !this[N].length && (this[C] = true), this[Qt] = false, this[g] = true, this.emit("resume"), this[b].length ? this[Ae]() : this[Q] ? this[J]() : this.emit("drain"));
@@ -3249,55 +3509,55 @@ var A = class extends Di {
   get paused() {
     return this[Qt];
   }
-  [bi](t) {
-    this[L] ? this[_] += 1 : this[_] += t.length, this[b].push(t);
+  [bi](t2) {
+    this[L] ? this[_] += 1 : this[_] += t2.length, this[b].push(t2);
   }
   [Ie]() {
     return this[L] ? this[_] -= 1 : this[_] -= this[b][0].length, this[b].shift();
   }
-  [Ae](t = false) {
+  [Ae](t2 = false) {
     do
       ;
     while (this[As](this[Ie]()) && this[b].length);
-    !t && !this[b].length && !this[Q] && this.emit("drain");
+    !t2 && !this[b].length && !this[Q] && this.emit("drain");
   }
-  [As](t) {
-    return this.emit("data", t), this[g];
+  [As](t2) {
+    return this.emit("data", t2), this[g];
   }
-  pipe(t, e) {
-    if (this[S]) return t;
+  pipe(t2, e2) {
+    if (this[S]) return t2;
     this[C] = false;
     let i = this[nt];
-    return e = e || {}, t === Ds.stdout || t === Ds.stderr ? e.end = false : e.end = e.end !== false, e.proxyErrors = !!e.proxyErrors, i ? e.end && t.end() : (this[N].push(e.proxyErrors ? new Li(this, t, e) : new Fe(this, t, e)), this[Z] ? jt(() => this[Bt]()) : this[Bt]()), t;
+    return e2 = e2 || {}, t2 === Ds.stdout || t2 === Ds.stderr ? e2.end = false : e2.end = e2.end !== false, e2.proxyErrors = !!e2.proxyErrors, i ? e2.end && t2.end() : (this[N].push(e2.proxyErrors ? new Li(this, t2, e2) : new Fe(this, t2, e2)), this[Z] ? jt(() => this[Bt]()) : this[Bt]()), t2;
   }
-  unpipe(t) {
-    let e = this[N].find((i) => i.dest === t);
-    e && (this[N].length === 1 ? (this[g] && this[Rt] === 0 && (this[g] = false), this[N] = []) : this[N].splice(this[N].indexOf(e), 1), e.unpipe());
+  unpipe(t2) {
+    let e2 = this[N].find((i) => i.dest === t2);
+    e2 && (this[N].length === 1 ? (this[g] && this[Rt] === 0 && (this[g] = false), this[N] = []) : this[N].splice(this[N].indexOf(e2), 1), e2.unpipe());
   }
-  addListener(t, e) {
-    return this.on(t, e);
+  addListener(t2, e2) {
+    return this.on(t2, e2);
   }
-  on(t, e) {
-    let i = super.on(t, e);
-    if (t === "data") this[C] = false, this[Rt]++, !this[N].length && !this[g] && this[Bt]();
-    else if (t === "readable" && this[_] !== 0) super.emit("readable");
-    else if (Kr(t) && this[nt]) super.emit(t), this.removeAllListeners(t);
-    else if (t === "error" && this[qt]) {
-      let r = e;
+  on(t2, e2) {
+    let i = super.on(t2, e2);
+    if (t2 === "data") this[C] = false, this[Rt]++, !this[N].length && !this[g] && this[Bt]();
+    else if (t2 === "readable" && this[_] !== 0) super.emit("readable");
+    else if (Kr(t2) && this[nt]) super.emit(t2), this.removeAllListeners(t2);
+    else if (t2 === "error" && this[qt]) {
+      let r = e2;
       this[Z] ? jt(() => r.call(this, this[qt])) : r.call(this, this[qt]);
     }
     return i;
   }
-  removeListener(t, e) {
-    return this.off(t, e);
+  removeListener(t2, e2) {
+    return this.off(t2, e2);
   }
-  off(t, e) {
-    let i = super.off(t, e);
-    return t === "data" && (this[Rt] = this.listeners("data").length, this[Rt] === 0 && !this[C] && !this[N].length && (this[g] = false)), i;
+  off(t2, e2) {
+    let i = super.off(t2, e2);
+    return t2 === "data" && (this[Rt] = this.listeners("data").length, this[Rt] === 0 && !this[C] && !this[N].length && (this[g] = false)), i;
   }
-  removeAllListeners(t) {
-    let e = super.removeAllListeners(t);
-    return (t === "data" || t === void 0) && (this[Rt] = 0, !this[C] && !this[N].length && (this[g] = false)), e;
+  removeAllListeners(t2) {
+    let e2 = super.removeAllListeners(t2);
+    return (t2 === "data" || t2 === void 0) && (this[Rt] = 0, !this[C] && !this[N].length && (this[g] = false)), e2;
   }
   get emittedEnd() {
     return this[nt];
@@ -3305,107 +3565,107 @@ var A = class extends Di {
   [J]() {
     !this[De] && !this[nt] && !this[S] && this[b].length === 0 && this[Q] && (this[De] = true, this.emit("end"), this.emit("prefinish"), this.emit("finish"), this[Ne] && this.emit("close"), this[De] = false);
   }
-  emit(t, ...e) {
-    let i = e[0];
-    if (t !== "error" && t !== "close" && t !== S && this[S]) return false;
-    if (t === "data") return !this[L] && !i ? false : this[Z] ? (jt(() => this[Oi](i)), true) : this[Oi](i);
-    if (t === "end") return this[Is]();
-    if (t === "close") {
+  emit(t2, ...e2) {
+    let i = e2[0];
+    if (t2 !== "error" && t2 !== "close" && t2 !== S && this[S]) return false;
+    if (t2 === "data") return !this[L] && !i ? false : this[Z] ? (jt(() => this[Oi](i)), true) : this[Oi](i);
+    if (t2 === "end") return this[Is]();
+    if (t2 === "close") {
       if (this[Ne] = true, !this[nt] && !this[S]) return false;
       let n = super.emit("close");
       return this.removeAllListeners("close"), n;
-    } else if (t === "error") {
+    } else if (t2 === "error") {
       this[qt] = i, super.emit(_i, i);
       let n = !this[Jt] || this.listeners("error").length ? super.emit("error", i) : false;
       return this[J](), n;
-    } else if (t === "resume") {
+    } else if (t2 === "resume") {
       let n = super.emit("resume");
       return this[J](), n;
-    } else if (t === "finish" || t === "prefinish") {
-      let n = super.emit(t);
-      return this.removeAllListeners(t), n;
+    } else if (t2 === "finish" || t2 === "prefinish") {
+      let n = super.emit(t2);
+      return this.removeAllListeners(t2), n;
     }
-    let r = super.emit(t, ...e);
+    let r = super.emit(t2, ...e2);
     return this[J](), r;
   }
-  [Oi](t) {
-    for (let i of this[N]) i.dest.write(t) === false && this.pause();
-    let e = this[C] ? false : super.emit("data", t);
-    return this[J](), e;
+  [Oi](t2) {
+    for (let i of this[N]) i.dest.write(t2) === false && this.pause();
+    let e2 = this[C] ? false : super.emit("data", t2);
+    return this[J](), e2;
   }
   [Is]() {
     return this[nt] ? false : (this[nt] = true, this.readable = false, this[Z] ? (jt(() => this[Ti]()), true) : this[Ti]());
   }
   [Ti]() {
     if (this[Mt]) {
-      let e = this[Mt].end();
-      if (e) {
-        for (let i of this[N]) i.dest.write(e);
-        this[C] || super.emit("data", e);
+      let e2 = this[Mt].end();
+      if (e2) {
+        for (let i of this[N]) i.dest.write(e2);
+        this[C] || super.emit("data", e2);
       }
     }
-    for (let e of this[N]) e.end();
-    let t = super.emit("end");
-    return this.removeAllListeners("end"), t;
+    for (let e2 of this[N]) e2.end();
+    let t2 = super.emit("end");
+    return this.removeAllListeners("end"), t2;
   }
   async collect() {
-    let t = Object.assign([], { dataLength: 0 });
-    this[L] || (t.dataLength = 0);
-    let e = this.promise();
+    let t2 = Object.assign([], { dataLength: 0 });
+    this[L] || (t2.dataLength = 0);
+    let e2 = this.promise();
     return this.on("data", (i) => {
-      t.push(i), this[L] || (t.dataLength += i.length);
-    }), await e, t;
+      t2.push(i), this[L] || (t2.dataLength += i.length);
+    }), await e2, t2;
   }
   async concat() {
     if (this[L]) throw new Error("cannot concat in objectMode");
-    let t = await this.collect();
-    return this[z] ? t.join("") : Buffer.concat(t, t.dataLength);
+    let t2 = await this.collect();
+    return this[z] ? t2.join("") : Buffer.concat(t2, t2.dataLength);
   }
   async promise() {
-    return new Promise((t, e) => {
-      this.on(S, () => e(new Error("stream destroyed"))), this.on("error", (i) => e(i)), this.on("end", () => t());
+    return new Promise((t2, e2) => {
+      this.on(S, () => e2(new Error("stream destroyed"))), this.on("error", (i) => e2(i)), this.on("end", () => t2());
     });
   }
   [Symbol.asyncIterator]() {
     this[C] = false;
-    let t = false, e = async () => (this.pause(), t = true, { value: void 0, done: true });
+    let t2 = false, e2 = async () => (this.pause(), t2 = true, { value: void 0, done: true });
     return { next: () => {
-      if (t) return e();
+      if (t2) return e2();
       let r = this.read();
       if (r !== null) return Promise.resolve({ done: false, value: r });
-      if (this[Q]) return e();
+      if (this[Q]) return e2();
       let n, o, h = (d) => {
-        this.off("data", a), this.off("end", l), this.off(S, c), e(), o(d);
+        this.off("data", a), this.off("end", l), this.off(S, c), e2(), o(d);
       }, a = (d) => {
         this.off("error", h), this.off("end", l), this.off(S, c), this.pause(), n({ value: d, done: !!this[Q] });
       }, l = () => {
-        this.off("error", h), this.off("data", a), this.off(S, c), e(), n({ done: true, value: void 0 });
+        this.off("error", h), this.off("data", a), this.off(S, c), e2(), n({ done: true, value: void 0 });
       }, c = () => h(new Error("stream destroyed"));
       return new Promise((d, y) => {
         o = y, n = d, this.once(S, c), this.once("error", h), this.once("end", l), this.once("data", a);
       });
-    }, throw: e, return: e, [Symbol.asyncIterator]() {
+    }, throw: e2, return: e2, [Symbol.asyncIterator]() {
       return this;
     }, [Symbol.asyncDispose]: async () => {
     } };
   }
   [Symbol.iterator]() {
     this[C] = false;
-    let t = false, e = () => (this.pause(), this.off(_i, e), this.off(S, e), this.off("end", e), t = true, { done: true, value: void 0 }), i = () => {
-      if (t) return e();
+    let t2 = false, e2 = () => (this.pause(), this.off(_i, e2), this.off(S, e2), this.off("end", e2), t2 = true, { done: true, value: void 0 }), i = () => {
+      if (t2) return e2();
       let r = this.read();
-      return r === null ? e() : { done: false, value: r };
+      return r === null ? e2() : { done: false, value: r };
     };
-    return this.once("end", e), this.once(_i, e), this.once(S, e), { next: i, throw: e, return: e, [Symbol.iterator]() {
+    return this.once("end", e2), this.once(_i, e2), this.once(S, e2), { next: i, throw: e2, return: e2, [Symbol.iterator]() {
       return this;
     }, [Symbol.dispose]: () => {
     } };
   }
-  destroy(t) {
-    if (this[S]) return t ? this.emit("error", t) : this.emit(S), this;
+  destroy(t2) {
+    if (this[S]) return t2 ? this.emit("error", t2) : this.emit(S), this;
     this[S] = true, this[C] = true, this[b].length = 0, this[_] = 0;
-    let e = this;
-    return typeof e.close == "function" && !this[Ne] && e.close(), t ? this.emit("error", t) : this.emit(S), this;
+    let e2 = this;
+    return typeof e2.close == "function" && !this[Ne] && e2.close(), t2 ? this.emit("error", t2) : this.emit(S), this;
   }
   static get isStream() {
     return Wr;
@@ -3449,9 +3709,9 @@ var _t = class extends A {
   [Fi];
   [ee];
   [ht];
-  constructor(t, e) {
-    if (e = e || {}, super(e), this.readable = true, this.writable = false, typeof t != "string") throw new TypeError("path must be a string");
-    this[bt] = false, this[m] = typeof e.fd == "number" ? e.fd : void 0, this[U] = t, this[Ci] = e.readSize || 16 * 1024 * 1024, this[j] = false, this[Fi] = typeof e.size == "number" ? e.size : 1 / 0, this[ee] = this[Fi], this[ht] = typeof e.autoClose == "boolean" ? e.autoClose : true, typeof this[m] == "number" ? this[zt]() : this[at]();
+  constructor(t2, e2) {
+    if (e2 = e2 || {}, super(e2), this.readable = true, this.writable = false, typeof t2 != "string") throw new TypeError("path must be a string");
+    this[bt] = false, this[m] = typeof e2.fd == "number" ? e2.fd : void 0, this[U] = t2, this[Ci] = e2.readSize || 16 * 1024 * 1024, this[j] = false, this[Fi] = typeof e2.size == "number" ? e2.size : 1 / 0, this[ee] = this[Fi], this[ht] = typeof e2.autoClose == "boolean" ? e2.autoClose : true, typeof this[m] == "number" ? this[zt]() : this[at]();
   }
   get fd() {
     return this[m];
@@ -3466,10 +3726,10 @@ var _t = class extends A {
     throw new TypeError("this is a readable stream");
   }
   [at]() {
-    I.open(this[U], "r", (t, e) => this[Ht](t, e));
+    I.open(this[U], "r", (t2, e2) => this[Ht](t2, e2));
   }
-  [Ht](t, e) {
-    t ? this[Ut](t) : (this[m] = e, this.emit("open", e), this[zt]());
+  [Ht](t2, e2) {
+    t2 ? this[Ut](t2) : (this[m] = e2, this.emit("open", e2), this[zt]());
   }
   [vi]() {
     return Buffer.allocUnsafe(Math.min(this[Ci], this[ee]));
@@ -3477,70 +3737,70 @@ var _t = class extends A {
   [zt]() {
     if (!this[j]) {
       this[j] = true;
-      let t = this[vi]();
-      if (t.length === 0) return process.nextTick(() => this[Ii](null, 0, t));
-      I.read(this[m], t, 0, t.length, null, (e, i, r) => this[Ii](e, i, r));
+      let t2 = this[vi]();
+      if (t2.length === 0) return process.nextTick(() => this[Ii](null, 0, t2));
+      I.read(this[m], t2, 0, t2.length, null, (e2, i, r) => this[Ii](e2, i, r));
     }
   }
-  [Ii](t, e, i) {
-    this[j] = false, t ? this[Ut](t) : this[ki](e, i) && this[zt]();
+  [Ii](t2, e2, i) {
+    this[j] = false, t2 ? this[Ut](t2) : this[ki](e2, i) && this[zt]();
   }
   [H]() {
     if (this[ht] && typeof this[m] == "number") {
-      let t = this[m];
-      this[m] = void 0, I.close(t, (e) => e ? this.emit("error", e) : this.emit("close"));
+      let t2 = this[m];
+      this[m] = void 0, I.close(t2, (e2) => e2 ? this.emit("error", e2) : this.emit("close"));
     }
   }
-  [Ut](t) {
-    this[j] = true, this[H](), this.emit("error", t);
+  [Ut](t2) {
+    this[j] = true, this[H](), this.emit("error", t2);
   }
-  [ki](t, e) {
+  [ki](t2, e2) {
     let i = false;
-    return this[ee] -= t, t > 0 && (i = super.write(t < e.length ? e.subarray(0, t) : e)), (t === 0 || this[ee] <= 0) && (i = false, this[H](), super.end()), i;
+    return this[ee] -= t2, t2 > 0 && (i = super.write(t2 < e2.length ? e2.subarray(0, t2) : e2)), (t2 === 0 || this[ee] <= 0) && (i = false, this[H](), super.end()), i;
   }
-  emit(t, ...e) {
-    switch (t) {
+  emit(t2, ...e2) {
+    switch (t2) {
       case "prefinish":
       case "finish":
         return false;
       case "drain":
         return typeof this[m] == "number" && this[zt](), false;
       case "error":
-        return this[bt] ? false : (this[bt] = true, super.emit(t, ...e));
+        return this[bt] ? false : (this[bt] = true, super.emit(t2, ...e2));
       default:
-        return super.emit(t, ...e);
+        return super.emit(t2, ...e2);
     }
   }
 };
 var Be = class extends _t {
   [at]() {
-    let t = true;
+    let t2 = true;
     try {
-      this[Ht](null, I.openSync(this[U], "r")), t = false;
+      this[Ht](null, I.openSync(this[U], "r")), t2 = false;
     } finally {
-      t && this[H]();
+      t2 && this[H]();
     }
   }
   [zt]() {
-    let t = true;
+    let t2 = true;
     try {
       if (!this[j]) {
         this[j] = true;
         do {
-          let e = this[vi](), i = e.length === 0 ? 0 : I.readSync(this[m], e, 0, e.length, null);
-          if (!this[ki](i, e)) break;
+          let e2 = this[vi](), i = e2.length === 0 ? 0 : I.readSync(this[m], e2, 0, e2.length, null);
+          if (!this[ki](i, e2)) break;
         } while (true);
         this[j] = false;
       }
-      t = false;
+      t2 = false;
     } finally {
-      t && this[H]();
+      t2 && this[H]();
     }
   }
   [H]() {
     if (this[ht] && typeof this[m] == "number") {
-      let t = this[m];
-      this[m] = void 0, I.closeSync(t), this.emit("close");
+      let t2 = this[m];
+      this[m] = void 0, I.closeSync(t2), this.emit("close");
     }
   }
 };
@@ -3560,17 +3820,17 @@ var et = class extends Qr {
   [tt];
   [Ni] = false;
   [ot];
-  constructor(t, e) {
-    e = e || {}, super(e), this[U] = t, this[m] = typeof e.fd == "number" ? e.fd : void 0, this[ie] = e.mode === void 0 ? 438 : e.mode, this[ot] = typeof e.start == "number" ? e.start : void 0, this[ht] = typeof e.autoClose == "boolean" ? e.autoClose : true;
+  constructor(t2, e2) {
+    e2 = e2 || {}, super(e2), this[U] = t2, this[m] = typeof e2.fd == "number" ? e2.fd : void 0, this[ie] = e2.mode === void 0 ? 438 : e2.mode, this[ot] = typeof e2.start == "number" ? e2.start : void 0, this[ht] = typeof e2.autoClose == "boolean" ? e2.autoClose : true;
     let i = this[ot] !== void 0 ? "r+" : "w";
-    this[Me] = e.flags === void 0, this[tt] = e.flags === void 0 ? i : e.flags, this[m] === void 0 && this[at]();
+    this[Me] = e2.flags === void 0, this[tt] = e2.flags === void 0 ? i : e2.flags, this[m] === void 0 && this[at]();
   }
-  emit(t, ...e) {
-    if (t === "error") {
+  emit(t2, ...e2) {
+    if (t2 === "error") {
       if (this[bt]) return false;
       this[bt] = true;
     }
-    return super.emit(t, ...e);
+    return super.emit(t2, ...e2);
   }
   get fd() {
     return this[m];
@@ -3578,66 +3838,66 @@ var et = class extends Qr {
   get path() {
     return this[U];
   }
-  [Ut](t) {
-    this[H](), this[gt] = true, this.emit("error", t);
+  [Ut](t2) {
+    this[H](), this[gt] = true, this.emit("error", t2);
   }
   [at]() {
-    I.open(this[U], this[tt], this[ie], (t, e) => this[Ht](t, e));
+    I.open(this[U], this[tt], this[ie], (t2, e2) => this[Ht](t2, e2));
   }
-  [Ht](t, e) {
-    this[Me] && this[tt] === "r+" && t && t.code === "ENOENT" ? (this[tt] = "w", this[at]()) : t ? this[Ut](t) : (this[m] = e, this.emit("open", e), this[gt] || this[Ai]());
+  [Ht](t2, e2) {
+    this[Me] && this[tt] === "r+" && t2 && t2.code === "ENOENT" ? (this[tt] = "w", this[at]()) : t2 ? this[Ut](t2) : (this[m] = e2, this.emit("open", e2), this[gt] || this[Ai]());
   }
-  end(t, e) {
-    return t && this.write(t, e), this[te] = true, !this[gt] && !this[Y].length && typeof this[m] == "number" && this[Pt](null, 0), this;
+  end(t2, e2) {
+    return t2 && this.write(t2, e2), this[te] = true, !this[gt] && !this[Y].length && typeof this[m] == "number" && this[Pt](null, 0), this;
   }
-  write(t, e) {
-    return typeof t == "string" && (t = Buffer.from(t, e)), this[te] ? (this.emit("error", new Error("write() after end()")), false) : this[m] === void 0 || this[gt] || this[Y].length ? (this[Y].push(t), this[ke] = true, false) : (this[gt] = true, this[ve](t), true);
+  write(t2, e2) {
+    return typeof t2 == "string" && (t2 = Buffer.from(t2, e2)), this[te] ? (this.emit("error", new Error("write() after end()")), false) : this[m] === void 0 || this[gt] || this[Y].length ? (this[Y].push(t2), this[ke] = true, false) : (this[gt] = true, this[ve](t2), true);
   }
-  [ve](t) {
-    I.write(this[m], t, 0, t.length, this[ot], (e, i) => this[Pt](e, i));
+  [ve](t2) {
+    I.write(this[m], t2, 0, t2.length, this[ot], (e2, i) => this[Pt](e2, i));
   }
-  [Pt](t, e) {
-    t ? this[Ut](t) : (this[ot] !== void 0 && typeof e == "number" && (this[ot] += e), this[Y].length ? this[Ai]() : (this[gt] = false, this[te] && !this[Ni] ? (this[Ni] = true, this[H](), this.emit("finish")) : this[ke] && (this[ke] = false, this.emit("drain"))));
+  [Pt](t2, e2) {
+    t2 ? this[Ut](t2) : (this[ot] !== void 0 && typeof e2 == "number" && (this[ot] += e2), this[Y].length ? this[Ai]() : (this[gt] = false, this[te] && !this[Ni] ? (this[Ni] = true, this[H](), this.emit("finish")) : this[ke] && (this[ke] = false, this.emit("drain"))));
   }
   [Ai]() {
     if (this[Y].length === 0) this[te] && this[Pt](null, 0);
     else if (this[Y].length === 1) this[ve](this[Y].pop());
     else {
-      let t = this[Y];
-      this[Y] = [], Jr(this[m], t, this[ot], (e, i) => this[Pt](e, i));
+      let t2 = this[Y];
+      this[Y] = [], Jr(this[m], t2, this[ot], (e2, i) => this[Pt](e2, i));
     }
   }
   [H]() {
     if (this[ht] && typeof this[m] == "number") {
-      let t = this[m];
-      this[m] = void 0, I.close(t, (e) => e ? this.emit("error", e) : this.emit("close"));
+      let t2 = this[m];
+      this[m] = void 0, I.close(t2, (e2) => e2 ? this.emit("error", e2) : this.emit("close"));
     }
   }
 };
 var Wt = class extends et {
   [at]() {
-    let t;
+    let t2;
     if (this[Me] && this[tt] === "r+") try {
-      t = I.openSync(this[U], this[tt], this[ie]);
-    } catch (e) {
-      if (e?.code === "ENOENT") return this[tt] = "w", this[at]();
-      throw e;
+      t2 = I.openSync(this[U], this[tt], this[ie]);
+    } catch (e2) {
+      if (e2?.code === "ENOENT") return this[tt] = "w", this[at]();
+      throw e2;
     }
-    else t = I.openSync(this[U], this[tt], this[ie]);
-    this[Ht](null, t);
+    else t2 = I.openSync(this[U], this[tt], this[ie]);
+    this[Ht](null, t2);
   }
   [H]() {
     if (this[ht] && typeof this[m] == "number") {
-      let t = this[m];
-      this[m] = void 0, I.closeSync(t), this.emit("close");
+      let t2 = this[m];
+      this[m] = void 0, I.closeSync(t2), this.emit("close");
     }
   }
-  [ve](t) {
-    let e = true;
+  [ve](t2) {
+    let e2 = true;
     try {
-      this[Pt](null, I.writeSync(this[m], t, 0, t.length, this[ot])), e = false;
+      this[Pt](null, I.writeSync(this[m], t2, 0, t2.length, this[ot])), e2 = false;
     } finally {
-      if (e) try {
+      if (e2) try {
         this[H]();
       } catch {
       }
@@ -3651,36 +3911,36 @@ var vs = (s3) => !!s3.sync && !s3.file;
 var Ms = (s3) => !s3.sync && !s3.file;
 var Bs = (s3) => !!s3.file;
 var tn = (s3) => {
-  let t = jr.get(s3);
-  return t || s3;
+  let t2 = jr.get(s3);
+  return t2 || s3;
 };
 var se = (s3 = {}) => {
   if (!s3) return {};
-  let t = {};
-  for (let [e, i] of Object.entries(s3)) {
-    let r = tn(e);
-    t[r] = i;
+  let t2 = {};
+  for (let [e2, i] of Object.entries(s3)) {
+    let r = tn(e2);
+    t2[r] = i;
   }
-  return t.chmod === void 0 && t.noChmod === false && (t.chmod = true), delete t.noChmod, t;
+  return t2.chmod === void 0 && t2.noChmod === false && (t2.chmod = true), delete t2.noChmod, t2;
 };
-var K = (s3, t, e, i, r) => Object.assign((n = [], o, h) => {
+var K = (s3, t2, e2, i, r) => Object.assign((n = [], o, h) => {
   Array.isArray(n) && (o = n, n = {}), typeof o == "function" && (h = o, o = void 0), o = o ? Array.from(o) : [];
   let a = se(n);
   if (r?.(a, o), Fs(a)) {
     if (typeof h == "function") throw new TypeError("callback not supported for sync tar functions");
     return s3(a, o);
   } else if (ks(a)) {
-    let l = t(a, o);
+    let l = t2(a, o);
     return h ? l.then(() => h(), h) : l;
   } else if (vs(a)) {
     if (typeof h == "function") throw new TypeError("callback not supported for sync tar functions");
-    return e(a, o);
+    return e2(a, o);
   } else if (Ms(a)) {
     if (typeof h == "function") throw new TypeError("callback only supported with file option");
     return i(a, o);
   }
   throw new Error("impossible options??");
-}, { syncFile: s3, asyncFile: t, syncNoFile: e, asyncNoFile: i, validate: r });
+}, { syncFile: s3, asyncFile: t2, syncNoFile: e2, asyncNoFile: i, validate: r });
 var sn = en.constants || { ZLIB_VERNUM: 4736 };
 var M = Object.freeze(Object.assign(/* @__PURE__ */ Object.create(null), { Z_NO_FLUSH: 0, Z_PARTIAL_FLUSH: 1, Z_SYNC_FLUSH: 2, Z_FULL_FLUSH: 3, Z_FINISH: 4, Z_BLOCK: 5, Z_OK: 0, Z_STREAM_END: 1, Z_NEED_DICT: 2, Z_ERRNO: -1, Z_STREAM_ERROR: -2, Z_DATA_ERROR: -3, Z_MEM_ERROR: -4, Z_BUF_ERROR: -5, Z_VERSION_ERROR: -6, Z_NO_COMPRESSION: 0, Z_BEST_SPEED: 1, Z_BEST_COMPRESSION: 9, Z_DEFAULT_COMPRESSION: -1, Z_FILTERED: 1, Z_HUFFMAN_ONLY: 2, Z_RLE: 3, Z_FIXED: 4, Z_DEFAULT_STRATEGY: 0, DEFLATE: 1, INFLATE: 2, GZIP: 3, GUNZIP: 4, DEFLATERAW: 5, INFLATERAW: 6, UNZIP: 7, BROTLI_DECODE: 8, BROTLI_ENCODE: 9, Z_MIN_WINDOWBITS: 8, Z_MAX_WINDOWBITS: 15, Z_DEFAULT_WINDOWBITS: 15, Z_MIN_CHUNK: 64, Z_MAX_CHUNK: 1 / 0, Z_DEFAULT_CHUNK: 16384, Z_MIN_MEMLEVEL: 1, Z_MAX_MEMLEVEL: 9, Z_DEFAULT_MEMLEVEL: 8, Z_MIN_LEVEL: -1, Z_MAX_LEVEL: 9, Z_DEFAULT_LEVEL: -1, BROTLI_OPERATION_PROCESS: 0, BROTLI_OPERATION_FLUSH: 1, BROTLI_OPERATION_FINISH: 2, BROTLI_OPERATION_EMIT_METADATA: 3, BROTLI_MODE_GENERIC: 0, BROTLI_MODE_TEXT: 1, BROTLI_MODE_FONT: 2, BROTLI_DEFAULT_MODE: 0, BROTLI_MIN_QUALITY: 0, BROTLI_MAX_QUALITY: 11, BROTLI_DEFAULT_QUALITY: 11, BROTLI_MIN_WINDOW_BITS: 10, BROTLI_MAX_WINDOW_BITS: 24, BROTLI_LARGE_MAX_WINDOW_BITS: 30, BROTLI_DEFAULT_WINDOW: 22, BROTLI_MIN_INPUT_BLOCK_BITS: 16, BROTLI_MAX_INPUT_BLOCK_BITS: 24, BROTLI_PARAM_MODE: 0, BROTLI_PARAM_QUALITY: 1, BROTLI_PARAM_LGWIN: 2, BROTLI_PARAM_LGBLOCK: 3, BROTLI_PARAM_DISABLE_LITERAL_CONTEXT_MODELING: 4, BROTLI_PARAM_SIZE_HINT: 5, BROTLI_PARAM_LARGE_WINDOW: 6, BROTLI_PARAM_NPOSTFIX: 7, BROTLI_PARAM_NDIRECT: 8, BROTLI_DECODER_RESULT_ERROR: 0, BROTLI_DECODER_RESULT_SUCCESS: 1, BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT: 2, BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT: 3, BROTLI_DECODER_PARAM_DISABLE_RING_BUFFER_REALLOCATION: 0, BROTLI_DECODER_PARAM_LARGE_WINDOW: 1, BROTLI_DECODER_NO_ERROR: 0, BROTLI_DECODER_SUCCESS: 1, BROTLI_DECODER_NEEDS_MORE_INPUT: 2, BROTLI_DECODER_NEEDS_MORE_OUTPUT: 3, BROTLI_DECODER_ERROR_FORMAT_EXUBERANT_NIBBLE: -1, BROTLI_DECODER_ERROR_FORMAT_RESERVED: -2, BROTLI_DECODER_ERROR_FORMAT_EXUBERANT_META_NIBBLE: -3, BROTLI_DECODER_ERROR_FORMAT_SIMPLE_HUFFMAN_ALPHABET: -4, BROTLI_DECODER_ERROR_FORMAT_SIMPLE_HUFFMAN_SAME: -5, BROTLI_DECODER_ERROR_FORMAT_CL_SPACE: -6, BROTLI_DECODER_ERROR_FORMAT_HUFFMAN_SPACE: -7, BROTLI_DECODER_ERROR_FORMAT_CONTEXT_MAP_REPEAT: -8, BROTLI_DECODER_ERROR_FORMAT_BLOCK_LENGTH_1: -9, BROTLI_DECODER_ERROR_FORMAT_BLOCK_LENGTH_2: -10, BROTLI_DECODER_ERROR_FORMAT_TRANSFORM: -11, BROTLI_DECODER_ERROR_FORMAT_DICTIONARY: -12, BROTLI_DECODER_ERROR_FORMAT_WINDOW_BITS: -13, BROTLI_DECODER_ERROR_FORMAT_PADDING_1: -14, BROTLI_DECODER_ERROR_FORMAT_PADDING_2: -15, BROTLI_DECODER_ERROR_FORMAT_DISTANCE: -16, BROTLI_DECODER_ERROR_DICTIONARY_NOT_SET: -19, BROTLI_DECODER_ERROR_INVALID_ARGUMENTS: -20, BROTLI_DECODER_ERROR_ALLOC_CONTEXT_MODES: -21, BROTLI_DECODER_ERROR_ALLOC_TREE_GROUPS: -22, BROTLI_DECODER_ERROR_ALLOC_CONTEXT_MAP: -25, BROTLI_DECODER_ERROR_ALLOC_RING_BUFFER_1: -26, BROTLI_DECODER_ERROR_ALLOC_RING_BUFFER_2: -27, BROTLI_DECODER_ERROR_ALLOC_BLOCK_TYPE_TREES: -30, BROTLI_DECODER_ERROR_UNREACHABLE: -31 }, sn));
 var rn = Ot.concat;
@@ -3694,8 +3954,8 @@ var Tt = /* @__PURE__ */ Symbol("_superWrite");
 var Gt = class extends Error {
   code;
   errno;
-  constructor(t, e) {
-    super("zlib: " + t.message, { cause: t }), this.code = t.code, this.errno = t.errno, this.code || (this.code = "ZLIB_ERROR"), this.message = "zlib: " + t.message, Error.captureStackTrace(this, e ?? this.constructor);
+  constructor(t2, e2) {
+    super("zlib: " + t2.message, { cause: t2 }), this.code = t2.code, this.errno = t2.errno, this.code || (this.code = "ZLIB_ERROR"), this.message = "zlib: " + t2.message, Error.captureStackTrace(this, e2 ?? this.constructor);
   }
   get name() {
     return "ZlibError";
@@ -3719,11 +3979,11 @@ var re = class extends A {
   get flushFlag() {
     return this.#s;
   }
-  constructor(t, e) {
-    if (!t || typeof t != "object") throw new TypeError("invalid options for ZlibBase constructor");
-    if (super(t), this.#s = t.flush ?? 0, this.#n = t.finishFlush ?? 0, this.#r = t.fullFlushFlag ?? 0, typeof Ps[e] != "function") throw new TypeError("Compression method not supported: " + e);
+  constructor(t2, e2) {
+    if (!t2 || typeof t2 != "object") throw new TypeError("invalid options for ZlibBase constructor");
+    if (super(t2), this.#s = t2.flush ?? 0, this.#n = t2.finishFlush ?? 0, this.#r = t2.fullFlushFlag ?? 0, typeof Ps[e2] != "function") throw new TypeError("Compression method not supported: " + e2);
     try {
-      this.#e = new Ps[e](t);
+      this.#e = new Ps[e2](t2);
     } catch (i) {
       throw new Gt(i, this.constructor);
     }
@@ -3737,20 +3997,20 @@ var re = class extends A {
   reset() {
     if (!this.#t) return zi(this.#e, "zlib binding closed"), this.#e.reset?.();
   }
-  flush(t) {
-    this.ended || (typeof t != "number" && (t = this.#r), this.write(Object.assign(Ot.alloc(0), { [Pi]: t })));
+  flush(t2) {
+    this.ended || (typeof t2 != "number" && (t2 = this.#r), this.write(Object.assign(Ot.alloc(0), { [Pi]: t2 })));
   }
-  end(t, e, i) {
-    return typeof t == "function" && (i = t, e = void 0, t = void 0), typeof e == "function" && (i = e, e = void 0), t && (e ? this.write(t, e) : this.write(t)), this.flush(this.#n), this.#i = true, super.end(i);
+  end(t2, e2, i) {
+    return typeof t2 == "function" && (i = t2, e2 = void 0, t2 = void 0), typeof e2 == "function" && (i = e2, e2 = void 0), t2 && (e2 ? this.write(t2, e2) : this.write(t2)), this.flush(this.#n), this.#i = true, super.end(i);
   }
   get ended() {
     return this.#i;
   }
-  [Tt](t) {
-    return super.write(t);
+  [Tt](t2) {
+    return super.write(t2);
   }
-  write(t, e, i) {
-    if (typeof e == "function" && (i = e, e = "utf8"), typeof t == "string" && (t = Ot.from(t, e)), this.#t) return;
+  write(t2, e2, i) {
+    if (typeof e2 == "function" && (i = e2, e2 = "utf8"), typeof t2 == "string" && (t2 = Ot.from(t2, e2)), this.#t) return;
     zi(this.#e, "zlib binding closed");
     let r = this.#e._handle, n = r.close;
     r.close = () => {
@@ -3760,8 +4020,8 @@ var re = class extends A {
     }, Bi(true);
     let h;
     try {
-      let l = typeof t[Pi] == "number" ? t[Pi] : this.#s;
-      h = this.#e._processChunk(t, l), Bi(false);
+      let l = typeof t2[Pi] == "number" ? t2[Pi] : this.#s;
+      h = this.#e._processChunk(t2, l), Bi(false);
     } catch (l) {
       Bi(false), this.#o(new Gt(l, this.write));
     } finally {
@@ -3780,110 +4040,110 @@ var re = class extends A {
 var Pe = class extends re {
   #t;
   #i;
-  constructor(t, e) {
-    t = t || {}, t.flush = t.flush || M.Z_NO_FLUSH, t.finishFlush = t.finishFlush || M.Z_FINISH, t.fullFlushFlag = M.Z_FULL_FLUSH, super(t, e), this.#t = t.level, this.#i = t.strategy;
+  constructor(t2, e2) {
+    t2 = t2 || {}, t2.flush = t2.flush || M.Z_NO_FLUSH, t2.finishFlush = t2.finishFlush || M.Z_FINISH, t2.fullFlushFlag = M.Z_FULL_FLUSH, super(t2, e2), this.#t = t2.level, this.#i = t2.strategy;
   }
-  params(t, e) {
+  params(t2, e2) {
     if (!this.sawError) {
       if (!this.handle) throw new Error("cannot switch params when binding is closed");
       if (!this.handle.params) throw new Error("not supported in this implementation");
-      if (this.#t !== t || this.#i !== e) {
+      if (this.#t !== t2 || this.#i !== e2) {
         this.flush(M.Z_SYNC_FLUSH), zi(this.handle, "zlib binding closed");
         let i = this.handle.flush;
         this.handle.flush = (r, n) => {
           typeof r == "function" && (n = r, r = this.flushFlag), this.flush(r), n?.();
         };
         try {
-          this.handle.params(t, e);
+          this.handle.params(t2, e2);
         } finally {
           this.handle.flush = i;
         }
-        this.handle && (this.#t = t, this.#i = e);
+        this.handle && (this.#t = t2, this.#i = e2);
       }
     }
   }
 };
 var ze = class extends Pe {
   #t;
-  constructor(t) {
-    super(t, "Gzip"), this.#t = t && !!t.portable;
+  constructor(t2) {
+    super(t2, "Gzip"), this.#t = t2 && !!t2.portable;
   }
-  [Tt](t) {
-    return this.#t ? (this.#t = false, t[9] = 255, super[Tt](t)) : super[Tt](t);
+  [Tt](t2) {
+    return this.#t ? (this.#t = false, t2[9] = 255, super[Tt](t2)) : super[Tt](t2);
   }
 };
 var Ue = class extends Pe {
-  constructor(t) {
-    super(t, "Unzip");
+  constructor(t2) {
+    super(t2, "Unzip");
   }
 };
 var He = class extends re {
-  constructor(t, e) {
-    t = t || {}, t.flush = t.flush || M.BROTLI_OPERATION_PROCESS, t.finishFlush = t.finishFlush || M.BROTLI_OPERATION_FINISH, t.fullFlushFlag = M.BROTLI_OPERATION_FLUSH, super(t, e);
+  constructor(t2, e2) {
+    t2 = t2 || {}, t2.flush = t2.flush || M.BROTLI_OPERATION_PROCESS, t2.finishFlush = t2.finishFlush || M.BROTLI_OPERATION_FINISH, t2.fullFlushFlag = M.BROTLI_OPERATION_FLUSH, super(t2, e2);
   }
 };
 var We = class extends He {
-  constructor(t) {
-    super(t, "BrotliCompress");
+  constructor(t2) {
+    super(t2, "BrotliCompress");
   }
 };
 var Ge = class extends He {
-  constructor(t) {
-    super(t, "BrotliDecompress");
+  constructor(t2) {
+    super(t2, "BrotliDecompress");
   }
 };
 var Ze = class extends re {
-  constructor(t, e) {
-    t = t || {}, t.flush = t.flush || M.ZSTD_e_continue, t.finishFlush = t.finishFlush || M.ZSTD_e_end, t.fullFlushFlag = M.ZSTD_e_flush, super(t, e);
+  constructor(t2, e2) {
+    t2 = t2 || {}, t2.flush = t2.flush || M.ZSTD_e_continue, t2.finishFlush = t2.finishFlush || M.ZSTD_e_end, t2.fullFlushFlag = M.ZSTD_e_flush, super(t2, e2);
   }
 };
 var Ye = class extends Ze {
-  constructor(t) {
-    super(t, "ZstdCompress");
+  constructor(t2) {
+    super(t2, "ZstdCompress");
   }
 };
 var Ke = class extends Ze {
-  constructor(t) {
-    super(t, "ZstdDecompress");
+  constructor(t2) {
+    super(t2, "ZstdDecompress");
   }
 };
-var Us = (s3, t) => {
-  if (Number.isSafeInteger(s3)) s3 < 0 ? an(s3, t) : hn(s3, t);
+var Us = (s3, t2) => {
+  if (Number.isSafeInteger(s3)) s3 < 0 ? an(s3, t2) : hn(s3, t2);
   else throw Error("cannot encode number outside of javascript safe integer range");
-  return t;
+  return t2;
 };
-var hn = (s3, t) => {
-  t[0] = 128;
-  for (var e = t.length; e > 1; e--) t[e - 1] = s3 & 255, s3 = Math.floor(s3 / 256);
+var hn = (s3, t2) => {
+  t2[0] = 128;
+  for (var e2 = t2.length; e2 > 1; e2--) t2[e2 - 1] = s3 & 255, s3 = Math.floor(s3 / 256);
 };
-var an = (s3, t) => {
-  t[0] = 255;
-  var e = false;
+var an = (s3, t2) => {
+  t2[0] = 255;
+  var e2 = false;
   s3 = s3 * -1;
-  for (var i = t.length; i > 1; i--) {
+  for (var i = t2.length; i > 1; i--) {
     var r = s3 & 255;
-    s3 = Math.floor(s3 / 256), e ? t[i - 1] = Ws(r) : r === 0 ? t[i - 1] = 0 : (e = true, t[i - 1] = Gs(r));
+    s3 = Math.floor(s3 / 256), e2 ? t2[i - 1] = Ws(r) : r === 0 ? t2[i - 1] = 0 : (e2 = true, t2[i - 1] = Gs(r));
   }
 };
 var Hs = (s3) => {
-  let t = s3[0], e = t === 128 ? cn(s3.subarray(1, s3.length)) : t === 255 ? ln(s3) : null;
-  if (e === null) throw Error("invalid base256 encoding");
-  if (!Number.isSafeInteger(e)) throw Error("parsed number outside of javascript safe integer range");
-  return e;
+  let t2 = s3[0], e2 = t2 === 128 ? cn(s3.subarray(1, s3.length)) : t2 === 255 ? ln(s3) : null;
+  if (e2 === null) throw Error("invalid base256 encoding");
+  if (!Number.isSafeInteger(e2)) throw Error("parsed number outside of javascript safe integer range");
+  return e2;
 };
 var ln = (s3) => {
-  for (var t = s3.length, e = 0, i = false, r = t - 1; r > -1; r--) {
+  for (var t2 = s3.length, e2 = 0, i = false, r = t2 - 1; r > -1; r--) {
     var n = Number(s3[r]), o;
-    i ? o = Ws(n) : n === 0 ? o = n : (i = true, o = Gs(n)), o !== 0 && (e -= o * Math.pow(256, t - r - 1));
+    i ? o = Ws(n) : n === 0 ? o = n : (i = true, o = Gs(n)), o !== 0 && (e2 -= o * Math.pow(256, t2 - r - 1));
   }
-  return e;
+  return e2;
 };
 var cn = (s3) => {
-  for (var t = s3.length, e = 0, i = t - 1; i > -1; i--) {
+  for (var t2 = s3.length, e2 = 0, i = t2 - 1; i > -1; i--) {
     var r = Number(s3[i]);
-    r !== 0 && (e += r * Math.pow(256, t - i - 1));
+    r !== 0 && (e2 += r * Math.pow(256, t2 - i - 1));
   }
-  return e;
+  return e2;
 };
 var Ws = (s3) => (255 ^ s3) & 255;
 var Gs = (s3) => (255 ^ s3) + 1 & 255;
@@ -3917,35 +4177,35 @@ var F = class {
   mtime;
   charset;
   comment;
-  constructor(t, e = 0, i, r) {
-    Buffer.isBuffer(t) ? this.decode(t, e || 0, i, r) : t && this.#i(t);
+  constructor(t2, e2 = 0, i, r) {
+    Buffer.isBuffer(t2) ? this.decode(t2, e2 || 0, i, r) : t2 && this.#i(t2);
   }
-  decode(t, e, i, r) {
-    if (e || (e = 0), !t || !(t.length >= e + 512)) throw new Error("need 512 bytes for header");
-    let n = xt(t, e + 156, 1), o = Ui.has(n), h = o ? i : void 0, a = o ? r : void 0;
-    if (this.path = h?.path ?? xt(t, e, 100), this.mode = h?.mode ?? a?.mode ?? lt(t, e + 100, 8), this.uid = h?.uid ?? a?.uid ?? lt(t, e + 108, 8), this.gid = h?.gid ?? a?.gid ?? lt(t, e + 116, 8), this.size = un(h?.size ?? a?.size ?? lt(t, e + 124, 12)), this.mtime = h?.mtime ?? a?.mtime ?? Wi(t, e + 136, 12), this.cksum = lt(t, e + 148, 12), a && this.#i(a, true), h && this.#i(h), ne(n) && (this.#t = n || "0"), this.#t === "0" && this.path.slice(-1) === "/" && (this.#t = "5"), this.#t === "5" && (this.size = 0), this.linkpath = xt(t, e + 157, 100), t.subarray(e + 257, e + 265).toString() === "ustar\x0000") if (this.uname = h?.uname ?? a?.uname ?? xt(t, e + 265, 32), this.gname = h?.gname ?? a?.gname ?? xt(t, e + 297, 32), this.devmaj = h?.devmaj ?? a?.devmaj ?? lt(t, e + 329, 8) ?? 0, this.devmin = h?.devmin ?? a?.devmin ?? lt(t, e + 337, 8) ?? 0, t[e + 475] !== 0) {
-      let c = xt(t, e + 345, 155);
+  decode(t2, e2, i, r) {
+    if (e2 || (e2 = 0), !t2 || !(t2.length >= e2 + 512)) throw new Error("need 512 bytes for header");
+    let n = xt(t2, e2 + 156, 1), o = Ui.has(n), h = o ? i : void 0, a = o ? r : void 0;
+    if (this.path = h?.path ?? xt(t2, e2, 100), this.mode = h?.mode ?? a?.mode ?? lt(t2, e2 + 100, 8), this.uid = h?.uid ?? a?.uid ?? lt(t2, e2 + 108, 8), this.gid = h?.gid ?? a?.gid ?? lt(t2, e2 + 116, 8), this.size = un(h?.size ?? a?.size ?? lt(t2, e2 + 124, 12)), this.mtime = h?.mtime ?? a?.mtime ?? Wi(t2, e2 + 136, 12), this.cksum = lt(t2, e2 + 148, 12), a && this.#i(a, true), h && this.#i(h), ne(n) && (this.#t = n || "0"), this.#t === "0" && this.path.slice(-1) === "/" && (this.#t = "5"), this.#t === "5" && (this.size = 0), this.linkpath = xt(t2, e2 + 157, 100), t2.subarray(e2 + 257, e2 + 265).toString() === "ustar\x0000") if (this.uname = h?.uname ?? a?.uname ?? xt(t2, e2 + 265, 32), this.gname = h?.gname ?? a?.gname ?? xt(t2, e2 + 297, 32), this.devmaj = h?.devmaj ?? a?.devmaj ?? lt(t2, e2 + 329, 8) ?? 0, this.devmin = h?.devmin ?? a?.devmin ?? lt(t2, e2 + 337, 8) ?? 0, t2[e2 + 475] !== 0) {
+      let c = xt(t2, e2 + 345, 155);
       this.path = c + "/" + this.path;
     } else {
-      let c = xt(t, e + 345, 130);
-      c && (this.path = c + "/" + this.path), this.atime = i?.atime ?? r?.atime ?? Wi(t, e + 476, 12), this.ctime = i?.ctime ?? r?.ctime ?? Wi(t, e + 488, 12);
+      let c = xt(t2, e2 + 345, 130);
+      c && (this.path = c + "/" + this.path), this.atime = i?.atime ?? r?.atime ?? Wi(t2, e2 + 476, 12), this.ctime = i?.ctime ?? r?.ctime ?? Wi(t2, e2 + 488, 12);
     }
     let l = 256;
-    for (let c = e; c < e + 148; c++) l += t[c];
-    for (let c = e + 156; c < e + 512; c++) l += t[c];
+    for (let c = e2; c < e2 + 148; c++) l += t2[c];
+    for (let c = e2 + 156; c < e2 + 512; c++) l += t2[c];
     this.cksumValid = l === this.cksum, this.cksum === void 0 && l === 256 && (this.nullBlock = true);
   }
-  #i(t, e = false) {
-    Object.assign(this, Object.fromEntries(Object.entries(t).filter(([i, r]) => !(r == null || i === "size" && Number(r) < 0 || i === "path" && e || i === "linkpath" && e || i === "global"))));
+  #i(t2, e2 = false) {
+    Object.assign(this, Object.fromEntries(Object.entries(t2).filter(([i, r]) => !(r == null || i === "size" && Number(r) < 0 || i === "path" && e2 || i === "linkpath" && e2 || i === "global"))));
   }
-  encode(t, e = 0) {
-    if (t || (t = this.block = Buffer.alloc(512)), this.#t === "Unsupported" && (this.#t = "0"), !(t.length >= e + 512)) throw new Error("need 512 bytes for header");
+  encode(t2, e2 = 0) {
+    if (t2 || (t2 = this.block = Buffer.alloc(512)), this.#t === "Unsupported" && (this.#t = "0"), !(t2.length >= e2 + 512)) throw new Error("need 512 bytes for header");
     let i = this.ctime || this.atime ? 130 : 155, r = mn(this.path || "", i), n = r[0], o = r[1];
-    this.needPax = !!r[2], this.needPax = Lt(t, e, 100, n) || this.needPax, this.needPax = ct(t, e + 100, 8, this.mode) || this.needPax, this.needPax = ct(t, e + 108, 8, this.uid) || this.needPax, this.needPax = ct(t, e + 116, 8, this.gid) || this.needPax, this.needPax = ct(t, e + 124, 12, this.size) || this.needPax, this.needPax = Gi(t, e + 136, 12, this.mtime) || this.needPax, t[e + 156] = Number(this.#t.codePointAt(0)), this.needPax = Lt(t, e + 157, 100, this.linkpath) || this.needPax, t.write("ustar\x0000", e + 257, 8), this.needPax = Lt(t, e + 265, 32, this.uname) || this.needPax, this.needPax = Lt(t, e + 297, 32, this.gname) || this.needPax, this.needPax = ct(t, e + 329, 8, this.devmaj) || this.needPax, this.needPax = ct(t, e + 337, 8, this.devmin) || this.needPax, this.needPax = Lt(t, e + 345, i, o) || this.needPax, t[e + 475] !== 0 ? this.needPax = Lt(t, e + 345, 155, o) || this.needPax : (this.needPax = Lt(t, e + 345, 130, o) || this.needPax, this.needPax = Gi(t, e + 476, 12, this.atime) || this.needPax, this.needPax = Gi(t, e + 488, 12, this.ctime) || this.needPax);
+    this.needPax = !!r[2], this.needPax = Lt(t2, e2, 100, n) || this.needPax, this.needPax = ct(t2, e2 + 100, 8, this.mode) || this.needPax, this.needPax = ct(t2, e2 + 108, 8, this.uid) || this.needPax, this.needPax = ct(t2, e2 + 116, 8, this.gid) || this.needPax, this.needPax = ct(t2, e2 + 124, 12, this.size) || this.needPax, this.needPax = Gi(t2, e2 + 136, 12, this.mtime) || this.needPax, t2[e2 + 156] = Number(this.#t.codePointAt(0)), this.needPax = Lt(t2, e2 + 157, 100, this.linkpath) || this.needPax, t2.write("ustar\x0000", e2 + 257, 8), this.needPax = Lt(t2, e2 + 265, 32, this.uname) || this.needPax, this.needPax = Lt(t2, e2 + 297, 32, this.gname) || this.needPax, this.needPax = ct(t2, e2 + 329, 8, this.devmaj) || this.needPax, this.needPax = ct(t2, e2 + 337, 8, this.devmin) || this.needPax, this.needPax = Lt(t2, e2 + 345, i, o) || this.needPax, t2[e2 + 475] !== 0 ? this.needPax = Lt(t2, e2 + 345, 155, o) || this.needPax : (this.needPax = Lt(t2, e2 + 345, 130, o) || this.needPax, this.needPax = Gi(t2, e2 + 476, 12, this.atime) || this.needPax, this.needPax = Gi(t2, e2 + 488, 12, this.ctime) || this.needPax);
     let h = 256;
-    for (let a = e; a < e + 148; a++) h += t[a];
-    for (let a = e + 156; a < e + 512; a++) h += t[a];
-    return this.cksum = h, ct(t, e + 148, 8, this.cksum), this.cksumValid = true, this.needPax;
+    for (let a = e2; a < e2 + 148; a++) h += t2[a];
+    for (let a = e2 + 156; a < e2 + 512; a++) h += t2[a];
+    return this.cksum = h, ct(t2, e2 + 148, 8, this.cksum), this.cksumValid = true, this.needPax;
   }
   get type() {
     return this.#t === "Unsupported" ? this.#t : oe.get(this.#t);
@@ -3953,39 +4213,39 @@ var F = class {
   get typeKey() {
     return this.#t;
   }
-  set type(t) {
-    let e = String(Ve.get(t));
-    if (ne(e) || e === "Unsupported") this.#t = e;
-    else if (ne(t)) this.#t = t;
-    else throw new TypeError("invalid entry type: " + t);
+  set type(t2) {
+    let e2 = String(Ve.get(t2));
+    if (ne(e2) || e2 === "Unsupported") this.#t = e2;
+    else if (ne(t2)) this.#t = t2;
+    else throw new TypeError("invalid entry type: " + t2);
   }
 };
-var mn = (s3, t) => {
+var mn = (s3, t2) => {
   let i = s3, r = "", n, o = Zt.parse(s3).root || ".";
   if (Buffer.byteLength(i) < 100) n = [i, r, false];
   else {
     r = Zt.dirname(i), i = Zt.basename(i);
     do
-      Buffer.byteLength(i) <= 100 && Buffer.byteLength(r) <= t ? n = [i, r, false] : Buffer.byteLength(i) > 100 && Buffer.byteLength(r) <= t ? n = [i.slice(0, 99), r, true] : (i = Zt.join(Zt.basename(r), i), r = Zt.dirname(r));
+      Buffer.byteLength(i) <= 100 && Buffer.byteLength(r) <= t2 ? n = [i, r, false] : Buffer.byteLength(i) > 100 && Buffer.byteLength(r) <= t2 ? n = [i.slice(0, 99), r, true] : (i = Zt.join(Zt.basename(r), i), r = Zt.dirname(r));
     while (r !== o && n === void 0);
     n || (n = [s3.slice(0, 99), "", true]);
   }
   return n;
 };
-var xt = (s3, t, e) => s3.subarray(t, t + e).toString("utf8").replace(/\0.*/, "");
-var Wi = (s3, t, e) => pn(lt(s3, t, e));
+var xt = (s3, t2, e2) => s3.subarray(t2, t2 + e2).toString("utf8").replace(/\0.*/, "");
+var Wi = (s3, t2, e2) => pn(lt(s3, t2, e2));
 var pn = (s3) => s3 === void 0 ? void 0 : new Date(s3 * 1e3);
-var lt = (s3, t, e) => Number(s3[t]) & 128 ? Hs(s3.subarray(t, t + e)) : wn(s3, t, e);
+var lt = (s3, t2, e2) => Number(s3[t2]) & 128 ? Hs(s3.subarray(t2, t2 + e2)) : wn(s3, t2, e2);
 var En = (s3) => isNaN(s3) ? void 0 : s3;
-var wn = (s3, t, e) => En(parseInt(s3.subarray(t, t + e).toString("utf8").replace(/\0.*$/, "").trim(), 8));
+var wn = (s3, t2, e2) => En(parseInt(s3.subarray(t2, t2 + e2).toString("utf8").replace(/\0.*$/, "").trim(), 8));
 var Sn = { 12: 8589934591, 8: 2097151 };
-var ct = (s3, t, e, i) => i === void 0 ? false : i > Sn[e] || i < 0 ? (Us(i, s3.subarray(t, t + e)), true) : (yn(s3, t, e, i), false);
-var yn = (s3, t, e, i) => s3.write(Rn(i, e), t, e, "ascii");
-var Rn = (s3, t) => gn(Math.floor(s3).toString(8), t);
-var gn = (s3, t) => (s3.length === t - 1 ? s3 : new Array(t - s3.length - 1).join("0") + s3 + " ") + "\0";
-var Gi = (s3, t, e, i) => i === void 0 ? false : ct(s3, t, e, i.getTime() / 1e3);
+var ct = (s3, t2, e2, i) => i === void 0 ? false : i > Sn[e2] || i < 0 ? (Us(i, s3.subarray(t2, t2 + e2)), true) : (yn(s3, t2, e2, i), false);
+var yn = (s3, t2, e2, i) => s3.write(Rn(i, e2), t2, e2, "ascii");
+var Rn = (s3, t2) => gn(Math.floor(s3).toString(8), t2);
+var gn = (s3, t2) => (s3.length === t2 - 1 ? s3 : new Array(t2 - s3.length - 1).join("0") + s3 + " ") + "\0";
+var Gi = (s3, t2, e2, i) => i === void 0 ? false : ct(s3, t2, e2, i.getTime() / 1e3);
 var bn = new Array(156).join("\0");
-var Lt = (s3, t, e, i) => i === void 0 ? false : (s3.write(i + bn, t, e, "utf8"), i.length !== Buffer.byteLength(i) || i.length > e);
+var Lt = (s3, t2, e2, i) => i === void 0 ? false : (s3.write(i + bn, t2, e2, "utf8"), i.length !== Buffer.byteLength(i) || i.length > e2);
 var ft = class s {
   atime;
   mtime;
@@ -4004,39 +4264,39 @@ var ft = class s {
   size;
   mode;
   global;
-  constructor(t, e = false) {
-    this.atime = t.atime, this.charset = t.charset, this.comment = t.comment, this.ctime = t.ctime, this.dev = t.dev, this.gid = t.gid, this.global = e, this.gname = t.gname, this.ino = t.ino, this.linkpath = t.linkpath, this.mtime = t.mtime, this.nlink = t.nlink, this.path = t.path, this.size = t.size, this.uid = t.uid, this.uname = t.uname;
+  constructor(t2, e2 = false) {
+    this.atime = t2.atime, this.charset = t2.charset, this.comment = t2.comment, this.ctime = t2.ctime, this.dev = t2.dev, this.gid = t2.gid, this.global = e2, this.gname = t2.gname, this.ino = t2.ino, this.linkpath = t2.linkpath, this.mtime = t2.mtime, this.nlink = t2.nlink, this.path = t2.path, this.size = t2.size, this.uid = t2.uid, this.uname = t2.uname;
   }
   encode() {
-    let t = this.encodeBody();
-    if (t === "") return Buffer.allocUnsafe(0);
-    let e = Buffer.byteLength(t), i = 512 * Math.ceil(1 + e / 512), r = Buffer.allocUnsafe(i);
+    let t2 = this.encodeBody();
+    if (t2 === "") return Buffer.allocUnsafe(0);
+    let e2 = Buffer.byteLength(t2), i = 512 * Math.ceil(1 + e2 / 512), r = Buffer.allocUnsafe(i);
     for (let n = 0; n < 512; n++) r[n] = 0;
-    new F({ path: ("PaxHeader/" + _n(this.path ?? "")).slice(0, 99), mode: this.mode || 420, uid: this.uid, gid: this.gid, size: e, mtime: this.mtime, type: this.global ? "GlobalExtendedHeader" : "ExtendedHeader", linkpath: "", uname: this.uname || "", gname: this.gname || "", devmaj: 0, devmin: 0, atime: this.atime, ctime: this.ctime }).encode(r), r.write(t, 512, e, "utf8");
-    for (let n = e + 512; n < r.length; n++) r[n] = 0;
+    new F({ path: ("PaxHeader/" + _n(this.path ?? "")).slice(0, 99), mode: this.mode || 420, uid: this.uid, gid: this.gid, size: e2, mtime: this.mtime, type: this.global ? "GlobalExtendedHeader" : "ExtendedHeader", linkpath: "", uname: this.uname || "", gname: this.gname || "", devmaj: 0, devmin: 0, atime: this.atime, ctime: this.ctime }).encode(r), r.write(t2, 512, e2, "utf8");
+    for (let n = e2 + 512; n < r.length; n++) r[n] = 0;
     return r;
   }
   encodeBody() {
     return this.encodeField("path") + this.encodeField("ctime") + this.encodeField("atime") + this.encodeField("dev") + this.encodeField("ino") + this.encodeField("nlink") + this.encodeField("charset") + this.encodeField("comment") + this.encodeField("gid") + this.encodeField("gname") + this.encodeField("linkpath") + this.encodeField("mtime") + this.encodeField("size") + this.encodeField("uid") + this.encodeField("uname");
   }
-  encodeField(t) {
-    if (this[t] === void 0) return "";
-    let e = this[t], i = e instanceof Date ? e.getTime() / 1e3 : e, r = " " + (t === "dev" || t === "ino" || t === "nlink" ? "SCHILY." : "") + t + "=" + i + `
+  encodeField(t2) {
+    if (this[t2] === void 0) return "";
+    let e2 = this[t2], i = e2 instanceof Date ? e2.getTime() / 1e3 : e2, r = " " + (t2 === "dev" || t2 === "ino" || t2 === "nlink" ? "SCHILY." : "") + t2 + "=" + i + `
 `, n = Buffer.byteLength(r), o = Math.floor(Math.log(n) / Math.log(10)) + 1;
     return n + o >= Math.pow(10, o) && (o += 1), o + n + r;
   }
-  static parse(t, e, i = false) {
-    return new s(On(Tn(t), e), i);
+  static parse(t2, e2, i = false) {
+    return new s(On(Tn(t2), e2), i);
   }
 };
-var On = (s3, t) => t ? Object.assign({}, t, s3) : s3;
+var On = (s3, t2) => t2 ? Object.assign({}, t2, s3) : s3;
 var Tn = (s3) => s3.replace(/\n$/, "").split(`
 `).reduce(xn, /* @__PURE__ */ Object.create(null));
-var xn = (s3, t) => {
-  let e = parseInt(t, 10);
-  if (e !== Buffer.byteLength(t) + 1) return s3;
-  t = t.slice((e + " ").length);
-  let i = t.split("="), r = i.shift();
+var xn = (s3, t2) => {
+  let e2 = parseInt(t2, 10);
+  if (e2 !== Buffer.byteLength(t2) + 1) return s3;
+  t2 = t2.slice((e2 + " ").length);
+  let i = t2.split("="), r = i.shift();
   if (!r) return s3;
   let n = r.replace(/^SCHILY\.(dev|ino|nlink)/, "$1"), o = i.join("=").replace(/\0.*/, "");
   switch (n) {
@@ -4098,8 +4358,8 @@ var $e = class extends A {
   invalid = false;
   absolute;
   unsupported = false;
-  constructor(t, e, i) {
-    switch (super({}), this.pause(), this.extended = e, this.globalExtended = i, this.header = t, this.remain = t.size ?? 0, this.startBlockSize = 512 * Math.ceil(this.remain / 512), this.blockRemain = this.startBlockSize, this.type = t.type, this.type) {
+  constructor(t2, e2, i) {
+    switch (super({}), this.pause(), this.extended = e2, this.globalExtended = i, this.header = t2, this.remain = t2.size ?? 0, this.startBlockSize = 512 * Math.ceil(this.remain / 512), this.blockRemain = this.startBlockSize, this.type = t2.type, this.type) {
       case "File":
       case "OldFile":
       case "Link":
@@ -4122,21 +4382,21 @@ var $e = class extends A {
       default:
         this.ignore = true;
     }
-    if (!t.path) throw new Error("no path provided for tar.ReadEntry");
-    this.path = f(t.path), this.mode = t.mode, this.mode && (this.mode = this.mode & 4095), this.uid = t.uid, this.gid = t.gid, this.uname = t.uname, this.gname = t.gname, this.size = this.remain, this.mtime = t.mtime, this.atime = t.atime, this.ctime = t.ctime, this.linkpath = t.linkpath ? f(t.linkpath) : void 0, this.uname = t.uname, this.gname = t.gname, e && this.#t(e), i && this.#t(i, true);
+    if (!t2.path) throw new Error("no path provided for tar.ReadEntry");
+    this.path = f(t2.path), this.mode = t2.mode, this.mode && (this.mode = this.mode & 4095), this.uid = t2.uid, this.gid = t2.gid, this.uname = t2.uname, this.gname = t2.gname, this.size = this.remain, this.mtime = t2.mtime, this.atime = t2.atime, this.ctime = t2.ctime, this.linkpath = t2.linkpath ? f(t2.linkpath) : void 0, this.uname = t2.uname, this.gname = t2.gname, e2 && this.#t(e2), i && this.#t(i, true);
   }
-  write(t) {
-    let e = t.length;
-    if (e > this.blockRemain) throw new Error("writing more to entry than is appropriate");
+  write(t2) {
+    let e2 = t2.length;
+    if (e2 > this.blockRemain) throw new Error("writing more to entry than is appropriate");
     let i = this.remain, r = this.blockRemain;
-    return this.remain = Math.max(0, i - e), this.blockRemain = Math.max(0, r - e), this.ignore ? true : i >= e ? super.write(t) : super.write(t.subarray(0, i));
+    return this.remain = Math.max(0, i - e2), this.blockRemain = Math.max(0, r - e2), this.ignore ? true : i >= e2 ? super.write(t2) : super.write(t2.subarray(0, i));
   }
-  #t(t, e = false) {
-    t.path && (t.path = f(t.path)), t.linkpath && (t.linkpath = f(t.linkpath)), Object.assign(this, Object.fromEntries(Object.entries(t).filter(([i, r]) => !(r == null || i === "path" && e))));
+  #t(t2, e2 = false) {
+    t2.path && (t2.path = f(t2.path)), t2.linkpath && (t2.linkpath = f(t2.linkpath)), Object.assign(this, Object.fromEntries(Object.entries(t2).filter(([i, r]) => !(r == null || i === "path" && e2))));
   }
 };
-var Dt = (s3, t, e, i = {}) => {
-  s3.file && (i.file = s3.file), s3.cwd && (i.cwd = s3.cwd), i.code = e instanceof Error && e.code || t, i.tarCode = t, !s3.strict && i.recoverable !== false ? (e instanceof Error && (i = Object.assign(e, i), e = e.message), s3.emit("warn", t, e, i)) : e instanceof Error ? s3.emit("error", Object.assign(e, i)) : s3.emit("error", Object.assign(new Error(`${t}: ${e}`), i));
+var Dt = (s3, t2, e2, i = {}) => {
+  s3.file && (i.file = s3.file), s3.cwd && (i.cwd = s3.cwd), i.code = e2 instanceof Error && e2.code || t2, i.tarCode = t2, !s3.strict && i.recoverable !== false ? (e2 instanceof Error && (i = Object.assign(e2, i), e2 = e2.message), s3.emit("warn", t2, e2, i)) : e2 instanceof Error ? s3.emit("error", Object.assign(e2, i)) : s3.emit("error", Object.assign(new Error(`${t2}: ${e2}`), i));
 };
 var Nn = 1024 * 1024;
 var Xi = Buffer.from([31, 139]);
@@ -4206,25 +4466,25 @@ var rt = class extends Dn {
   [Yi] = false;
   [le] = 0;
   [$i] = 0;
-  constructor(t = {}) {
-    super(), this.file = t.file || "", this.on(Je, () => {
+  constructor(t2 = {}) {
+    super(), this.file = t2.file || "", this.on(Je, () => {
       (this[B] === "begin" || this[It] === false) && this.warn("TAR_BAD_ARCHIVE", "Unrecognized archive format");
-    }), t.ondone ? this.on(Je, t.ondone) : this.on(Je, () => {
+    }), t2.ondone ? this.on(Je, t2.ondone) : this.on(Je, () => {
       this.emit("prefinish"), this.emit("finish"), this.emit("end");
-    }), this.strict = !!t.strict, this.maxDecompressionRatio = typeof t.maxDecompressionRatio == "number" ? t.maxDecompressionRatio : In, this.maxMetaEntrySize = t.maxMetaEntrySize || Nn, this.filter = typeof t.filter == "function" ? t.filter : Cn;
-    let e = t.file && (t.file.endsWith(".tar.br") || t.file.endsWith(".tbr"));
-    this.brotli = !(t.gzip || t.zstd) && t.brotli !== void 0 ? t.brotli : e ? void 0 : false;
-    let i = t.file && (t.file.endsWith(".tar.zst") || t.file.endsWith(".tzst"));
-    this.zstd = !(t.gzip || t.brotli) && t.zstd !== void 0 ? t.zstd : i ? true : void 0, this.on("end", () => this[$s]()), typeof t.onwarn == "function" && this.on("warn", t.onwarn), typeof t.onReadEntry == "function" && this.on("entry", t.onReadEntry);
+    }), this.strict = !!t2.strict, this.maxDecompressionRatio = typeof t2.maxDecompressionRatio == "number" ? t2.maxDecompressionRatio : In, this.maxMetaEntrySize = t2.maxMetaEntrySize || Nn, this.filter = typeof t2.filter == "function" ? t2.filter : Cn;
+    let e2 = t2.file && (t2.file.endsWith(".tar.br") || t2.file.endsWith(".tbr"));
+    this.brotli = !(t2.gzip || t2.zstd) && t2.brotli !== void 0 ? t2.brotli : e2 ? void 0 : false;
+    let i = t2.file && (t2.file.endsWith(".tar.zst") || t2.file.endsWith(".tzst"));
+    this.zstd = !(t2.gzip || t2.brotli) && t2.zstd !== void 0 ? t2.zstd : i ? true : void 0, this.on("end", () => this[$s]()), typeof t2.onwarn == "function" && this.on("warn", t2.onwarn), typeof t2.onReadEntry == "function" && this.on("entry", t2.onReadEntry);
   }
-  warn(t, e, i = {}) {
-    Dt(this, t, e, i);
+  warn(t2, e2, i = {}) {
+    Dt(this, t2, e2, i);
   }
-  [Vs](t, e) {
+  [Vs](t2, e2) {
     this[It] === void 0 && (this[It] = false);
     let i;
     try {
-      i = new F(t, e, this[V], this[he]);
+      i = new F(t2, e2, this[V], this[he]);
     } catch (r) {
       return this.warn("TAR_ENTRY_INVALID", r);
     }
@@ -4250,39 +4510,39 @@ var rt = class extends Dn {
   [$s]() {
     queueMicrotask(() => this.emit("close"));
   }
-  [Zs](t) {
-    let e = true;
-    if (!t) this[it] = void 0, e = false;
-    else if (Array.isArray(t)) {
-      let [i, ...r] = t;
+  [Zs](t2) {
+    let e2 = true;
+    if (!t2) this[it] = void 0, e2 = false;
+    else if (Array.isArray(t2)) {
+      let [i, ...r] = t2;
       this.emit(i, ...r);
-    } else this[it] = t, this.emit("entry", t), t.emittedEnd || (t.on("end", () => this[Zi]()), e = false);
-    return e;
+    } else this[it] = t2, this.emit("entry", t2), t2.emittedEnd || (t2.on("end", () => this[Zi]()), e2 = false);
+    return e2;
   }
   [Zi]() {
     do
       ;
     while (this[Zs](this[st].shift()));
     if (this[st].length === 0) {
-      let t = this[it];
-      !t || t.flowing || t.size === t.remain ? this[Yt] || this.emit("drain") : t.once("drain", () => this.emit("drain"));
+      let t2 = this[it];
+      !t2 || t2.flowing || t2.size === t2.remain ? this[Yt] || this.emit("drain") : t2.once("drain", () => this.emit("drain"));
     }
   }
-  [Ki](t, e) {
+  [Ki](t2, e2) {
     let i = this[Nt];
     if (!i) throw new Error("attempt to consume body without entry??");
-    let r = i.blockRemain ?? 0, n = r >= t.length && e === 0 ? t : t.subarray(e, e + r);
+    let r = i.blockRemain ?? 0, n = r >= t2.length && e2 === 0 ? t2 : t2.subarray(e2, e2 + r);
     return i.write(n), i.blockRemain || (this[B] = "header", this[Nt] = void 0, i.end()), n.length;
   }
-  [Ks](t, e) {
-    let i = this[Nt], r = this[Ki](t, e);
+  [Ks](t2, e2) {
+    let i = this[Nt], r = this[Ki](t2, e2);
     return !this[Nt] && i && this[Ys](i), r;
   }
-  [At](t, e, i) {
-    this[st].length === 0 && !this[it] ? this.emit(t, e, i) : this[st].push([t, e, i]);
+  [At](t2, e2, i) {
+    this[st].length === 0 && !this[it] ? this.emit(t2, e2, i) : this[st].push([t2, e2, i]);
   }
-  [Ys](t) {
-    switch (this[At]("meta", this[dt]), t.type) {
+  [Ys](t2) {
+    switch (this[At]("meta", this[dt]), t2.type) {
       case "ExtendedHeader":
       case "OldExtendedHeader":
         this[V] = ft.parse(this[dt], this[V], false);
@@ -4292,51 +4552,51 @@ var rt = class extends Dn {
         break;
       case "NextFileHasLongPath":
       case "OldGnuLongPath": {
-        let e = this[V] ?? /* @__PURE__ */ Object.create(null);
-        this[V] = e, e.path = this[dt].replace(/\0.*/, "");
+        let e2 = this[V] ?? /* @__PURE__ */ Object.create(null);
+        this[V] = e2, e2.path = this[dt].replace(/\0.*/, "");
         break;
       }
       case "NextFileHasLongLinkpath": {
-        let e = this[V] || /* @__PURE__ */ Object.create(null);
-        this[V] = e, e.linkpath = this[dt].replace(/\0.*/, "");
+        let e2 = this[V] || /* @__PURE__ */ Object.create(null);
+        this[V] = e2, e2.linkpath = this[dt].replace(/\0.*/, "");
         break;
       }
       default:
-        throw new Error("unknown meta: " + t.type);
+        throw new Error("unknown meta: " + t2.type);
     }
   }
-  abort(t) {
+  abort(t2) {
     if (!this[$]) {
       if (this[w]) {
-        let e = this[w];
-        e.write = () => true, e.end = () => e, e.emit = () => false, e.destroy?.();
+        let e2 = this[w];
+        e2.write = () => true, e2.end = () => e2, e2.emit = () => false, e2.destroy?.();
       }
-      this[$] = true, this.emit("abort", t), this.warn("TAR_ABORT", t, { recoverable: false });
+      this[$] = true, this.emit("abort", t2), this.warn("TAR_ABORT", t2, { recoverable: false });
     }
   }
-  [Xs](t) {
-    this[$i] += t.length;
-    let e = this[$i] / this[le];
-    return e > this.maxDecompressionRatio ? (this.abort(new Error(`max decompression ratio exceeded: ${e.toFixed(2)} > ${this.maxDecompressionRatio}`)), false) : true;
+  [Xs](t2) {
+    this[$i] += t2.length;
+    let e2 = this[$i] / this[le];
+    return e2 > this.maxDecompressionRatio ? (this.abort(new Error(`max decompression ratio exceeded: ${e2.toFixed(2)} > ${this.maxDecompressionRatio}`)), false) : true;
   }
-  write(t, e, i) {
-    if (typeof e == "function" && (i = e, e = void 0), typeof t == "string" && (t = Buffer.from(t, typeof e == "string" ? e : "utf8")), this[$]) return i?.(), false;
-    if ((this[w] === void 0 || this.brotli === void 0 && this[w] === false) && t) {
-      if (this[p] && (t = Buffer.concat([this[p], t]), this[p] = void 0), t.length < An) return this[p] = t, i?.(), true;
-      for (let a = 0; this[w] === void 0 && a < Xi.length; a++) t[a] !== Xi[a] && (this[w] = false);
+  write(t2, e2, i) {
+    if (typeof e2 == "function" && (i = e2, e2 = void 0), typeof t2 == "string" && (t2 = Buffer.from(t2, typeof e2 == "string" ? e2 : "utf8")), this[$]) return i?.(), false;
+    if ((this[w] === void 0 || this.brotli === void 0 && this[w] === false) && t2) {
+      if (this[p] && (t2 = Buffer.concat([this[p], t2]), this[p] = void 0), t2.length < An) return this[p] = t2, i?.(), true;
+      for (let a = 0; this[w] === void 0 && a < Xi.length; a++) t2[a] !== Xi[a] && (this[w] = false);
       let o = false;
       if (this[w] === false && this.zstd !== false) {
         o = true;
-        for (let a = 0; a < qi.length; a++) if (t[a] !== qi[a]) {
+        for (let a = 0; a < qi.length; a++) if (t2[a] !== qi[a]) {
           o = false;
           break;
         }
       }
       let h = this.brotli === void 0 && !o;
-      if (this[w] === false && h) if (t.length < 512) if (this[ut]) this.brotli = true;
-      else return this[p] = t, i?.(), true;
+      if (this[w] === false && h) if (t2.length < 512) if (this[ut]) this.brotli = true;
+      else return this[p] = t2, i?.(), true;
       else try {
-        new F(t.subarray(0, 512)), this.brotli = false;
+        new F(t2.subarray(0, 512)), this.brotli = false;
       } catch {
         this.brotli = true;
       }
@@ -4348,109 +4608,109 @@ var rt = class extends Dn {
           this[$] || this.abort(c);
         }), this[w].on("end", () => {
           this[ut] = true, this[Xe]();
-        }), this[Yt] = true, this[le] += t.length;
-        let l = !!this[w][a ? "end" : "write"](t);
+        }), this[Yt] = true, this[le] += t2.length;
+        let l = !!this[w][a ? "end" : "write"](t2);
         return this[Yt] = false, i?.(), l;
       }
     }
-    this[Yt] = true, this[w] ? (this[le] += t.length, this[w].write(t)) : this[Xe](t), this[Yt] = false;
+    this[Yt] = true, this[w] ? (this[le] += t2.length, this[w].write(t2)) : this[Xe](t2), this[Yt] = false;
     let n = this[st].length > 0 ? false : this[it] ? this[it].flowing : true;
     return !n && this[st].length === 0 && this[it]?.once("drain", () => this.emit("drain")), i?.(), n;
   }
-  [Vi](t) {
-    t && !this[$] && (this[p] = this[p] ? Buffer.concat([this[p], t]) : t);
+  [Vi](t2) {
+    t2 && !this[$] && (this[p] = this[p] ? Buffer.concat([this[p], t2]) : t2);
   }
   [Qe]() {
     if (this[ut] && !this[Yi] && !this[$] && !this[ae]) {
       this[Yi] = true;
-      let t = this[Nt];
-      if (t?.blockRemain) {
-        let e = this[p] ? this[p].length : 0;
-        this.warn("TAR_BAD_ARCHIVE", `Truncated input (needed ${t.blockRemain} more bytes, only ${e} available)`, { entry: t }), this[p] && t.write(this[p]), t.end();
+      let t2 = this[Nt];
+      if (t2?.blockRemain) {
+        let e2 = this[p] ? this[p].length : 0;
+        this.warn("TAR_BAD_ARCHIVE", `Truncated input (needed ${t2.blockRemain} more bytes, only ${e2} available)`, { entry: t2 }), this[p] && t2.write(this[p]), t2.end();
       }
       this[At](Je);
     }
   }
-  [Xe](t) {
-    if (this[ae] && t) this[Vi](t);
-    else if (!t && !this[p]) this[Qe]();
-    else if (t) {
+  [Xe](t2) {
+    if (this[ae] && t2) this[Vi](t2);
+    else if (!t2 && !this[p]) this[Qe]();
+    else if (t2) {
       if (this[ae] = true, this[p]) {
-        this[Vi](t);
-        let e = this[p];
-        this[p] = void 0, this[qe](e);
-      } else this[qe](t);
+        this[Vi](t2);
+        let e2 = this[p];
+        this[p] = void 0, this[qe](e2);
+      } else this[qe](t2);
       for (; this[p] && this[p]?.length >= 512 && !this[$] && !this[ti]; ) {
-        let e = this[p];
-        this[p] = void 0, this[qe](e);
+        let e2 = this[p];
+        this[p] = void 0, this[qe](e2);
       }
       this[ae] = false;
     }
     (!this[p] || this[ut]) && this[Qe]();
   }
-  [qe](t) {
-    let e = 0, i = t.length;
-    for (; e + 512 <= i && !this[$] && !this[ti]; ) switch (this[B]) {
+  [qe](t2) {
+    let e2 = 0, i = t2.length;
+    for (; e2 + 512 <= i && !this[$] && !this[ti]; ) switch (this[B]) {
       case "begin":
       case "header":
-        this[Vs](t, e), e += 512;
+        this[Vs](t2, e2), e2 += 512;
         break;
       case "ignore":
       case "body":
-        e += this[Ki](t, e);
+        e2 += this[Ki](t2, e2);
         break;
       case "meta":
-        e += this[Ks](t, e);
+        e2 += this[Ks](t2, e2);
         break;
       default:
         throw new Error("invalid state: " + this[B]);
     }
-    e < i && (this[p] = this[p] ? Buffer.concat([t.subarray(e), this[p]]) : t.subarray(e));
+    e2 < i && (this[p] = this[p] ? Buffer.concat([t2.subarray(e2), this[p]]) : t2.subarray(e2));
   }
-  end(t, e, i) {
-    return typeof t == "function" && (i = t, e = void 0, t = void 0), typeof e == "function" && (i = e, e = void 0), typeof t == "string" && (t = Buffer.from(t, e)), i && this.once("finish", i), this[$] || (this[w] ? (t && (this[le] += t.length, this[w].write(t)), this[w].end()) : (this[ut] = true, (this.brotli === void 0 || this.zstd === void 0) && (t = t || Buffer.alloc(0)), t && this.write(t), this[Qe]())), this;
+  end(t2, e2, i) {
+    return typeof t2 == "function" && (i = t2, e2 = void 0, t2 = void 0), typeof e2 == "function" && (i = e2, e2 = void 0), typeof t2 == "string" && (t2 = Buffer.from(t2, e2)), i && this.once("finish", i), this[$] || (this[w] ? (t2 && (this[le] += t2.length, this[w].write(t2)), this[w].end()) : (this[ut] = true, (this.brotli === void 0 || this.zstd === void 0) && (t2 = t2 || Buffer.alloc(0)), t2 && this.write(t2), this[Qe]())), this;
   }
 };
 var mt = (s3) => {
-  let t = s3.length - 1, e = -1;
-  for (; t > -1 && s3.charAt(t) === "/"; ) e = t, t--;
-  return e === -1 ? s3 : s3.slice(0, e);
+  let t2 = s3.length - 1, e2 = -1;
+  for (; t2 > -1 && s3.charAt(t2) === "/"; ) e2 = t2, t2--;
+  return e2 === -1 ? s3 : s3.slice(0, e2);
 };
 var vn = (s3) => {
-  let t = s3.onReadEntry;
-  s3.onReadEntry = t ? (e) => {
-    t(e), e.resume();
-  } : (e) => e.resume();
+  let t2 = s3.onReadEntry;
+  s3.onReadEntry = t2 ? (e2) => {
+    t2(e2), e2.resume();
+  } : (e2) => e2.resume();
 };
-var Qi = (s3, t) => {
-  let e = new Map(t.map((o) => [mt(o), true])), i = s3.filter, r = 100, n = (o, h = "", a = 0) => {
-    if (a >= r) return e.set(o, false), false;
+var Qi = (s3, t2) => {
+  let e2 = new Map(t2.map((o) => [mt(o), true])), i = s3.filter, r = 100, n = (o, h = "", a = 0) => {
+    if (a >= r) return e2.set(o, false), false;
     let l = h || kn(o).root || ".", c;
     if (o === l) c = false;
     else {
-      let d = e.get(o);
+      let d = e2.get(o);
       c = d !== void 0 ? d : n(Fn(o), l, a + 1);
     }
-    return e.set(o, c), c;
+    return e2.set(o, c), c;
   };
   s3.filter = i ? (o, h) => i(o, h) && n(mt(o)) : (o) => n(mt(o));
 };
 var Mn = (s3) => {
-  let t = new rt(s3), e = s3.file, i;
+  let t2 = new rt(s3), e2 = s3.file, i;
   try {
-    i = Kt.openSync(e, "r");
+    i = Kt.openSync(e2, "r");
     let r = Kt.fstatSync(i), n = s3.maxReadSize || 16 * 1024 * 1024;
     if (r.size < n) {
       let o = Buffer.allocUnsafe(r.size), h = Kt.readSync(i, o, 0, r.size, 0);
-      t.end(h === o.byteLength ? o : o.subarray(0, h));
+      t2.end(h === o.byteLength ? o : o.subarray(0, h));
     } else {
       let o = 0, h = Buffer.allocUnsafe(n);
       for (; o < r.size; ) {
         let a = Kt.readSync(i, h, 0, n, o);
         if (a === 0) break;
-        o += a, t.write(h.subarray(0, a));
+        o += a, t2.write(h.subarray(0, a));
       }
-      t.end();
+      t2.end();
     }
   } finally {
     if (typeof i == "number") try {
@@ -4459,38 +4719,38 @@ var Mn = (s3) => {
     }
   }
 };
-var Bn = (s3, t) => {
-  let e = new rt(s3), i = s3.maxReadSize || 16 * 1024 * 1024, r = s3.file;
+var Bn = (s3, t2) => {
+  let e2 = new rt(s3), i = s3.maxReadSize || 16 * 1024 * 1024, r = s3.file;
   return new Promise((o, h) => {
-    e.on("error", h), e.on("end", o), Kt.stat(r, (a, l) => {
+    e2.on("error", h), e2.on("end", o), Kt.stat(r, (a, l) => {
       if (a) h(a);
       else {
         let c = new _t(r, { readSize: i, size: l.size });
-        c.on("error", h), c.pipe(e);
+        c.on("error", h), c.pipe(e2);
       }
     });
   });
 };
-var Ct = K(Mn, Bn, (s3) => new rt(s3), (s3) => new rt(s3), (s3, t) => {
-  t?.length && Qi(s3, t), s3.noResume || vn(s3);
+var Ct = K(Mn, Bn, (s3) => new rt(s3), (s3) => new rt(s3), (s3, t2) => {
+  t2?.length && Qi(s3, t2), s3.noResume || vn(s3);
 });
-var Ji = (s3, t, e) => (s3 &= 4095, e && (s3 = (s3 | 384) & -19), t && (s3 & 256 && (s3 |= 64), s3 & 32 && (s3 |= 8), s3 & 4 && (s3 |= 1)), s3);
+var Ji = (s3, t2, e2) => (s3 &= 4095, e2 && (s3 = (s3 | 384) & -19), t2 && (s3 & 256 && (s3 |= 64), s3 & 32 && (s3 |= 8), s3 & 4 && (s3 |= 1)), s3);
 var { isAbsolute: zn, parse: qs } = Pn;
 var ce = (s3) => {
-  let t = "", e = qs(s3);
-  for (; zn(s3) || e.root; ) {
-    let i = s3.charAt(0) === "/" && s3.slice(0, 4) !== "//?/" ? "/" : e.root;
-    s3 = s3.slice(i.length), t += i, e = qs(s3);
+  let t2 = "", e2 = qs(s3);
+  for (; zn(s3) || e2.root; ) {
+    let i = s3.charAt(0) === "/" && s3.slice(0, 4) !== "//?/" ? "/" : e2.root;
+    s3 = s3.slice(i.length), t2 += i, e2 = qs(s3);
   }
-  return [t, s3];
+  return [t2, s3];
 };
 var ei = ["|", "<", ">", "?", ":"];
 var ji = ei.map((s3) => String.fromCodePoint(61440 + Number(s3.codePointAt(0))));
-var Un = new Map(ei.map((s3, t) => [s3, ji[t]]));
-var Hn = new Map(ji.map((s3, t) => [s3, ei[t]]));
-var ts = (s3) => ei.reduce((t, e) => t.split(e).join(Un.get(e)), s3);
-var Qs = (s3) => ji.reduce((t, e) => t.split(e).join(Hn.get(e)), s3);
-var rr = (s3, t) => t ? (s3 = f(s3).replace(/^\.(\/|$)/, ""), mt(t) + "/" + s3) : f(s3);
+var Un = new Map(ei.map((s3, t2) => [s3, ji[t2]]));
+var Hn = new Map(ji.map((s3, t2) => [s3, ei[t2]]));
+var ts = (s3) => ei.reduce((t2, e2) => t2.split(e2).join(Un.get(e2)), s3);
+var Qs = (s3) => ji.reduce((t2, e2) => t2.split(e2).join(Hn.get(e2)), s3);
+var rr = (s3, t2) => t2 ? (s3 = f(s3).replace(/^\.(\/|$)/, ""), mt(t2) + "/" + s3) : f(s3);
 var Wn = 16 * 1024 * 1024;
 var tr = /* @__PURE__ */ Symbol("process");
 var er = /* @__PURE__ */ Symbol("file");
@@ -4541,32 +4801,32 @@ var de = class extends A {
   stat;
   onWriteEntry;
   #t = false;
-  constructor(t, e = {}) {
-    let i = se(e);
-    super(), this.path = f(t), this.portable = !!i.portable, this.maxReadSize = i.maxReadSize || Wn, this.linkCache = i.linkCache || /* @__PURE__ */ new Map(), this.statCache = i.statCache || /* @__PURE__ */ new Map(), this.preservePaths = !!i.preservePaths, this.cwd = f(i.cwd || process.cwd()), this.strict = !!i.strict, this.noPax = !!i.noPax, this.noMtime = !!i.noMtime, this.mtime = i.mtime, this.prefix = i.prefix ? f(i.prefix) : void 0, this.onWriteEntry = i.onWriteEntry, typeof i.onwarn == "function" && this.on("warn", i.onwarn);
+  constructor(t2, e2 = {}) {
+    let i = se(e2);
+    super(), this.path = f(t2), this.portable = !!i.portable, this.maxReadSize = i.maxReadSize || Wn, this.linkCache = i.linkCache || /* @__PURE__ */ new Map(), this.statCache = i.statCache || /* @__PURE__ */ new Map(), this.preservePaths = !!i.preservePaths, this.cwd = f(i.cwd || process.cwd()), this.strict = !!i.strict, this.noPax = !!i.noPax, this.noMtime = !!i.noMtime, this.mtime = i.mtime, this.prefix = i.prefix ? f(i.prefix) : void 0, this.onWriteEntry = i.onWriteEntry, typeof i.onwarn == "function" && this.on("warn", i.onwarn);
     let r = false;
     if (!this.preservePaths) {
       let [o, h] = ce(this.path);
       o && typeof h == "string" && (this.path = h, r = o);
     }
-    this.win32 = !!i.win32 || process.platform === "win32", this.win32 && (this.path = Qs(this.path.replaceAll(/\\/g, "/")), t = t.replaceAll(/\\/g, "/")), this.absolute = f(i.absolute || js.resolve(this.cwd, t)), this.path === "" && (this.path = "./"), r && this.warn("TAR_ENTRY_INFO", `stripping ${r} from absolute path`, { entry: this, path: r + this.path });
+    this.win32 = !!i.win32 || process.platform === "win32", this.win32 && (this.path = Qs(this.path.replaceAll(/\\/g, "/")), t2 = t2.replaceAll(/\\/g, "/")), this.absolute = f(i.absolute || js.resolve(this.cwd, t2)), this.path === "" && (this.path = "./"), r && this.warn("TAR_ENTRY_INFO", `stripping ${r} from absolute path`, { entry: this, path: r + this.path });
     let n = this.statCache.get(this.absolute);
     n ? this[si](n) : this[ss]();
   }
-  warn(t, e, i = {}) {
-    return Dt(this, t, e, i);
+  warn(t2, e2, i = {}) {
+    return Dt(this, t2, e2, i);
   }
-  emit(t, ...e) {
-    return t === "error" && (this.#t = true), super.emit(t, ...e);
+  emit(t2, ...e2) {
+    return t2 === "error" && (this.#t = true), super.emit(t2, ...e2);
   }
   [ss]() {
-    X.lstat(this.absolute, (t, e) => {
-      if (t) return this.emit("error", t);
-      this[si](e);
+    X.lstat(this.absolute, (t2, e2) => {
+      if (t2) return this.emit("error", t2);
+      this[si](e2);
     });
   }
-  [si](t) {
-    this.statCache.set(this.absolute, t), this.stat = t, t.isFile() || (t.size = 0), this.type = Gn(t), this.emit("stat", t), this[tr]();
+  [si](t2) {
+    this.statCache.set(this.absolute, t2), this.stat = t2, t2.isFile() || (t2.size = 0), this.type = Gn(t2), this.emit("stat", t2), this[tr]();
   }
   [tr]() {
     switch (this.type) {
@@ -4580,97 +4840,97 @@ var de = class extends A {
         return this.end();
     }
   }
-  [ri](t) {
-    return Ji(t, this.type === "Directory", this.portable);
+  [ri](t2) {
+    return Ji(t2, this.type === "Directory", this.portable);
   }
-  [q](t) {
-    return rr(t, this.prefix);
+  [q](t2) {
+    return rr(t2, this.prefix);
   }
   [fe]() {
     if (!this.stat) throw new Error("cannot write header before stat");
     this.type === "Directory" && this.portable && (this.noMtime = true), this.onWriteEntry?.(this), this.header = new F({ path: this[q](this.path), linkpath: this.type === "Link" && this.linkpath !== void 0 ? this[q](this.linkpath) : this.linkpath, mode: this[ri](this.stat.mode), uid: this.portable ? void 0 : this.stat.uid, gid: this.portable ? void 0 : this.stat.gid, size: this.stat.size, mtime: this.noMtime ? void 0 : this.mtime || this.stat.mtime, type: this.type === "Unsupported" ? void 0 : this.type, uname: this.portable ? void 0 : this.stat.uid === this.myuid ? this.myuser : "", atime: this.portable ? void 0 : this.stat.atime, ctime: this.portable ? void 0 : this.stat.ctime }), this.header.encode() && !this.noPax && super.write(new ft({ atime: this.portable ? void 0 : this.header.atime, ctime: this.portable ? void 0 : this.header.ctime, gid: this.portable ? void 0 : this.header.gid, mtime: this.noMtime ? void 0 : this.mtime || this.header.mtime, path: this[q](this.path), linkpath: this.type === "Link" && this.linkpath !== void 0 ? this[q](this.linkpath) : this.linkpath, size: this.header.size, uid: this.portable ? void 0 : this.header.uid, uname: this.portable ? void 0 : this.header.uname, dev: this.portable ? void 0 : this.stat.dev, ino: this.portable ? void 0 : this.stat.ino, nlink: this.portable ? void 0 : this.stat.nlink }).encode());
-    let t = this.header?.block;
-    if (!t) throw new Error("failed to encode header");
-    super.write(t);
+    let t2 = this.header?.block;
+    if (!t2) throw new Error("failed to encode header");
+    super.write(t2);
   }
   [ir]() {
     if (!this.stat) throw new Error("cannot create directory entry without stat");
     this.path.slice(-1) !== "/" && (this.path += "/"), this.stat.size = 0, this[fe](), this.end();
   }
   [is]() {
-    X.readlink(this.absolute, (t, e) => {
-      if (t) return this.emit("error", t);
-      this[ns](e);
+    X.readlink(this.absolute, (t2, e2) => {
+      if (t2) return this.emit("error", t2);
+      this[ns](e2);
     });
   }
-  [ns](t) {
-    this.linkpath = f(t), this[fe](), this.end();
+  [ns](t2) {
+    this.linkpath = f(t2), this[fe](), this.end();
   }
-  [sr](t) {
+  [sr](t2) {
     if (!this.stat) throw new Error("cannot create link entry without stat");
-    this.type = "Link", this.linkpath = f(js.relative(this.cwd, t)), this.stat.size = 0, this[fe](), this.end();
+    this.type = "Link", this.linkpath = f(js.relative(this.cwd, t2)), this.stat.size = 0, this[fe](), this.end();
   }
   [er]() {
     if (!this.stat) throw new Error("cannot create file entry without stat");
     if (this.stat.nlink > 1) {
-      let t = `${this.stat.dev}:${this.stat.ino}`, e = this.linkCache.get(t);
-      if (e?.indexOf(this.cwd) === 0) return this[sr](e);
-      this.linkCache.set(t, this.absolute);
+      let t2 = `${this.stat.dev}:${this.stat.ino}`, e2 = this.linkCache.get(t2);
+      if (e2?.indexOf(this.cwd) === 0) return this[sr](e2);
+      this.linkCache.set(t2, this.absolute);
     }
     if (this[fe](), this.stat.size === 0) return this.end();
     this[os3]();
   }
   [os3]() {
-    X.open(this.absolute, "r", (t, e) => {
-      if (t) return this.emit("error", t);
-      this[hs](e);
+    X.open(this.absolute, "r", (t2, e2) => {
+      if (t2) return this.emit("error", t2);
+      this[hs](e2);
     });
   }
-  [hs](t) {
-    if (this.fd = t, this.#t) return this[pt]();
+  [hs](t2) {
+    if (this.fd = t2, this.#t) return this[pt]();
     if (!this.stat) throw new Error("should stat before calling onopenfile");
     this.blockLen = 512 * Math.ceil(this.stat.size / 512), this.blockRemain = this.blockLen;
-    let e = Math.min(this.blockLen, this.maxReadSize);
-    this.buf = Buffer.allocUnsafe(e), this.offset = 0, this.pos = 0, this.remain = this.stat.size, this.length = this.buf.length, this[ii]();
+    let e2 = Math.min(this.blockLen, this.maxReadSize);
+    this.buf = Buffer.allocUnsafe(e2), this.offset = 0, this.pos = 0, this.remain = this.stat.size, this.length = this.buf.length, this[ii]();
   }
   [ii]() {
-    let { fd: t, buf: e, offset: i, length: r, pos: n } = this;
-    if (t === void 0 || e === void 0) throw new Error("cannot read file without first opening");
-    X.read(t, e, i, r, n, (o, h) => {
+    let { fd: t2, buf: e2, offset: i, length: r, pos: n } = this;
+    if (t2 === void 0 || e2 === void 0) throw new Error("cannot read file without first opening");
+    X.read(t2, e2, i, r, n, (o, h) => {
       if (o) return this[pt](() => this.emit("error", o));
       this[rs](h);
     });
   }
-  [pt](t = () => {
+  [pt](t2 = () => {
   }) {
-    this.fd !== void 0 && X.close(this.fd, t);
+    this.fd !== void 0 && X.close(this.fd, t2);
   }
-  [rs](t) {
-    if (t <= 0 && this.remain > 0) {
+  [rs](t2) {
+    if (t2 <= 0 && this.remain > 0) {
       let r = Object.assign(new Error("encountered unexpected EOF"), { path: this.absolute, syscall: "read", code: "EOF" });
       return this[pt](() => this.emit("error", r));
     }
-    if (t > this.remain) {
+    if (t2 > this.remain) {
       let r = Object.assign(new Error("did not encounter expected EOF"), { path: this.absolute, syscall: "read", code: "EOF" });
       return this[pt](() => this.emit("error", r));
     }
     if (!this.buf) throw new Error("should have created buffer prior to reading");
-    if (t === this.remain) for (let r = t; r < this.length && t < this.blockRemain; r++) this.buf[r + this.offset] = 0, t++, this.remain++;
-    let e = this.offset === 0 && t === this.buf.length ? this.buf : this.buf.subarray(this.offset, this.offset + t);
-    this.write(e) ? this[es]() : this[as](() => this[es]());
+    if (t2 === this.remain) for (let r = t2; r < this.length && t2 < this.blockRemain; r++) this.buf[r + this.offset] = 0, t2++, this.remain++;
+    let e2 = this.offset === 0 && t2 === this.buf.length ? this.buf : this.buf.subarray(this.offset, this.offset + t2);
+    this.write(e2) ? this[es]() : this[as](() => this[es]());
   }
-  [as](t) {
-    this.once("drain", t);
+  [as](t2) {
+    this.once("drain", t2);
   }
-  write(t, e, i) {
-    if (typeof e == "function" && (i = e, e = void 0), typeof t == "string" && (t = Buffer.from(t, typeof e == "string" ? e : "utf8")), this.blockRemain < t.length) {
+  write(t2, e2, i) {
+    if (typeof e2 == "function" && (i = e2, e2 = void 0), typeof t2 == "string" && (t2 = Buffer.from(t2, typeof e2 == "string" ? e2 : "utf8")), this.blockRemain < t2.length) {
       let r = Object.assign(new Error("writing more data than expected"), { path: this.absolute });
       return this.emit("error", r);
     }
-    return this.remain -= t.length, this.blockRemain -= t.length, this.pos += t.length, this.offset += t.length, super.write(t, null, i);
+    return this.remain -= t2.length, this.blockRemain -= t2.length, this.pos += t2.length, this.offset += t2.length, super.write(t2, null, i);
   }
   [es]() {
-    if (!this.remain) return this.blockRemain && super.write(Buffer.alloc(this.blockRemain)), this[pt]((t) => t ? this.emit("error", t) : this.end());
+    if (!this.remain) return this.blockRemain && super.write(Buffer.alloc(this.blockRemain)), this[pt]((t2) => t2 ? this.emit("error", t2) : this.end());
     if (!this.buf) throw new Error("buffer lost somehow in ONDRAIN");
     this.offset >= this.length && (this.buf = Buffer.allocUnsafe(Math.min(this.blockRemain, this.buf.length)), this.offset = 0), this.length = this.buf.length - this.offset, this[ii]();
   }
@@ -4687,26 +4947,26 @@ var ni = class extends de {
     this[hs](X.openSync(this.absolute, "r"));
   }
   [ii]() {
-    let t = true;
+    let t2 = true;
     try {
-      let { fd: e, buf: i, offset: r, length: n, pos: o } = this;
-      if (e === void 0 || i === void 0) throw new Error("fd and buf must be set in READ method");
-      let h = X.readSync(e, i, r, n, o);
-      this[rs](h), t = false;
+      let { fd: e2, buf: i, offset: r, length: n, pos: o } = this;
+      if (e2 === void 0 || i === void 0) throw new Error("fd and buf must be set in READ method");
+      let h = X.readSync(e2, i, r, n, o);
+      this[rs](h), t2 = false;
     } finally {
-      if (t) try {
+      if (t2) try {
         this[pt](() => {
         });
       } catch {
       }
     }
   }
-  [as](t) {
-    t();
+  [as](t2) {
+    t2();
   }
-  [pt](t = () => {
+  [pt](t2 = () => {
   }) {
-    this.fd !== void 0 && X.closeSync(this.fd), t();
+    this.fd !== void 0 && X.closeSync(this.fd), t2();
   }
 };
 var oi = class extends A {
@@ -4737,39 +4997,39 @@ var oi = class extends A {
   linkpath;
   size;
   onWriteEntry;
-  warn(t, e, i = {}) {
-    return Dt(this, t, e, i);
+  warn(t2, e2, i = {}) {
+    return Dt(this, t2, e2, i);
   }
-  constructor(t, e = {}) {
-    let i = se(e);
-    super(), this.preservePaths = !!i.preservePaths, this.portable = !!i.portable, this.strict = !!i.strict, this.noPax = !!i.noPax, this.noMtime = !!i.noMtime, this.onWriteEntry = i.onWriteEntry, this.readEntry = t;
-    let { type: r } = t;
+  constructor(t2, e2 = {}) {
+    let i = se(e2);
+    super(), this.preservePaths = !!i.preservePaths, this.portable = !!i.portable, this.strict = !!i.strict, this.noPax = !!i.noPax, this.noMtime = !!i.noMtime, this.onWriteEntry = i.onWriteEntry, this.readEntry = t2;
+    let { type: r } = t2;
     if (r === "Unsupported") throw new Error("writing entry that should be ignored");
-    this.type = r, this.type === "Directory" && this.portable && (this.noMtime = true), this.prefix = i.prefix, this.path = f(t.path), this.mode = t.mode !== void 0 ? this[ri](t.mode) : void 0, this.uid = this.portable ? void 0 : t.uid, this.gid = this.portable ? void 0 : t.gid, this.uname = this.portable ? void 0 : t.uname, this.gname = this.portable ? void 0 : t.gname, this.size = t.size, this.mtime = this.noMtime ? void 0 : i.mtime || t.mtime, this.atime = this.portable ? void 0 : t.atime, this.ctime = this.portable ? void 0 : t.ctime, this.linkpath = t.linkpath !== void 0 ? f(t.linkpath) : void 0, typeof i.onwarn == "function" && this.on("warn", i.onwarn);
+    this.type = r, this.type === "Directory" && this.portable && (this.noMtime = true), this.prefix = i.prefix, this.path = f(t2.path), this.mode = t2.mode !== void 0 ? this[ri](t2.mode) : void 0, this.uid = this.portable ? void 0 : t2.uid, this.gid = this.portable ? void 0 : t2.gid, this.uname = this.portable ? void 0 : t2.uname, this.gname = this.portable ? void 0 : t2.gname, this.size = t2.size, this.mtime = this.noMtime ? void 0 : i.mtime || t2.mtime, this.atime = this.portable ? void 0 : t2.atime, this.ctime = this.portable ? void 0 : t2.ctime, this.linkpath = t2.linkpath !== void 0 ? f(t2.linkpath) : void 0, typeof i.onwarn == "function" && this.on("warn", i.onwarn);
     let n = false;
     if (!this.preservePaths) {
       let [h, a] = ce(this.path);
       h && typeof a == "string" && (this.path = a, n = h);
     }
-    this.remain = t.size, this.blockRemain = t.startBlockSize, this.onWriteEntry?.(this), this.header = new F({ path: this[q](this.path), linkpath: this.type === "Link" && this.linkpath !== void 0 ? this[q](this.linkpath) : this.linkpath, mode: this.mode, uid: this.portable ? void 0 : this.uid, gid: this.portable ? void 0 : this.gid, size: this.size, mtime: this.noMtime ? void 0 : this.mtime, type: this.type, uname: this.portable ? void 0 : this.uname, atime: this.portable ? void 0 : this.atime, ctime: this.portable ? void 0 : this.ctime }), n && this.warn("TAR_ENTRY_INFO", `stripping ${n} from absolute path`, { entry: this, path: n + this.path }), this.header.encode() && !this.noPax && super.write(new ft({ atime: this.portable ? void 0 : this.atime, ctime: this.portable ? void 0 : this.ctime, gid: this.portable ? void 0 : this.gid, mtime: this.noMtime ? void 0 : this.mtime, path: this[q](this.path), linkpath: this.type === "Link" && this.linkpath !== void 0 ? this[q](this.linkpath) : this.linkpath, size: this.size, uid: this.portable ? void 0 : this.uid, uname: this.portable ? void 0 : this.uname, dev: this.portable ? void 0 : this.readEntry.dev, ino: this.portable ? void 0 : this.readEntry.ino, nlink: this.portable ? void 0 : this.readEntry.nlink }).encode());
+    this.remain = t2.size, this.blockRemain = t2.startBlockSize, this.onWriteEntry?.(this), this.header = new F({ path: this[q](this.path), linkpath: this.type === "Link" && this.linkpath !== void 0 ? this[q](this.linkpath) : this.linkpath, mode: this.mode, uid: this.portable ? void 0 : this.uid, gid: this.portable ? void 0 : this.gid, size: this.size, mtime: this.noMtime ? void 0 : this.mtime, type: this.type, uname: this.portable ? void 0 : this.uname, atime: this.portable ? void 0 : this.atime, ctime: this.portable ? void 0 : this.ctime }), n && this.warn("TAR_ENTRY_INFO", `stripping ${n} from absolute path`, { entry: this, path: n + this.path }), this.header.encode() && !this.noPax && super.write(new ft({ atime: this.portable ? void 0 : this.atime, ctime: this.portable ? void 0 : this.ctime, gid: this.portable ? void 0 : this.gid, mtime: this.noMtime ? void 0 : this.mtime, path: this[q](this.path), linkpath: this.type === "Link" && this.linkpath !== void 0 ? this[q](this.linkpath) : this.linkpath, size: this.size, uid: this.portable ? void 0 : this.uid, uname: this.portable ? void 0 : this.uname, dev: this.portable ? void 0 : this.readEntry.dev, ino: this.portable ? void 0 : this.readEntry.ino, nlink: this.portable ? void 0 : this.readEntry.nlink }).encode());
     let o = this.header?.block;
     if (!o) throw new Error("failed to encode header");
-    super.write(o), t.pipe(this);
+    super.write(o), t2.pipe(this);
   }
-  [q](t) {
-    return rr(t, this.prefix);
+  [q](t2) {
+    return rr(t2, this.prefix);
   }
-  [ri](t) {
-    return Ji(t, this.type === "Directory", this.portable);
+  [ri](t2) {
+    return Ji(t2, this.type === "Directory", this.portable);
   }
-  write(t, e, i) {
-    typeof e == "function" && (i = e, e = void 0), typeof t == "string" && (t = Buffer.from(t, typeof e == "string" ? e : "utf8"));
-    let r = t.length;
+  write(t2, e2, i) {
+    typeof e2 == "function" && (i = e2, e2 = void 0), typeof t2 == "string" && (t2 = Buffer.from(t2, typeof e2 == "string" ? e2 : "utf8"));
+    let r = t2.length;
     if (r > this.blockRemain) throw new Error("writing more to entry than is appropriate");
-    return this.blockRemain -= r, super.write(t, i);
+    return this.blockRemain -= r, super.write(t2, i);
   }
-  end(t, e, i) {
-    return this.blockRemain && super.write(Buffer.alloc(this.blockRemain)), typeof t == "function" && (i = t, e = void 0, t = void 0), typeof e == "function" && (i = e, e = void 0), typeof t == "string" && (t = Buffer.from(t, e ?? "utf8")), i && this.once("finish", i), t ? super.end(t, i) : super.end(i), this;
+  end(t2, e2, i) {
+    return this.blockRemain && super.write(Buffer.alloc(this.blockRemain)), typeof t2 == "function" && (i = t2, e2 = void 0, t2 = void 0), typeof e2 == "function" && (i = e2, e2 = void 0), typeof t2 == "string" && (t2 = Buffer.from(t2, e2 ?? "utf8")), i && this.once("finish", i), t2 ? super.end(t2, i) : super.end(i), this;
   }
 };
 var Gn = (s3) => s3.isFile() ? "File" : s3.isDirectory() ? "Directory" : s3.isSymbolicLink() ? "SymbolicLink" : "Unsupported";
@@ -4777,162 +5037,162 @@ var hi = class s2 {
   tail;
   head;
   length = 0;
-  static create(t = []) {
-    return new s2(t);
+  static create(t2 = []) {
+    return new s2(t2);
   }
-  constructor(t = []) {
-    for (let e of t) this.push(e);
+  constructor(t2 = []) {
+    for (let e2 of t2) this.push(e2);
   }
   *[Symbol.iterator]() {
-    for (let t = this.head; t; t = t.next) yield t.value;
+    for (let t2 = this.head; t2; t2 = t2.next) yield t2.value;
   }
-  removeNode(t) {
-    if (t.list !== this) throw new Error("removing node which does not belong to this list");
-    let e = t.next, i = t.prev;
-    return e && (e.prev = i), i && (i.next = e), t === this.head && (this.head = e), t === this.tail && (this.tail = i), this.length--, t.next = void 0, t.prev = void 0, t.list = void 0, e;
+  removeNode(t2) {
+    if (t2.list !== this) throw new Error("removing node which does not belong to this list");
+    let e2 = t2.next, i = t2.prev;
+    return e2 && (e2.prev = i), i && (i.next = e2), t2 === this.head && (this.head = e2), t2 === this.tail && (this.tail = i), this.length--, t2.next = void 0, t2.prev = void 0, t2.list = void 0, e2;
   }
-  unshiftNode(t) {
-    if (t === this.head) return;
-    t.list && t.list.removeNode(t);
-    let e = this.head;
-    t.list = this, t.next = e, e && (e.prev = t), this.head = t, this.tail || (this.tail = t), this.length++;
+  unshiftNode(t2) {
+    if (t2 === this.head) return;
+    t2.list && t2.list.removeNode(t2);
+    let e2 = this.head;
+    t2.list = this, t2.next = e2, e2 && (e2.prev = t2), this.head = t2, this.tail || (this.tail = t2), this.length++;
   }
-  pushNode(t) {
-    if (t === this.tail) return;
-    t.list && t.list.removeNode(t);
-    let e = this.tail;
-    t.list = this, t.prev = e, e && (e.next = t), this.tail = t, this.head || (this.head = t), this.length++;
+  pushNode(t2) {
+    if (t2 === this.tail) return;
+    t2.list && t2.list.removeNode(t2);
+    let e2 = this.tail;
+    t2.list = this, t2.prev = e2, e2 && (e2.next = t2), this.tail = t2, this.head || (this.head = t2), this.length++;
   }
-  push(...t) {
-    for (let e = 0, i = t.length; e < i; e++) Yn(this, t[e]);
+  push(...t2) {
+    for (let e2 = 0, i = t2.length; e2 < i; e2++) Yn(this, t2[e2]);
     return this.length;
   }
-  unshift(...t) {
-    for (var e = 0, i = t.length; e < i; e++) Kn(this, t[e]);
+  unshift(...t2) {
+    for (var e2 = 0, i = t2.length; e2 < i; e2++) Kn(this, t2[e2]);
     return this.length;
   }
   pop() {
     if (!this.tail) return;
-    let t = this.tail.value, e = this.tail;
-    return this.tail = this.tail.prev, this.tail ? this.tail.next = void 0 : this.head = void 0, e.list = void 0, this.length--, t;
+    let t2 = this.tail.value, e2 = this.tail;
+    return this.tail = this.tail.prev, this.tail ? this.tail.next = void 0 : this.head = void 0, e2.list = void 0, this.length--, t2;
   }
   shift() {
     if (!this.head) return;
-    let t = this.head.value, e = this.head;
-    return this.head = this.head.next, this.head ? this.head.prev = void 0 : this.tail = void 0, e.list = void 0, this.length--, t;
+    let t2 = this.head.value, e2 = this.head;
+    return this.head = this.head.next, this.head ? this.head.prev = void 0 : this.tail = void 0, e2.list = void 0, this.length--, t2;
   }
-  forEach(t, e) {
-    e = e || this;
-    for (let i = this.head, r = 0; i; r++) t.call(e, i.value, r, this), i = i.next;
+  forEach(t2, e2) {
+    e2 = e2 || this;
+    for (let i = this.head, r = 0; i; r++) t2.call(e2, i.value, r, this), i = i.next;
   }
-  forEachReverse(t, e) {
-    e = e || this;
-    for (let i = this.tail, r = this.length - 1; i; r--) t.call(e, i.value, r, this), i = i.prev;
+  forEachReverse(t2, e2) {
+    e2 = e2 || this;
+    for (let i = this.tail, r = this.length - 1; i; r--) t2.call(e2, i.value, r, this), i = i.prev;
   }
-  get(t) {
-    let e = 0, i = this.head;
-    for (; i && e < t; e++) i = i.next;
-    if (e === t && i) return i.value;
+  get(t2) {
+    let e2 = 0, i = this.head;
+    for (; i && e2 < t2; e2++) i = i.next;
+    if (e2 === t2 && i) return i.value;
   }
-  getReverse(t) {
-    let e = 0, i = this.tail;
-    for (; i && e < t; e++) i = i.prev;
-    if (e === t && i) return i.value;
+  getReverse(t2) {
+    let e2 = 0, i = this.tail;
+    for (; i && e2 < t2; e2++) i = i.prev;
+    if (e2 === t2 && i) return i.value;
   }
-  map(t, e) {
-    e = e || this;
+  map(t2, e2) {
+    e2 = e2 || this;
     let i = new s2();
-    for (let r = this.head; r; ) i.push(t.call(e, r.value, this)), r = r.next;
+    for (let r = this.head; r; ) i.push(t2.call(e2, r.value, this)), r = r.next;
     return i;
   }
-  mapReverse(t, e) {
-    e = e || this;
+  mapReverse(t2, e2) {
+    e2 = e2 || this;
     var i = new s2();
-    for (let r = this.tail; r; ) i.push(t.call(e, r.value, this)), r = r.prev;
+    for (let r = this.tail; r; ) i.push(t2.call(e2, r.value, this)), r = r.prev;
     return i;
   }
-  reduce(t, e) {
+  reduce(t2, e2) {
     let i, r = this.head;
-    if (arguments.length > 1) i = e;
+    if (arguments.length > 1) i = e2;
     else if (this.head) r = this.head.next, i = this.head.value;
     else throw new TypeError("Reduce of empty list with no initial value");
-    for (var n = 0; r; n++) i = t(i, r.value, n), r = r.next;
+    for (var n = 0; r; n++) i = t2(i, r.value, n), r = r.next;
     return i;
   }
-  reduceReverse(t, e) {
+  reduceReverse(t2, e2) {
     let i, r = this.tail;
-    if (arguments.length > 1) i = e;
+    if (arguments.length > 1) i = e2;
     else if (this.tail) r = this.tail.prev, i = this.tail.value;
     else throw new TypeError("Reduce of empty list with no initial value");
-    for (let n = this.length - 1; r; n--) i = t(i, r.value, n), r = r.prev;
+    for (let n = this.length - 1; r; n--) i = t2(i, r.value, n), r = r.prev;
     return i;
   }
   toArray() {
-    let t = new Array(this.length);
-    for (let e = 0, i = this.head; i; e++) t[e] = i.value, i = i.next;
-    return t;
+    let t2 = new Array(this.length);
+    for (let e2 = 0, i = this.head; i; e2++) t2[e2] = i.value, i = i.next;
+    return t2;
   }
   toArrayReverse() {
-    let t = new Array(this.length);
-    for (let e = 0, i = this.tail; i; e++) t[e] = i.value, i = i.prev;
-    return t;
+    let t2 = new Array(this.length);
+    for (let e2 = 0, i = this.tail; i; e2++) t2[e2] = i.value, i = i.prev;
+    return t2;
   }
-  slice(t = 0, e = this.length) {
-    e < 0 && (e += this.length), t < 0 && (t += this.length);
+  slice(t2 = 0, e2 = this.length) {
+    e2 < 0 && (e2 += this.length), t2 < 0 && (t2 += this.length);
     let i = new s2();
-    if (e < t || e < 0) return i;
-    t < 0 && (t = 0), e > this.length && (e = this.length);
+    if (e2 < t2 || e2 < 0) return i;
+    t2 < 0 && (t2 = 0), e2 > this.length && (e2 = this.length);
     let r = this.head, n = 0;
-    for (n = 0; r && n < t; n++) r = r.next;
-    for (; r && n < e; n++, r = r.next) i.push(r.value);
+    for (n = 0; r && n < t2; n++) r = r.next;
+    for (; r && n < e2; n++, r = r.next) i.push(r.value);
     return i;
   }
-  sliceReverse(t = 0, e = this.length) {
-    e < 0 && (e += this.length), t < 0 && (t += this.length);
+  sliceReverse(t2 = 0, e2 = this.length) {
+    e2 < 0 && (e2 += this.length), t2 < 0 && (t2 += this.length);
     let i = new s2();
-    if (e < t || e < 0) return i;
-    t < 0 && (t = 0), e > this.length && (e = this.length);
+    if (e2 < t2 || e2 < 0) return i;
+    t2 < 0 && (t2 = 0), e2 > this.length && (e2 = this.length);
     let r = this.length, n = this.tail;
-    for (; n && r > e; r--) n = n.prev;
-    for (; n && r > t; r--, n = n.prev) i.push(n.value);
+    for (; n && r > e2; r--) n = n.prev;
+    for (; n && r > t2; r--, n = n.prev) i.push(n.value);
     return i;
   }
-  splice(t, e = 0, ...i) {
-    t > this.length && (t = this.length - 1), t < 0 && (t = this.length + t);
+  splice(t2, e2 = 0, ...i) {
+    t2 > this.length && (t2 = this.length - 1), t2 < 0 && (t2 = this.length + t2);
     let r = this.head;
-    for (let o = 0; r && o < t; o++) r = r.next;
+    for (let o = 0; r && o < t2; o++) r = r.next;
     let n = [];
-    for (let o = 0; r && o < e; o++) n.push(r.value), r = this.removeNode(r);
+    for (let o = 0; r && o < e2; o++) n.push(r.value), r = this.removeNode(r);
     r ? r !== this.tail && (r = r.prev) : r = this.tail;
     for (let o of i) r = Zn(this, r, o);
     return n;
   }
   reverse() {
-    let t = this.head, e = this.tail;
-    for (let i = t; i; i = i.prev) {
+    let t2 = this.head, e2 = this.tail;
+    for (let i = t2; i; i = i.prev) {
       let r = i.prev;
       i.prev = i.next, i.next = r;
     }
-    return this.head = e, this.tail = t, this;
+    return this.head = e2, this.tail = t2, this;
   }
 };
-function Zn(s3, t, e) {
-  let i = t, r = t ? t.next : s3.head, n = new ue(e, i, r, s3);
+function Zn(s3, t2, e2) {
+  let i = t2, r = t2 ? t2.next : s3.head, n = new ue(e2, i, r, s3);
   return n.next === void 0 && (s3.tail = n), n.prev === void 0 && (s3.head = n), s3.length++, n;
 }
-function Yn(s3, t) {
-  s3.tail = new ue(t, s3.tail, void 0, s3), s3.head || (s3.head = s3.tail), s3.length++;
+function Yn(s3, t2) {
+  s3.tail = new ue(t2, s3.tail, void 0, s3), s3.head || (s3.head = s3.tail), s3.length++;
 }
-function Kn(s3, t) {
-  s3.head = new ue(t, void 0, s3.head, s3), s3.tail || (s3.tail = s3.head), s3.length++;
+function Kn(s3, t2) {
+  s3.head = new ue(t2, void 0, s3.head, s3), s3.tail || (s3.tail = s3.head), s3.length++;
 }
 var ue = class {
   list;
   next;
   prev;
   value;
-  constructor(t, e, i, r) {
-    this.list = r, this.value = t, e ? (e.next = this, this.prev = e) : this.prev = void 0, i ? (i.prev = this, this.next = i) : this.next = void 0;
+  constructor(t2, e2, i, r) {
+    this.list = r, this.value = t2, e2 ? (e2.next = this, this.prev = e2) : this.prev = void 0, i ? (i.prev = this, this.next = i) : this.next = void 0;
   }
 };
 var pi = class {
@@ -4945,8 +5205,8 @@ var pi = class {
   pendingLink = false;
   ignore = false;
   piped = false;
-  constructor(t, e) {
-    this.path = t || "./", this.absolute = e;
+  constructor(t2, e2) {
+    this.path = t2 || "./", this.absolute = e2;
   }
 };
 var nr = Buffer.alloc(1024);
@@ -4999,72 +5259,72 @@ var wt = class extends A {
   [G] = 0;
   [Ee] = false;
   [me] = false;
-  constructor(t = {}) {
-    if (super(), this.opt = t, this.file = t.file || "", this.cwd = t.cwd || process.cwd(), this.maxReadSize = t.maxReadSize, this.preservePaths = !!t.preservePaths, this.strict = !!t.strict, this.noPax = !!t.noPax, this.prefix = f(t.prefix || ""), this.linkCache = t.linkCache || /* @__PURE__ */ new Map(), this.statCache = t.statCache || /* @__PURE__ */ new Map(), this.readdirCache = t.readdirCache || /* @__PURE__ */ new Map(), this.onWriteEntry = t.onWriteEntry, this[ui] = de, typeof t.onwarn == "function" && this.on("warn", t.onwarn), this.portable = !!t.portable, t.gzip || t.brotli || t.zstd) {
-      if ((t.gzip ? 1 : 0) + (t.brotli ? 1 : 0) + (t.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
-      if (t.gzip && (typeof t.gzip != "object" && (t.gzip = {}), this.portable && (t.gzip.portable = true), this.zip = new ze(t.gzip)), t.brotli && (typeof t.brotli != "object" && (t.brotli = {}), this.zip = new We(t.brotli)), t.zstd && (typeof t.zstd != "object" && (t.zstd = {}), this.zip = new Ye(t.zstd)), !this.zip) throw new Error("impossible");
-      let e = this.zip;
-      e.on("data", (i) => super.write(i)), e.on("end", () => super.end()), e.on("drain", () => this[fs12]()), this.on("resume", () => e.resume());
+  constructor(t2 = {}) {
+    if (super(), this.opt = t2, this.file = t2.file || "", this.cwd = t2.cwd || process.cwd(), this.maxReadSize = t2.maxReadSize, this.preservePaths = !!t2.preservePaths, this.strict = !!t2.strict, this.noPax = !!t2.noPax, this.prefix = f(t2.prefix || ""), this.linkCache = t2.linkCache || /* @__PURE__ */ new Map(), this.statCache = t2.statCache || /* @__PURE__ */ new Map(), this.readdirCache = t2.readdirCache || /* @__PURE__ */ new Map(), this.onWriteEntry = t2.onWriteEntry, this[ui] = de, typeof t2.onwarn == "function" && this.on("warn", t2.onwarn), this.portable = !!t2.portable, t2.gzip || t2.brotli || t2.zstd) {
+      if ((t2.gzip ? 1 : 0) + (t2.brotli ? 1 : 0) + (t2.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
+      if (t2.gzip && (typeof t2.gzip != "object" && (t2.gzip = {}), this.portable && (t2.gzip.portable = true), this.zip = new ze(t2.gzip)), t2.brotli && (typeof t2.brotli != "object" && (t2.brotli = {}), this.zip = new We(t2.brotli)), t2.zstd && (typeof t2.zstd != "object" && (t2.zstd = {}), this.zip = new Ye(t2.zstd)), !this.zip) throw new Error("impossible");
+      let e2 = this.zip;
+      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs12]()), this.on("resume", () => e2.resume());
     } else this.on("drain", this[fs12]);
-    this.noDirRecurse = !!t.noDirRecurse, this.follow = !!t.follow, this.noMtime = !!t.noMtime, t.mtime && (this.mtime = t.mtime), this.filter = typeof t.filter == "function" ? t.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t.jobs) || 4, this[Ee] = false, this[me] = false;
+    this.noDirRecurse = !!t2.noDirRecurse, this.follow = !!t2.follow, this.noMtime = !!t2.noMtime, t2.mtime && (this.mtime = t2.mtime), this.filter = typeof t2.filter == "function" ? t2.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t2.jobs) || 4, this[Ee] = false, this[me] = false;
   }
-  [lr](t) {
-    return super.write(t);
+  [lr](t2) {
+    return super.write(t2);
   }
-  add(t) {
-    return this.write(t), this;
+  add(t2) {
+    return this.write(t2), this;
   }
-  end(t, e, i) {
-    return typeof t == "function" && (i = t, t = void 0), typeof e == "function" && (i = e, e = void 0), t && this.add(t), this[me] = true, this[Ft](), i && i(), this;
+  end(t2, e2, i) {
+    return typeof t2 == "function" && (i = t2, t2 = void 0), typeof e2 == "function" && (i = e2, e2 = void 0), t2 && this.add(t2), this[me] = true, this[Ft](), i && i(), this;
   }
-  write(t) {
+  write(t2) {
     if (this[me]) throw new Error("write after end");
-    return typeof t == "string" ? this[ci](t) : this[or](t), this.flowing;
+    return typeof t2 == "string" ? this[ci](t2) : this[or](t2), this.flowing;
   }
-  [or](t) {
-    let e = f(ar.resolve(this.cwd, t.path));
-    if (!this.filter(t.path, t)) t.resume();
+  [or](t2) {
+    let e2 = f(ar.resolve(this.cwd, t2.path));
+    if (!this.filter(t2.path, t2)) t2.resume();
     else {
-      let i = new pi(t.path, e);
-      i.entry = new oi(t, this[cs](i)), i.entry.on("end", () => this[ls](i)), this[G] += 1, this[W].push(i);
+      let i = new pi(t2.path, e2);
+      i.entry = new oi(t2, this[cs](i)), i.entry.on("end", () => this[ls](i)), this[G] += 1, this[W].push(i);
     }
     this[Ft]();
   }
-  [ci](t) {
-    let e = f(ar.resolve(this.cwd, t));
-    this[W].push(new pi(t, e)), this[Ft]();
+  [ci](t2) {
+    let e2 = f(ar.resolve(this.cwd, t2));
+    this[W].push(new pi(t2, e2)), this[Ft]();
   }
-  [ds](t) {
-    t.pending = true, this[G] += 1;
-    let e = this.follow ? "stat" : "lstat";
-    mi[e](t.absolute, (i, r) => {
-      t.pending = false, this[G] -= 1, i ? this.emit("error", i) : this[li](t, r);
+  [ds](t2) {
+    t2.pending = true, this[G] += 1;
+    let e2 = this.follow ? "stat" : "lstat";
+    mi[e2](t2.absolute, (i, r) => {
+      t2.pending = false, this[G] -= 1, i ? this.emit("error", i) : this[li](t2, r);
     });
   }
-  [li](t, e) {
-    if (this.statCache.set(t.absolute, e), t.stat = e, !this.filter(t.path, e)) t.ignore = true;
-    else if (e.isFile() && e.nlink > 1 && !this.linkCache.get(`${e.dev}:${e.ino}`) && !this.sync) if (t === this[Et]) this[ai](t);
+  [li](t2, e2) {
+    if (this.statCache.set(t2.absolute, e2), t2.stat = e2, !this.filter(t2.path, e2)) t2.ignore = true;
+    else if (e2.isFile() && e2.nlink > 1 && !this.linkCache.get(`${e2.dev}:${e2.ino}`) && !this.sync) if (t2 === this[Et]) this[ai](t2);
     else {
-      let i = `${e.dev}:${e.ino}`, r = this[pe].get(i);
-      r ? r.push(t) : this[pe].set(i, [t]), t.pendingLink = true, t.pending = true;
+      let i = `${e2.dev}:${e2.ino}`, r = this[pe].get(i);
+      r ? r.push(t2) : this[pe].set(i, [t2]), t2.pendingLink = true, t2.pending = true;
     }
     this[Ft]();
   }
-  [us](t) {
-    t.pending = true, this[G] += 1, mi.readdir(t.absolute, (e, i) => {
-      if (t.pending = false, this[G] -= 1, e) return this.emit("error", e);
-      this[fi](t, i);
+  [us](t2) {
+    t2.pending = true, this[G] += 1, mi.readdir(t2.absolute, (e2, i) => {
+      if (t2.pending = false, this[G] -= 1, e2) return this.emit("error", e2);
+      this[fi](t2, i);
     });
   }
-  [fi](t, e) {
-    this.readdirCache.set(t.absolute, e), t.readdir = e, this[Ft]();
+  [fi](t2, e2) {
+    this.readdirCache.set(t2.absolute, e2), t2.readdir = e2, this[Ft]();
   }
   [Ft]() {
     if (!this[Ee]) {
       this[Ee] = true;
-      for (let t = this[W].head; t && this[G] < this.jobs; t = t.next) if (this[ai](t.value), t.value.ignore) {
-        let e = t.next;
-        this[W].removeNode(t), t.next = e;
+      for (let t2 = this[W].head; t2 && this[G] < this.jobs; t2 = t2.next) if (this[ai](t2.value), t2.value.ignore) {
+        let e2 = t2.next;
+        this[W].removeNode(t2), t2.next = e2;
       }
       this[Ee] = false, this[me] && this[W].length === 0 && this[G] === 0 && (this.zip ? this.zip.end(nr) : (super.write(nr), super.end()));
     }
@@ -5072,11 +5332,11 @@ var wt = class extends A {
   get [Et]() {
     return this[W] && this[W].head && this[W].head.value;
   }
-  [ls](t) {
+  [ls](t2) {
     this[W].shift(), this[G] -= 1;
-    let { stat: e } = t;
-    if (e && e.isFile() && e.nlink > 1) {
-      let i = `${e.dev}:${e.ino}`, r = this[pe].get(i);
+    let { stat: e2 } = t2;
+    if (e2 && e2.isFile() && e2.nlink > 1) {
+      let i = `${e2.dev}:${e2.ino}`, r = this[pe].get(i);
       if (r) {
         this[pe].delete(i);
         for (let n of r) n.pending = false, this[ai](n);
@@ -5084,125 +5344,125 @@ var wt = class extends A {
     }
     this[Ft]();
   }
-  [ai](t) {
-    if (t.pending && t.pendingLink && t === this[Et] && (t.pending = false, t.pendingLink = false), !t.pending) {
-      if (t.entry) {
-        t === this[Et] && !t.piped && this[di](t);
+  [ai](t2) {
+    if (t2.pending && t2.pendingLink && t2 === this[Et] && (t2.pending = false, t2.pendingLink = false), !t2.pending) {
+      if (t2.entry) {
+        t2 === this[Et] && !t2.piped && this[di](t2);
         return;
       }
-      if (!t.stat) {
-        let e = this.statCache.get(t.absolute);
-        e ? this[li](t, e) : this[ds](t);
+      if (!t2.stat) {
+        let e2 = this.statCache.get(t2.absolute);
+        e2 ? this[li](t2, e2) : this[ds](t2);
       }
-      if (t.stat && !t.ignore) {
-        if (!this.noDirRecurse && t.stat.isDirectory() && !t.readdir) {
-          let e = this.readdirCache.get(t.absolute);
-          if (e ? this[fi](t, e) : this[us](t), !t.readdir) return;
+      if (t2.stat && !t2.ignore) {
+        if (!this.noDirRecurse && t2.stat.isDirectory() && !t2.readdir) {
+          let e2 = this.readdirCache.get(t2.absolute);
+          if (e2 ? this[fi](t2, e2) : this[us](t2), !t2.readdir) return;
         }
-        if (t.entry = this[hr](t), !t.entry) {
-          t.ignore = true;
+        if (t2.entry = this[hr](t2), !t2.entry) {
+          t2.ignore = true;
           return;
         }
-        t === this[Et] && !t.piped && this[di](t);
+        t2 === this[Et] && !t2.piped && this[di](t2);
       }
     }
   }
-  [cs](t) {
-    return { onwarn: (e, i, r) => this.warn(e, i, r), noPax: this.noPax, cwd: this.cwd, absolute: t.absolute, preservePaths: this.preservePaths, maxReadSize: this.maxReadSize, strict: this.strict, portable: this.portable, linkCache: this.linkCache, statCache: this.statCache, noMtime: this.noMtime, mtime: this.mtime, prefix: this.prefix, onWriteEntry: this.onWriteEntry };
+  [cs](t2) {
+    return { onwarn: (e2, i, r) => this.warn(e2, i, r), noPax: this.noPax, cwd: this.cwd, absolute: t2.absolute, preservePaths: this.preservePaths, maxReadSize: this.maxReadSize, strict: this.strict, portable: this.portable, linkCache: this.linkCache, statCache: this.statCache, noMtime: this.noMtime, mtime: this.mtime, prefix: this.prefix, onWriteEntry: this.onWriteEntry };
   }
-  [hr](t) {
+  [hr](t2) {
     this[G] += 1;
     try {
-      return new this[ui](t.path, this[cs](t)).on("end", () => this[ls](t)).on("error", (i) => this.emit("error", i));
-    } catch (e) {
-      this.emit("error", e);
+      return new this[ui](t2.path, this[cs](t2)).on("end", () => this[ls](t2)).on("error", (i) => this.emit("error", i));
+    } catch (e2) {
+      this.emit("error", e2);
     }
   }
   [fs12]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
-  [di](t) {
-    t.piped = true, t.readdir && t.readdir.forEach((r) => {
-      let n = t.path, o = n === "./" ? "" : n.replace(/\/*$/, "/");
+  [di](t2) {
+    t2.piped = true, t2.readdir && t2.readdir.forEach((r) => {
+      let n = t2.path, o = n === "./" ? "" : n.replace(/\/*$/, "/");
       this[ci](o + r);
     });
-    let e = t.entry, i = this.zip;
-    if (!e) throw new Error("cannot pipe without source");
-    i ? e.on("data", (r) => {
-      i.write(r) || e.pause();
-    }) : e.on("data", (r) => {
-      super.write(r) || e.pause();
+    let e2 = t2.entry, i = this.zip;
+    if (!e2) throw new Error("cannot pipe without source");
+    i ? e2.on("data", (r) => {
+      i.write(r) || e2.pause();
+    }) : e2.on("data", (r) => {
+      super.write(r) || e2.pause();
     });
   }
   pause() {
     return this.zip && this.zip.pause(), super.pause();
   }
-  warn(t, e, i = {}) {
-    Dt(this, t, e, i);
+  warn(t2, e2, i = {}) {
+    Dt(this, t2, e2, i);
   }
 };
 var kt = class extends wt {
   sync = true;
-  constructor(t) {
-    super(t), this[ui] = ni;
+  constructor(t2) {
+    super(t2), this[ui] = ni;
   }
   pause() {
   }
   resume() {
   }
-  [ds](t) {
-    let e = this.follow ? "statSync" : "lstatSync";
-    this[li](t, mi[e](t.absolute));
+  [ds](t2) {
+    let e2 = this.follow ? "statSync" : "lstatSync";
+    this[li](t2, mi[e2](t2.absolute));
   }
-  [us](t) {
-    this[fi](t, mi.readdirSync(t.absolute));
+  [us](t2) {
+    this[fi](t2, mi.readdirSync(t2.absolute));
   }
-  [di](t) {
-    let e = t.entry, i = this.zip;
-    if (t.readdir && t.readdir.forEach((r) => {
-      let n = t.path, o = n === "./" ? "" : n.replace(/\/*$/, "/");
+  [di](t2) {
+    let e2 = t2.entry, i = this.zip;
+    if (t2.readdir && t2.readdir.forEach((r) => {
+      let n = t2.path, o = n === "./" ? "" : n.replace(/\/*$/, "/");
       this[ci](o + r);
-    }), !e) throw new Error("Cannot pipe without source");
-    i ? e.on("data", (r) => {
+    }), !e2) throw new Error("Cannot pipe without source");
+    i ? e2.on("data", (r) => {
       i.write(r);
-    }) : e.on("data", (r) => {
+    }) : e2.on("data", (r) => {
       super[lr](r);
     });
   }
 };
-var Vn = (s3, t) => {
-  let e = new kt(s3), i = new Wt(s3.file, { mode: s3.mode || 438 });
-  e.pipe(i), fr(e, t);
+var Vn = (s3, t2) => {
+  let e2 = new kt(s3), i = new Wt(s3.file, { mode: s3.mode || 438 });
+  e2.pipe(i), fr(e2, t2);
 };
-var $n = (s3, t) => {
-  let e = new wt(s3), i = new et(s3.file, { mode: s3.mode || 438 });
-  e.pipe(i);
+var $n = (s3, t2) => {
+  let e2 = new wt(s3), i = new et(s3.file, { mode: s3.mode || 438 });
+  e2.pipe(i);
   let r = new Promise((n, o) => {
-    i.on("error", o), i.on("close", n), e.on("error", o);
+    i.on("error", o), i.on("close", n), e2.on("error", o);
   });
-  return dr(e, t).catch((n) => e.emit("error", n)), r;
+  return dr(e2, t2).catch((n) => e2.emit("error", n)), r;
 };
-var fr = (s3, t) => {
-  t.forEach((e) => {
-    e.charAt(0) === "@" ? Ct({ file: cr.resolve(s3.cwd, e.slice(1)), sync: true, noResume: true, onReadEntry: (i) => s3.add(i) }) : s3.add(e);
+var fr = (s3, t2) => {
+  t2.forEach((e2) => {
+    e2.charAt(0) === "@" ? Ct({ file: cr.resolve(s3.cwd, e2.slice(1)), sync: true, noResume: true, onReadEntry: (i) => s3.add(i) }) : s3.add(e2);
   }), s3.end();
 };
-var dr = async (s3, t) => {
-  for (let e of t) e.charAt(0) === "@" ? await Ct({ file: cr.resolve(String(s3.cwd), e.slice(1)), noResume: true, onReadEntry: (i) => {
+var dr = async (s3, t2) => {
+  for (let e2 of t2) e2.charAt(0) === "@" ? await Ct({ file: cr.resolve(String(s3.cwd), e2.slice(1)), noResume: true, onReadEntry: (i) => {
     s3.add(i);
-  } }) : s3.add(e);
+  } }) : s3.add(e2);
   s3.end();
 };
-var Xn = (s3, t) => {
-  let e = new kt(s3);
-  return fr(e, t), e;
+var Xn = (s3, t2) => {
+  let e2 = new kt(s3);
+  return fr(e2, t2), e2;
 };
-var qn = (s3, t) => {
-  let e = new wt(s3);
-  return dr(e, t).catch((i) => e.emit("error", i)), e;
+var qn = (s3, t2) => {
+  let e2 = new wt(s3);
+  return dr(e2, t2).catch((i) => e2.emit("error", i)), e2;
 };
-var Qn = K(Vn, $n, Xn, qn, (s3, t) => {
-  if (!t?.length) throw new TypeError("no paths specified to add to archive");
+var Qn = K(Vn, $n, Xn, qn, (s3, t2) => {
+  if (!t2?.length) throw new TypeError("no paths specified to add to archive");
 });
 var Jn = process.env.__FAKE_PLATFORM__ || process.platform;
 var Er = Jn === "win32";
@@ -5213,67 +5473,67 @@ var to = 512 * 1024;
 var eo = Rr | Sr | wr | yr;
 var mr = !Er && typeof ur == "number" ? ur | Sr | wr | yr : null;
 var ms = mr !== null ? () => mr : jn ? (s3) => s3 < to ? eo : "w" : () => "w";
-var ps = (s3, t, e) => {
+var ps = (s3, t2, e2) => {
   try {
-    return wi.lchownSync(s3, t, e);
+    return wi.lchownSync(s3, t2, e2);
   } catch (i) {
     if (i?.code !== "ENOENT") throw i;
   }
 };
-var Ei = (s3, t, e, i) => {
-  wi.lchown(s3, t, e, (r) => {
+var Ei = (s3, t2, e2, i) => {
+  wi.lchown(s3, t2, e2, (r) => {
     i(r && r?.code !== "ENOENT" ? r : null);
   });
 };
-var io = (s3, t, e, i, r) => {
-  if (t.isDirectory()) Es(we.resolve(s3, t.name), e, i, (n) => {
+var io = (s3, t2, e2, i, r) => {
+  if (t2.isDirectory()) Es(we.resolve(s3, t2.name), e2, i, (n) => {
     if (n) return r(n);
-    let o = we.resolve(s3, t.name);
-    Ei(o, e, i, r);
+    let o = we.resolve(s3, t2.name);
+    Ei(o, e2, i, r);
   });
   else {
-    let n = we.resolve(s3, t.name);
-    Ei(n, e, i, r);
+    let n = we.resolve(s3, t2.name);
+    Ei(n, e2, i, r);
   }
 };
-var Es = (s3, t, e, i) => {
+var Es = (s3, t2, e2, i) => {
   wi.readdir(s3, { withFileTypes: true }, (r, n) => {
     if (r) {
       if (r.code === "ENOENT") return i();
       if (r.code !== "ENOTDIR" && r.code !== "ENOTSUP") return i(r);
     }
-    if (r || !n.length) return Ei(s3, t, e, i);
+    if (r || !n.length) return Ei(s3, t2, e2, i);
     let o = n.length, h = null, a = (l) => {
       if (!h) {
         if (l) return i(h = l);
-        if (--o === 0) return Ei(s3, t, e, i);
+        if (--o === 0) return Ei(s3, t2, e2, i);
       }
     };
-    for (let l of n) io(s3, l, t, e, a);
+    for (let l of n) io(s3, l, t2, e2, a);
   });
 };
-var so = (s3, t, e, i) => {
-  t.isDirectory() && ws(we.resolve(s3, t.name), e, i), ps(we.resolve(s3, t.name), e, i);
+var so = (s3, t2, e2, i) => {
+  t2.isDirectory() && ws(we.resolve(s3, t2.name), e2, i), ps(we.resolve(s3, t2.name), e2, i);
 };
-var ws = (s3, t, e) => {
+var ws = (s3, t2, e2) => {
   let i;
   try {
     i = wi.readdirSync(s3, { withFileTypes: true });
   } catch (r) {
     let n = r;
     if (n?.code === "ENOENT") return;
-    if (n?.code === "ENOTDIR" || n?.code === "ENOTSUP") return ps(s3, t, e);
+    if (n?.code === "ENOTDIR" || n?.code === "ENOTSUP") return ps(s3, t2, e2);
     throw n;
   }
-  for (let r of i) so(s3, r, t, e);
-  return ps(s3, t, e);
+  for (let r of i) so(s3, r, t2, e2);
+  return ps(s3, t2, e2);
 };
 var Se = class extends Error {
   path;
   code;
   syscall = "chdir";
-  constructor(t, e) {
-    super(`${e}: Cannot cd into '${t}'`), this.path = t, this.code = e;
+  constructor(t2, e2) {
+    super(`${e2}: Cannot cd into '${t2}'`), this.path = t2, this.code = e2;
   }
   get name() {
     return "CwdError";
@@ -5284,60 +5544,60 @@ var St = class extends Error {
   symlink;
   syscall = "symlink";
   code = "TAR_SYMLINK_ERROR";
-  constructor(t, e) {
-    super("TAR_SYMLINK_ERROR: Cannot extract through symbolic link"), this.symlink = t, this.path = e;
+  constructor(t2, e2) {
+    super("TAR_SYMLINK_ERROR: Cannot extract through symbolic link"), this.symlink = t2, this.path = e2;
   }
   get name() {
     return "SymlinkError";
   }
 };
-var no = (s3, t) => {
-  k.stat(s3, (e, i) => {
-    (e || !i.isDirectory()) && (e = new Se(s3, e?.code || "ENOTDIR")), t(e);
+var no = (s3, t2) => {
+  k.stat(s3, (e2, i) => {
+    (e2 || !i.isDirectory()) && (e2 = new Se(s3, e2?.code || "ENOTDIR")), t2(e2);
   });
 };
-var gr = (s3, t, e) => {
+var gr = (s3, t2, e2) => {
   s3 = f(s3);
-  let i = t.umask ?? 18, r = t.mode | 448, n = (r & i) !== 0, o = t.uid, h = t.gid, a = typeof o == "number" && typeof h == "number" && (o !== t.processUid || h !== t.processGid), l = t.preserve, c = t.unlink, d = f(t.cwd), y = (E, x) => {
-    E ? e(E) : x && a ? Es(x, o, h, (Le) => y(Le)) : n ? k.chmod(s3, r, e) : e();
+  let i = t2.umask ?? 18, r = t2.mode | 448, n = (r & i) !== 0, o = t2.uid, h = t2.gid, a = typeof o == "number" && typeof h == "number" && (o !== t2.processUid || h !== t2.processGid), l = t2.preserve, c = t2.unlink, d = f(t2.cwd), y = (E, x) => {
+    E ? e2(E) : x && a ? Es(x, o, h, (Le) => y(Le)) : n ? k.chmod(s3, r, e2) : e2();
   };
   if (s3 === d) return no(s3, y);
   if (l) return ro.mkdir(s3, { mode: r, recursive: true }).then((E) => y(null, E ?? void 0), y);
   let D = f(Si.relative(d, s3)).split("/");
   Ss(d, D, r, c, d, void 0, y);
 };
-var Ss = (s3, t, e, i, r, n, o) => {
-  if (t.length === 0) return o(null, n);
-  let h = t.shift(), a = f(Si.resolve(s3 + "/" + h));
-  k.mkdir(a, e, br(a, t, e, i, r, n, o));
+var Ss = (s3, t2, e2, i, r, n, o) => {
+  if (t2.length === 0) return o(null, n);
+  let h = t2.shift(), a = f(Si.resolve(s3 + "/" + h));
+  k.mkdir(a, e2, br(a, t2, e2, i, r, n, o));
 };
-var br = (s3, t, e, i, r, n, o) => (h) => {
+var br = (s3, t2, e2, i, r, n, o) => (h) => {
   h ? k.lstat(s3, (a, l) => {
     if (a) a.path = a.path && f(a.path), o(a);
-    else if (l.isDirectory()) Ss(s3, t, e, i, r, n, o);
+    else if (l.isDirectory()) Ss(s3, t2, e2, i, r, n, o);
     else if (i) k.unlink(s3, (c) => {
       if (c) return o(c);
-      k.mkdir(s3, e, br(s3, t, e, i, r, n, o));
+      k.mkdir(s3, e2, br(s3, t2, e2, i, r, n, o));
     });
     else {
-      if (l.isSymbolicLink()) return o(new St(s3, s3 + "/" + t.join("/")));
+      if (l.isSymbolicLink()) return o(new St(s3, s3 + "/" + t2.join("/")));
       o(h);
     }
-  }) : (n = n || s3, Ss(s3, t, e, i, r, n, o));
+  }) : (n = n || s3, Ss(s3, t2, e2, i, r, n, o));
 };
 var oo = (s3) => {
-  let t = false, e;
+  let t2 = false, e2;
   try {
-    t = k.statSync(s3).isDirectory();
+    t2 = k.statSync(s3).isDirectory();
   } catch (i) {
-    e = i?.code;
+    e2 = i?.code;
   } finally {
-    if (!t) throw new Se(s3, e ?? "ENOTDIR");
+    if (!t2) throw new Se(s3, e2 ?? "ENOTDIR");
   }
 };
-var _r = (s3, t) => {
+var _r = (s3, t2) => {
   s3 = f(s3);
-  let e = t.umask ?? 18, i = t.mode | 448, r = (i & e) !== 0, n = t.uid, o = t.gid, h = typeof n == "number" && typeof o == "number" && (n !== t.processUid || o !== t.processGid), a = t.preserve, l = t.unlink, c = f(t.cwd), d = (E) => {
+  let e2 = t2.umask ?? 18, i = t2.mode | 448, r = (i & e2) !== 0, n = t2.uid, o = t2.gid, h = typeof n == "number" && typeof o == "number" && (n !== t2.processUid || o !== t2.processGid), a = t2.preserve, l = t2.unlink, c = f(t2.cwd), d = (E) => {
     E && h && ws(E, n, o), r && k.chmodSync(s3, i);
   };
   if (s3 === c) return oo(c), d();
@@ -5363,60 +5623,60 @@ var Or = 1e4;
 var Vt = /* @__PURE__ */ new Set();
 var Tr = (s3) => {
   Vt.has(s3) ? Vt.delete(s3) : ys[s3] = s3.normalize("NFD").toLocaleLowerCase("en").toLocaleUpperCase("en"), Vt.add(s3);
-  let t = ys[s3], e = Vt.size - Or;
-  if (e > Or / 10) {
-    for (let i of Vt) if (Vt.delete(i), delete ys[i], --e <= 0) break;
+  let t2 = ys[s3], e2 = Vt.size - Or;
+  if (e2 > Or / 10) {
+    for (let i of Vt) if (Vt.delete(i), delete ys[i], --e2 <= 0) break;
   }
-  return t;
+  return t2;
 };
 var ho = process.env.TESTING_TAR_FAKE_PLATFORM || process.platform;
 var ao = ho === "win32";
-var lo = (s3) => s3.split("/").slice(0, -1).reduce((e, i) => {
-  let r = e.at(-1);
-  return r !== void 0 && (i = xr(r, i)), e.push(i || "/"), e;
+var lo = (s3) => s3.split("/").slice(0, -1).reduce((e2, i) => {
+  let r = e2.at(-1);
+  return r !== void 0 && (i = xr(r, i)), e2.push(i || "/"), e2;
 }, []);
 var yi = class {
   #t = /* @__PURE__ */ new Map();
   #i = /* @__PURE__ */ new Map();
   #s = /* @__PURE__ */ new Set();
-  reserve(t, e) {
-    t = ao ? ["win32 parallelization disabled"] : t.map((r) => mt(xr(Tr(r))));
-    let i = new Set(t.map((r) => lo(r)).reduce((r, n) => r.concat(n)));
-    this.#i.set(e, { dirs: i, paths: t });
-    for (let r of t) {
+  reserve(t2, e2) {
+    t2 = ao ? ["win32 parallelization disabled"] : t2.map((r) => mt(xr(Tr(r))));
+    let i = new Set(t2.map((r) => lo(r)).reduce((r, n) => r.concat(n)));
+    this.#i.set(e2, { dirs: i, paths: t2 });
+    for (let r of t2) {
       let n = this.#t.get(r);
-      n ? n.push(e) : this.#t.set(r, [e]);
+      n ? n.push(e2) : this.#t.set(r, [e2]);
     }
     for (let r of i) {
       let n = this.#t.get(r);
-      if (!n) this.#t.set(r, [/* @__PURE__ */ new Set([e])]);
+      if (!n) this.#t.set(r, [/* @__PURE__ */ new Set([e2])]);
       else {
         let o = n.at(-1);
-        o instanceof Set ? o.add(e) : n.push(/* @__PURE__ */ new Set([e]));
+        o instanceof Set ? o.add(e2) : n.push(/* @__PURE__ */ new Set([e2]));
       }
     }
-    return this.#r(e);
+    return this.#r(e2);
   }
-  #n(t) {
-    let e = this.#i.get(t);
-    if (!e) throw new Error("function does not have any path reservations");
-    return { paths: e.paths.map((i) => this.#t.get(i)), dirs: [...e.dirs].map((i) => this.#t.get(i)) };
+  #n(t2) {
+    let e2 = this.#i.get(t2);
+    if (!e2) throw new Error("function does not have any path reservations");
+    return { paths: e2.paths.map((i) => this.#t.get(i)), dirs: [...e2.dirs].map((i) => this.#t.get(i)) };
   }
-  check(t) {
-    let { paths: e, dirs: i } = this.#n(t);
-    return e.every((r) => r && r[0] === t) && i.every((r) => r && r[0] instanceof Set && r[0].has(t));
+  check(t2) {
+    let { paths: e2, dirs: i } = this.#n(t2);
+    return e2.every((r) => r && r[0] === t2) && i.every((r) => r && r[0] instanceof Set && r[0].has(t2));
   }
-  #r(t) {
-    return this.#s.has(t) || !this.check(t) ? false : (this.#s.add(t), t(() => this.#e(t)), true);
+  #r(t2) {
+    return this.#s.has(t2) || !this.check(t2) ? false : (this.#s.add(t2), t2(() => this.#e(t2)), true);
   }
-  #e(t) {
-    if (!this.#s.has(t)) return false;
-    let e = this.#i.get(t);
-    if (!e) throw new Error("invalid reservation");
-    let { paths: i, dirs: r } = e, n = /* @__PURE__ */ new Set();
+  #e(t2) {
+    if (!this.#s.has(t2)) return false;
+    let e2 = this.#i.get(t2);
+    if (!e2) throw new Error("invalid reservation");
+    let { paths: i, dirs: r } = e2, n = /* @__PURE__ */ new Set();
     for (let o of i) {
       let h = this.#t.get(o);
-      if (!h || h?.[0] !== t) continue;
+      if (!h || h?.[0] !== t2) continue;
       let a = h[1];
       if (!a) {
         this.#t.delete(o);
@@ -5434,9 +5694,9 @@ var yi = class {
         h.shift();
         let l = h[0];
         typeof l == "function" && n.add(l);
-      } else a.delete(t);
+      } else a.delete(t2);
     }
-    return this.#s.delete(t), n.forEach((o) => this.#r(o)), true;
+    return this.#s.delete(t2), n.forEach((o) => this.#r(o)), true;
   }
 };
 var Lr = () => process.umask();
@@ -5469,20 +5729,20 @@ var Oe = /* @__PURE__ */ Symbol("checkedCwd");
 var fo = process.env.TESTING_TAR_FAKE_PLATFORM || process.platform;
 var Te = fo === "win32";
 var uo = 1024;
-var mo = (s3, t) => {
-  if (!Te) return u.unlink(s3, t);
-  let e = s3 + ".DELETE." + Mr(16).toString("hex");
-  u.rename(s3, e, (i) => {
-    if (i) return t(i);
-    u.unlink(e, t);
+var mo = (s3, t2) => {
+  if (!Te) return u.unlink(s3, t2);
+  let e2 = s3 + ".DELETE." + Mr(16).toString("hex");
+  u.rename(s3, e2, (i) => {
+    if (i) return t2(i);
+    u.unlink(e2, t2);
   });
 };
 var po = (s3) => {
   if (!Te) return u.unlinkSync(s3);
-  let t = s3 + ".DELETE." + Mr(16).toString("hex");
-  u.renameSync(s3, t), u.unlinkSync(t);
+  let t2 = s3 + ".DELETE." + Mr(16).toString("hex");
+  u.renameSync(s3, t2), u.unlinkSync(t2);
 };
-var vr = (s3, t, e) => s3 !== void 0 && s3 === s3 >>> 0 ? s3 : t !== void 0 && t === t >>> 0 ? t : e;
+var vr = (s3, t2, e2) => s3 !== void 0 && s3 === s3 >>> 0 ? s3 : t2 !== void 0 && t2 === t2 >>> 0 ? t2 : e2;
 var Xt = class extends rt {
   [gs] = false;
   [Oe] = false;
@@ -5512,158 +5772,158 @@ var Xt = class extends rt {
   dmode;
   fmode;
   chmod;
-  constructor(t = {}) {
-    if (t.ondone = () => {
+  constructor(t2 = {}) {
+    if (t2.ondone = () => {
       this[gs] = true, this[bs]();
-    }, super(t), this.transform = t.transform, this.chmod = !!t.chmod, typeof t.uid == "number" || typeof t.gid == "number") {
-      if (typeof t.uid != "number" || typeof t.gid != "number") throw new TypeError("cannot set owner without number uid and gid");
-      if (t.preserveOwner) throw new TypeError("cannot preserve owner in archive and also set owner explicitly");
-      this.uid = t.uid, this.gid = t.gid, this.setOwner = true;
+    }, super(t2), this.transform = t2.transform, this.chmod = !!t2.chmod, typeof t2.uid == "number" || typeof t2.gid == "number") {
+      if (typeof t2.uid != "number" || typeof t2.gid != "number") throw new TypeError("cannot set owner without number uid and gid");
+      if (t2.preserveOwner) throw new TypeError("cannot preserve owner in archive and also set owner explicitly");
+      this.uid = t2.uid, this.gid = t2.gid, this.setOwner = true;
     } else this.uid = void 0, this.gid = void 0, this.setOwner = false;
-    this.preserveOwner = t.preserveOwner === void 0 && typeof t.uid != "number" ? process.getuid?.() === 0 : !!t.preserveOwner, this.processUid = (this.preserveOwner || this.setOwner) && process.getuid ? process.getuid() : void 0, this.processGid = (this.preserveOwner || this.setOwner) && process.getgid ? process.getgid() : void 0, this.maxDepth = typeof t.maxDepth == "number" ? t.maxDepth : uo, this.forceChown = t.forceChown === true, this.win32 = !!t.win32 || Te, this.newer = !!t.newer, this.keep = !!t.keep, this.noMtime = !!t.noMtime, this.preservePaths = !!t.preservePaths, this.unlink = !!t.unlink, this.cwd = f(R.resolve(t.cwd || process.cwd())), this.strip = Number(t.strip) || 0, this.processUmask = this.chmod ? typeof t.processUmask == "number" ? t.processUmask : Lr() : 0, this.umask = typeof t.umask == "number" ? t.umask : this.processUmask, this.dmode = t.dmode || 511 & ~this.umask, this.fmode = t.fmode || 438 & ~this.umask, this.on("entry", (e) => this[Dr](e));
+    this.preserveOwner = t2.preserveOwner === void 0 && typeof t2.uid != "number" ? process.getuid?.() === 0 : !!t2.preserveOwner, this.processUid = (this.preserveOwner || this.setOwner) && process.getuid ? process.getuid() : void 0, this.processGid = (this.preserveOwner || this.setOwner) && process.getgid ? process.getgid() : void 0, this.maxDepth = typeof t2.maxDepth == "number" ? t2.maxDepth : uo, this.forceChown = t2.forceChown === true, this.win32 = !!t2.win32 || Te, this.newer = !!t2.newer, this.keep = !!t2.keep, this.noMtime = !!t2.noMtime, this.preservePaths = !!t2.preservePaths, this.unlink = !!t2.unlink, this.cwd = f(R.resolve(t2.cwd || process.cwd())), this.strip = Number(t2.strip) || 0, this.processUmask = this.chmod ? typeof t2.processUmask == "number" ? t2.processUmask : Lr() : 0, this.umask = typeof t2.umask == "number" ? t2.umask : this.processUmask, this.dmode = t2.dmode || 511 & ~this.umask, this.fmode = t2.fmode || 438 & ~this.umask, this.on("entry", (e2) => this[Dr](e2));
   }
-  warn(t, e, i = {}) {
-    return (t === "TAR_BAD_ARCHIVE" || t === "TAR_ABORT") && (i.recoverable = false), super.warn(t, e, i);
+  warn(t2, e2, i = {}) {
+    return (t2 === "TAR_BAD_ARCHIVE" || t2 === "TAR_ABORT") && (i.recoverable = false), super.warn(t2, e2, i);
   }
   [bs]() {
     this[gs] && this[Ri] === 0 && (this.emit("prefinish"), this.emit("finish"), this.emit("end"));
   }
-  [Rs](t, e) {
-    let i = t[e], { type: r } = t;
+  [Rs](t2, e2) {
+    let i = t2[e2], { type: r } = t2;
     if (!i || this.preservePaths) return true;
     let [n, o] = ce(i), h = o.replaceAll(/\\/g, "/").split("/");
     if (h.includes("..") || Te && /^[a-z]:\.\.$/i.test(h[0] ?? "")) {
-      if (e === "path" || r === "Link") return this.warn("TAR_ENTRY_ERROR", `${e} contains '..'`, { entry: t, [e]: i }), false;
-      let a = R.posix.dirname(t.path), l = R.posix.normalize(R.posix.join(a, h.join("/")));
-      if (l.startsWith("../") || l === "..") return this.warn("TAR_ENTRY_ERROR", `${e} escapes extraction directory`, { entry: t, [e]: i }), false;
+      if (e2 === "path" || r === "Link") return this.warn("TAR_ENTRY_ERROR", `${e2} contains '..'`, { entry: t2, [e2]: i }), false;
+      let a = R.posix.dirname(t2.path), l = R.posix.normalize(R.posix.join(a, h.join("/")));
+      if (l.startsWith("../") || l === "..") return this.warn("TAR_ENTRY_ERROR", `${e2} escapes extraction directory`, { entry: t2, [e2]: i }), false;
     }
-    return n && (t[e] = String(o), this.warn("TAR_ENTRY_INFO", `stripping ${n} from absolute ${e}`, { entry: t, [e]: i })), true;
+    return n && (t2[e2] = String(o), this.warn("TAR_ENTRY_INFO", `stripping ${n} from absolute ${e2}`, { entry: t2, [e2]: i })), true;
   }
-  [Fr](t) {
-    let e = f(t.path), i = e.split("/");
+  [Fr](t2) {
+    let e2 = f(t2.path), i = e2.split("/");
     if (this.strip) {
       if (i.length < this.strip) return false;
-      if (t.type === "Link") {
-        let r = f(String(t.linkpath)).split("/");
-        if (r.length >= this.strip) t.linkpath = r.slice(this.strip).join("/");
+      if (t2.type === "Link") {
+        let r = f(String(t2.linkpath)).split("/");
+        if (r.length >= this.strip) t2.linkpath = r.slice(this.strip).join("/");
         else return false;
       }
-      i.splice(0, this.strip), t.path = i.join("/");
+      i.splice(0, this.strip), t2.path = i.join("/");
     }
-    if (isFinite(this.maxDepth) && i.length > this.maxDepth) return this.warn("TAR_ENTRY_ERROR", "path excessively deep", { entry: t, path: e, depth: i.length, maxDepth: this.maxDepth }), false;
-    if (!this[Rs](t, "path") || !this[Rs](t, "linkpath")) return false;
-    if (t.absolute = R.isAbsolute(t.path) ? f(R.resolve(t.path)) : f(R.resolve(this.cwd, t.path)), !this.preservePaths && typeof t.absolute == "string" && t.absolute.indexOf(this.cwd + "/") !== 0 && t.absolute !== this.cwd) return this.warn("TAR_ENTRY_ERROR", "path escaped extraction target", { entry: t, path: f(t.path), resolvedPath: t.absolute, cwd: this.cwd }), false;
-    if (t.absolute === this.cwd && t.type !== "Directory" && t.type !== "GNUDumpDir") return false;
+    if (isFinite(this.maxDepth) && i.length > this.maxDepth) return this.warn("TAR_ENTRY_ERROR", "path excessively deep", { entry: t2, path: e2, depth: i.length, maxDepth: this.maxDepth }), false;
+    if (!this[Rs](t2, "path") || !this[Rs](t2, "linkpath")) return false;
+    if (t2.absolute = R.isAbsolute(t2.path) ? f(R.resolve(t2.path)) : f(R.resolve(this.cwd, t2.path)), !this.preservePaths && typeof t2.absolute == "string" && t2.absolute.indexOf(this.cwd + "/") !== 0 && t2.absolute !== this.cwd) return this.warn("TAR_ENTRY_ERROR", "path escaped extraction target", { entry: t2, path: f(t2.path), resolvedPath: t2.absolute, cwd: this.cwd }), false;
+    if (t2.absolute === this.cwd && t2.type !== "Directory" && t2.type !== "GNUDumpDir") return false;
     if (this.win32) {
-      let { root: r } = R.win32.parse(String(t.absolute));
-      t.absolute = r + ts(String(t.absolute).slice(r.length));
-      let { root: n } = R.win32.parse(t.path);
-      t.path = n + ts(t.path.slice(n.length));
+      let { root: r } = R.win32.parse(String(t2.absolute));
+      t2.absolute = r + ts(String(t2.absolute).slice(r.length));
+      let { root: n } = R.win32.parse(t2.path);
+      t2.path = n + ts(t2.path.slice(n.length));
     }
     return true;
   }
-  [Dr](t) {
-    if (!this[Fr](t)) return t.resume();
-    switch (co.equal(typeof t.absolute, "string"), t.type) {
+  [Dr](t2) {
+    if (!this[Fr](t2)) return t2.resume();
+    switch (co.equal(typeof t2.absolute, "string"), t2.type) {
       case "Directory":
       case "GNUDumpDir":
-        t.mode && (t.mode = t.mode | 448);
+        t2.mode && (t2.mode = t2.mode | 448);
       case "File":
       case "OldFile":
       case "ContiguousFile":
       case "Link":
       case "SymbolicLink":
-        return this[_s](t);
+        return this[_s](t2);
       default:
-        return this[Cr](t);
+        return this[Cr](t2);
     }
   }
-  [O](t, e) {
-    t.name === "CwdError" ? this.emit("error", t) : (this.warn("TAR_ENTRY_ERROR", t, { entry: e }), this[$t](), e.resume());
+  [O](t2, e2) {
+    t2.name === "CwdError" ? this.emit("error", t2) : (this.warn("TAR_ENTRY_ERROR", t2, { entry: e2 }), this[$t](), e2.resume());
   }
-  [yt](t, e, i) {
-    gr(f(t), { uid: this.uid, gid: this.gid, processUid: this.processUid, processGid: this.processGid, umask: this.processUmask, preserve: this.preservePaths, unlink: this.unlink, cwd: this.cwd, mode: e }, i);
+  [yt](t2, e2, i) {
+    gr(f(t2), { uid: this.uid, gid: this.gid, processUid: this.processUid, processGid: this.processGid, umask: this.processUmask, preserve: this.preservePaths, unlink: this.unlink, cwd: this.cwd, mode: e2 }, i);
   }
-  [ge](t) {
-    return this.forceChown || this.preserveOwner && (typeof t.uid == "number" && t.uid !== this.processUid || typeof t.gid == "number" && t.gid !== this.processGid) || typeof this.uid == "number" && this.uid !== this.processUid || typeof this.gid == "number" && this.gid !== this.processGid;
+  [ge](t2) {
+    return this.forceChown || this.preserveOwner && (typeof t2.uid == "number" && t2.uid !== this.processUid || typeof t2.gid == "number" && t2.gid !== this.processGid) || typeof this.uid == "number" && this.uid !== this.processUid || typeof this.gid == "number" && this.gid !== this.processGid;
   }
-  [be](t) {
-    return vr(this.uid, t.uid, this.processUid);
+  [be](t2) {
+    return vr(this.uid, t2.uid, this.processUid);
   }
-  [_e](t) {
-    return vr(this.gid, t.gid, this.processGid);
+  [_e](t2) {
+    return vr(this.gid, t2.gid, this.processGid);
   }
-  [Ts](t, e) {
-    let i = typeof t.mode == "number" ? t.mode & 4095 : this.fmode, r = new et(String(t.absolute), { flags: ms(t.size), mode: i, autoClose: false });
+  [Ts](t2, e2) {
+    let i = typeof t2.mode == "number" ? t2.mode & 4095 : this.fmode, r = new et(String(t2.absolute), { flags: ms(t2.size), mode: i, autoClose: false });
     r.on("error", (a) => {
       r.fd && u.close(r.fd, () => {
-      }), r.write = () => true, this[O](a, t), e();
+      }), r.write = () => true, this[O](a, t2), e2();
     });
     let n = 1, o = (a) => {
       if (a) {
         r.fd && u.close(r.fd, () => {
-        }), this[O](a, t), e();
+        }), this[O](a, t2), e2();
         return;
       }
       --n === 0 && r.fd !== void 0 && u.close(r.fd, (l) => {
-        l ? this[O](l, t) : this[$t](), e();
+        l ? this[O](l, t2) : this[$t](), e2();
       });
     };
     r.on("finish", () => {
-      let a = String(t.absolute), l = r.fd;
-      if (typeof l == "number" && t.mtime && !this.noMtime) {
+      let a = String(t2.absolute), l = r.fd;
+      if (typeof l == "number" && t2.mtime && !this.noMtime) {
         n++;
-        let c = t.atime || /* @__PURE__ */ new Date(), d = t.mtime;
+        let c = t2.atime || /* @__PURE__ */ new Date(), d = t2.mtime;
         u.futimes(l, c, d, (y) => y ? u.utimes(a, c, d, (T) => o(T && y)) : o());
       }
-      if (typeof l == "number" && this[ge](t)) {
+      if (typeof l == "number" && this[ge](t2)) {
         n++;
-        let c = this[be](t), d = this[_e](t);
+        let c = this[be](t2), d = this[_e](t2);
         typeof c == "number" && typeof d == "number" && u.fchown(l, c, d, (y) => y ? u.chown(a, c, d, (T) => o(T && y)) : o());
       }
       o();
     });
-    let h = this.transform && this.transform(t) || t;
-    h !== t && (h.on("error", (a) => {
-      this[O](a, t), e();
-    }), t.pipe(h)), h.pipe(r);
+    let h = this.transform && this.transform(t2) || t2;
+    h !== t2 && (h.on("error", (a) => {
+      this[O](a, t2), e2();
+    }), t2.pipe(h)), h.pipe(r);
   }
-  [xs](t, e) {
-    let i = typeof t.mode == "number" ? t.mode & 4095 : this.dmode;
-    this[yt](String(t.absolute), i, (r) => {
+  [xs](t2, e2) {
+    let i = typeof t2.mode == "number" ? t2.mode & 4095 : this.dmode;
+    this[yt](String(t2.absolute), i, (r) => {
       if (r) {
-        this[O](r, t), e();
+        this[O](r, t2), e2();
         return;
       }
       let n = 1, o = () => {
-        --n === 0 && (e(), this[$t](), t.resume());
+        --n === 0 && (e2(), this[$t](), t2.resume());
       };
-      t.mtime && !this.noMtime && (n++, u.utimes(String(t.absolute), t.atime || /* @__PURE__ */ new Date(), t.mtime, o)), this[ge](t) && (n++, u.chown(String(t.absolute), Number(this[be](t)), Number(this[_e](t)), o)), o();
+      t2.mtime && !this.noMtime && (n++, u.utimes(String(t2.absolute), t2.atime || /* @__PURE__ */ new Date(), t2.mtime, o)), this[ge](t2) && (n++, u.chown(String(t2.absolute), Number(this[be](t2)), Number(this[_e](t2)), o)), o();
     });
   }
-  [Cr](t) {
-    t.unsupported = true, this.warn("TAR_ENTRY_UNSUPPORTED", `unsupported entry type: ${t.type}`, { entry: t }), t.resume();
+  [Cr](t2) {
+    t2.unsupported = true, this.warn("TAR_ENTRY_UNSUPPORTED", `unsupported entry type: ${t2.type}`, { entry: t2 }), t2.resume();
   }
-  [Ar](t, e) {
-    let i = f(R.relative(this.cwd, R.resolve(R.dirname(String(t.absolute)), String(t.linkpath)))).split("/");
-    this[Re](t, this.cwd, i, () => this[gi](t, String(t.linkpath), "symlink", e), (r) => {
-      this[O](r, t), e();
+  [Ar](t2, e2) {
+    let i = f(R.relative(this.cwd, R.resolve(R.dirname(String(t2.absolute)), String(t2.linkpath)))).split("/");
+    this[Re](t2, this.cwd, i, () => this[gi](t2, String(t2.linkpath), "symlink", e2), (r) => {
+      this[O](r, t2), e2();
     });
   }
-  [Ir](t, e) {
-    let i = f(R.resolve(this.cwd, String(t.linkpath))), r = f(String(t.linkpath)).split("/");
-    this[Re](t, this.cwd, r, () => this[gi](t, i, "link", e), (n) => {
-      this[O](n, t), e();
+  [Ir](t2, e2) {
+    let i = f(R.resolve(this.cwd, String(t2.linkpath))), r = f(String(t2.linkpath)).split("/");
+    this[Re](t2, this.cwd, r, () => this[gi](t2, i, "link", e2), (n) => {
+      this[O](n, t2), e2();
     });
   }
-  [Re](t, e, i, r, n) {
+  [Re](t2, e2, i, r, n) {
     let o = i.shift();
     if (this.preservePaths || o === void 0) return r();
-    let h = R.resolve(e, o);
+    let h = R.resolve(e2, o);
     u.lstat(h, (a, l) => {
       if (a) return r();
       if (l?.isSymbolicLink()) return n(new St(h, R.resolve(h, i.join("/"))));
-      this[Re](t, h, i, r, n);
+      this[Re](t2, h, i, r, n);
     });
   }
   [kr]() {
@@ -5672,34 +5932,34 @@ var Xt = class extends rt {
   [$t]() {
     this[Ri]--, this[bs]();
   }
-  [Ls](t) {
-    this[$t](), t.resume();
+  [Ls](t2) {
+    this[$t](), t2.resume();
   }
-  [Os](t, e) {
-    return t.type === "File" && !this.unlink && e.isFile() && e.nlink <= 1 && !Te;
+  [Os](t2, e2) {
+    return t2.type === "File" && !this.unlink && e2.isFile() && e2.nlink <= 1 && !Te;
   }
-  [_s](t) {
+  [_s](t2) {
     this[kr]();
-    let e = [t.path];
-    t.linkpath && e.push(t.linkpath), this.reservations.reserve(e, (i) => this[Nr](t, i));
+    let e2 = [t2.path];
+    t2.linkpath && e2.push(t2.linkpath), this.reservations.reserve(e2, (i) => this[Nr](t2, i));
   }
-  [Nr](t, e) {
+  [Nr](t2, e2) {
     let i = (h) => {
-      e(h);
+      e2(h);
     }, r = () => {
       this[yt](this.cwd, this.dmode, (h) => {
         if (h) {
-          this[O](h, t), i();
+          this[O](h, t2), i();
           return;
         }
         this[Oe] = true, n();
       });
     }, n = () => {
-      if (t.absolute !== this.cwd) {
-        let h = f(R.dirname(String(t.absolute)));
+      if (t2.absolute !== this.cwd) {
+        let h = f(R.dirname(String(t2.absolute)));
         if (h !== this.cwd) return this[yt](h, this.dmode, (a) => {
           if (a) {
-            this[O](a, t), i();
+            this[O](a, t2), i();
             return;
           }
           o();
@@ -5707,109 +5967,109 @@ var Xt = class extends rt {
       }
       o();
     }, o = () => {
-      u.lstat(String(t.absolute), (h, a) => {
-        if (a && (this.keep || this.newer && a.mtime > (t.mtime ?? a.mtime))) {
-          this[Ls](t), i();
+      u.lstat(String(t2.absolute), (h, a) => {
+        if (a && (this.keep || this.newer && a.mtime > (t2.mtime ?? a.mtime))) {
+          this[Ls](t2), i();
           return;
         }
-        if (h || this[Os](t, a)) return this[P](null, t, i);
+        if (h || this[Os](t2, a)) return this[P](null, t2, i);
         if (a.isDirectory()) {
-          if (t.type === "Directory") {
-            let l = this.chmod && t.mode && (a.mode & 4095) !== t.mode, c = (d) => this[P](d ?? null, t, i);
-            return l ? u.chmod(String(t.absolute), Number(t.mode), c) : c();
+          if (t2.type === "Directory") {
+            let l = this.chmod && t2.mode && (a.mode & 4095) !== t2.mode, c = (d) => this[P](d ?? null, t2, i);
+            return l ? u.chmod(String(t2.absolute), Number(t2.mode), c) : c();
           }
-          if (t.absolute !== this.cwd) return u.rmdir(String(t.absolute), (l) => this[P](l ?? null, t, i));
+          if (t2.absolute !== this.cwd) return u.rmdir(String(t2.absolute), (l) => this[P](l ?? null, t2, i));
         }
-        if (t.absolute === this.cwd) return this[P](null, t, i);
-        mo(String(t.absolute), (l) => this[P](l ?? null, t, i));
+        if (t2.absolute === this.cwd) return this[P](null, t2, i);
+        mo(String(t2.absolute), (l) => this[P](l ?? null, t2, i));
       });
     };
     this[Oe] ? n() : r();
   }
-  [P](t, e, i) {
-    if (t) {
-      this[O](t, e), i();
+  [P](t2, e2, i) {
+    if (t2) {
+      this[O](t2, e2), i();
       return;
     }
-    switch (e.type) {
+    switch (e2.type) {
       case "File":
       case "OldFile":
       case "ContiguousFile":
-        return this[Ts](e, i);
+        return this[Ts](e2, i);
       case "Link":
-        return this[Ir](e, i);
+        return this[Ir](e2, i);
       case "SymbolicLink":
-        return this[Ar](e, i);
+        return this[Ar](e2, i);
       case "Directory":
       case "GNUDumpDir":
-        return this[xs](e, i);
+        return this[xs](e2, i);
     }
   }
-  [gi](t, e, i, r) {
-    u[i](e, String(t.absolute), (n) => {
-      n ? this[O](n, t) : (this[$t](), t.resume()), r();
+  [gi](t2, e2, i, r) {
+    u[i](e2, String(t2.absolute), (n) => {
+      n ? this[O](n, t2) : (this[$t](), t2.resume()), r();
     });
   }
 };
 var ye = (s3) => {
   try {
     return [null, s3()];
-  } catch (t) {
-    return [t, null];
+  } catch (t2) {
+    return [t2, null];
   }
 };
 var xe = class extends Xt {
   sync = true;
-  [P](t, e) {
-    return super[P](t, e, () => {
+  [P](t2, e2) {
+    return super[P](t2, e2, () => {
     });
   }
-  [_s](t) {
+  [_s](t2) {
     if (!this[Oe]) {
       let n = this[yt](this.cwd, this.dmode);
-      if (n) return this[O](n, t);
+      if (n) return this[O](n, t2);
       this[Oe] = true;
     }
-    if (t.absolute !== this.cwd) {
-      let n = f(R.dirname(String(t.absolute)));
+    if (t2.absolute !== this.cwd) {
+      let n = f(R.dirname(String(t2.absolute)));
       if (n !== this.cwd) {
         let o = this[yt](n, this.dmode);
-        if (o) return this[O](o, t);
+        if (o) return this[O](o, t2);
       }
     }
-    let [e, i] = ye(() => u.lstatSync(String(t.absolute)));
-    if (i && (this.keep || this.newer && i.mtime > (t.mtime ?? i.mtime))) return this[Ls](t);
-    if (e || this[Os](t, i)) return this[P](null, t);
+    let [e2, i] = ye(() => u.lstatSync(String(t2.absolute)));
+    if (i && (this.keep || this.newer && i.mtime > (t2.mtime ?? i.mtime))) return this[Ls](t2);
+    if (e2 || this[Os](t2, i)) return this[P](null, t2);
     if (i.isDirectory()) {
-      if (t.type === "Directory") {
-        let o = this.chmod && t.mode && (i.mode & 4095) !== t.mode, [h] = o ? ye(() => {
-          u.chmodSync(String(t.absolute), Number(t.mode));
+      if (t2.type === "Directory") {
+        let o = this.chmod && t2.mode && (i.mode & 4095) !== t2.mode, [h] = o ? ye(() => {
+          u.chmodSync(String(t2.absolute), Number(t2.mode));
         }) : [];
-        return this[P](h, t);
+        return this[P](h, t2);
       }
-      let [n] = ye(() => u.rmdirSync(String(t.absolute)));
-      this[P](n, t);
+      let [n] = ye(() => u.rmdirSync(String(t2.absolute)));
+      this[P](n, t2);
     }
-    let [r] = t.absolute === this.cwd ? [] : ye(() => po(String(t.absolute)));
-    this[P](r, t);
+    let [r] = t2.absolute === this.cwd ? [] : ye(() => po(String(t2.absolute)));
+    this[P](r, t2);
   }
-  [Ts](t, e) {
-    let i = typeof t.mode == "number" ? t.mode & 4095 : this.fmode, r = (h) => {
+  [Ts](t2, e2) {
+    let i = typeof t2.mode == "number" ? t2.mode & 4095 : this.fmode, r = (h) => {
       let a;
       try {
         u.closeSync(n);
       } catch (l) {
         a = l;
       }
-      (h || a) && this[O](h || a, t), e();
+      (h || a) && this[O](h || a, t2), e2();
     }, n;
     try {
-      n = u.openSync(String(t.absolute), ms(t.size), i);
+      n = u.openSync(String(t2.absolute), ms(t2.size), i);
     } catch (h) {
       return r(h);
     }
-    let o = this.transform && this.transform(t) || t;
-    o !== t && (o.on("error", (h) => this[O](h, t)), t.pipe(o)), o.on("data", (h) => {
+    let o = this.transform && this.transform(t2) || t2;
+    o !== t2 && (o.on("error", (h) => this[O](h, t2)), t2.pipe(o)), o.on("data", (h) => {
       try {
         u.writeSync(n, h, 0, h.length);
       } catch (a) {
@@ -5817,25 +6077,25 @@ var xe = class extends Xt {
       }
     }), o.on("end", () => {
       let h = null;
-      if (t.mtime && !this.noMtime) {
-        let a = t.atime || /* @__PURE__ */ new Date(), l = t.mtime;
+      if (t2.mtime && !this.noMtime) {
+        let a = t2.atime || /* @__PURE__ */ new Date(), l = t2.mtime;
         try {
           u.futimesSync(n, a, l);
         } catch (c) {
           try {
-            u.utimesSync(String(t.absolute), a, l);
+            u.utimesSync(String(t2.absolute), a, l);
           } catch {
             h = c;
           }
         }
       }
-      if (this[ge](t)) {
-        let a = this[be](t), l = this[_e](t);
+      if (this[ge](t2)) {
+        let a = this[be](t2), l = this[_e](t2);
         try {
           u.fchownSync(n, Number(a), Number(l));
         } catch (c) {
           try {
-            u.chownSync(String(t.absolute), Number(a), Number(l));
+            u.chownSync(String(t2.absolute), Number(a), Number(l));
           } catch {
             h = h || c;
           }
@@ -5844,70 +6104,70 @@ var xe = class extends Xt {
       r(h);
     });
   }
-  [xs](t, e) {
-    let i = typeof t.mode == "number" ? t.mode & 4095 : this.dmode, r = this[yt](String(t.absolute), i);
+  [xs](t2, e2) {
+    let i = typeof t2.mode == "number" ? t2.mode & 4095 : this.dmode, r = this[yt](String(t2.absolute), i);
     if (r) {
-      this[O](r, t), e();
+      this[O](r, t2), e2();
       return;
     }
-    if (t.mtime && !this.noMtime) try {
-      u.utimesSync(String(t.absolute), t.atime || /* @__PURE__ */ new Date(), t.mtime);
+    if (t2.mtime && !this.noMtime) try {
+      u.utimesSync(String(t2.absolute), t2.atime || /* @__PURE__ */ new Date(), t2.mtime);
     } catch {
     }
-    if (this[ge](t)) try {
-      u.chownSync(String(t.absolute), Number(this[be](t)), Number(this[_e](t)));
+    if (this[ge](t2)) try {
+      u.chownSync(String(t2.absolute), Number(this[be](t2)), Number(this[_e](t2)));
     } catch {
     }
-    e(), t.resume();
+    e2(), t2.resume();
   }
-  [yt](t, e) {
+  [yt](t2, e2) {
     try {
-      return _r(f(t), { uid: this.uid, gid: this.gid, processUid: this.processUid, processGid: this.processGid, umask: this.processUmask, preserve: this.preservePaths, unlink: this.unlink, cwd: this.cwd, mode: e });
+      return _r(f(t2), { uid: this.uid, gid: this.gid, processUid: this.processUid, processGid: this.processGid, umask: this.processUmask, preserve: this.preservePaths, unlink: this.unlink, cwd: this.cwd, mode: e2 });
     } catch (i) {
       return i;
     }
   }
-  [Re](t, e, i, r, n) {
+  [Re](t2, e2, i, r, n) {
     if (this.preservePaths || i.length === 0) return r();
-    let o = e;
+    let o = e2;
     for (let h of i) {
       o = R.resolve(o, h);
       let [a, l] = ye(() => u.lstatSync(o));
       if (a) return r();
-      if (l.isSymbolicLink()) return n(new St(o, R.resolve(e, i.join("/"))));
+      if (l.isSymbolicLink()) return n(new St(o, R.resolve(e2, i.join("/"))));
     }
     r();
   }
-  [gi](t, e, i, r) {
+  [gi](t2, e2, i, r) {
     let n = `${i}Sync`;
     try {
-      u[n](e, String(t.absolute)), r(), t.resume();
+      u[n](e2, String(t2.absolute)), r(), t2.resume();
     } catch (o) {
-      return this[O](o, t);
+      return this[O](o, t2);
     }
   }
 };
 var Eo = (s3) => {
-  let t = new xe(s3), e = s3.file, i = Br.statSync(e), r = s3.maxReadSize || 16 * 1024 * 1024;
-  new Be(e, { readSize: r, size: i.size }).pipe(t);
+  let t2 = new xe(s3), e2 = s3.file, i = Br.statSync(e2), r = s3.maxReadSize || 16 * 1024 * 1024;
+  new Be(e2, { readSize: r, size: i.size }).pipe(t2);
 };
-var wo = (s3, t) => {
-  let e = new Xt(s3), i = s3.maxReadSize || 16 * 1024 * 1024, r = s3.file;
+var wo = (s3, t2) => {
+  let e2 = new Xt(s3), i = s3.maxReadSize || 16 * 1024 * 1024, r = s3.file;
   return new Promise((o, h) => {
-    e.on("error", h), e.on("close", o), Br.stat(r, (a, l) => {
+    e2.on("error", h), e2.on("close", o), Br.stat(r, (a, l) => {
       if (a) h(a);
       else {
         let c = new _t(r, { readSize: i, size: l.size });
-        c.on("error", h), c.pipe(e);
+        c.on("error", h), c.pipe(e2);
       }
     });
   });
 };
-var So = K(Eo, wo, (s3) => new xe(s3), (s3) => new Xt(s3), (s3, t) => {
-  t?.length && Qi(s3, t);
+var So = K(Eo, wo, (s3) => new xe(s3), (s3) => new Xt(s3), (s3, t2) => {
+  t2?.length && Qi(s3, t2);
 });
-var yo = (s3, t) => {
-  let e = new kt(s3), i = true, r, n;
+var yo = (s3, t2) => {
+  let e2 = new kt(s3), i = true, r, n;
   try {
     try {
       r = v.openSync(s3.file, "r+");
@@ -5927,7 +6187,7 @@ var yo = (s3, t) => {
       if (n + l + 512 > o.size) break;
       n += l, s3.mtimeCache && a.mtime && s3.mtimeCache.set(String(a.path), a.mtime);
     }
-    i = false, Ro(s3, e, n, r, t);
+    i = false, Ro(s3, e2, n, r, t2);
   } finally {
     if (i) try {
       v.closeSync(r);
@@ -5935,13 +6195,13 @@ var yo = (s3, t) => {
     }
   }
 };
-var Ro = (s3, t, e, i, r) => {
-  let n = new Wt(s3.file, { fd: i, start: e });
-  t.pipe(n), bo(t, r);
+var Ro = (s3, t2, e2, i, r) => {
+  let n = new Wt(s3.file, { fd: i, start: e2 });
+  t2.pipe(n), bo(t2, r);
 };
-var go = (s3, t) => {
-  t = Array.from(t);
-  let e = new wt(s3), i = (n, o, h) => {
+var go = (s3, t2) => {
+  t2 = Array.from(t2);
+  let e2 = new wt(s3), i = (n, o, h) => {
     let a = (T, D) => {
       T ? v.close(n, (E) => h(T)) : h(null, D);
     }, l = 0;
@@ -5960,7 +6220,7 @@ var go = (s3, t) => {
     v.read(n, d, 0, 512, l, y);
   };
   return new Promise((n, o) => {
-    e.on("error", o);
+    e2.on("error", o);
     let h = "r+", a = (l, c) => {
       if (l && l.code === "ENOENT" && h === "r+") return h = "w+", v.open(s3.file, h, a);
       if (l || !c) return o(l);
@@ -5969,37 +6229,37 @@ var go = (s3, t) => {
         i(c, y.size, (T, D) => {
           if (T) return o(T);
           let E = new et(s3.file, { fd: c, start: D });
-          e.pipe(E), E.on("error", o), E.on("close", n), _o(e, t);
+          e2.pipe(E), E.on("error", o), E.on("close", n), _o(e2, t2);
         });
       });
     };
     v.open(s3.file, h, a);
   });
 };
-var bo = (s3, t) => {
-  t.forEach((e) => {
-    e.charAt(0) === "@" ? Ct({ file: Pr.resolve(s3.cwd, e.slice(1)), sync: true, noResume: true, onReadEntry: (i) => s3.add(i) }) : s3.add(e);
+var bo = (s3, t2) => {
+  t2.forEach((e2) => {
+    e2.charAt(0) === "@" ? Ct({ file: Pr.resolve(s3.cwd, e2.slice(1)), sync: true, noResume: true, onReadEntry: (i) => s3.add(i) }) : s3.add(e2);
   }), s3.end();
 };
-var _o = async (s3, t) => {
-  for (let e of t) e.charAt(0) === "@" ? await Ct({ file: Pr.resolve(String(s3.cwd), e.slice(1)), noResume: true, onReadEntry: (i) => s3.add(i) }) : s3.add(e);
+var _o = async (s3, t2) => {
+  for (let e2 of t2) e2.charAt(0) === "@" ? await Ct({ file: Pr.resolve(String(s3.cwd), e2.slice(1)), noResume: true, onReadEntry: (i) => s3.add(i) }) : s3.add(e2);
   s3.end();
 };
 var vt = K(yo, go, () => {
   throw new TypeError("file is required");
 }, () => {
   throw new TypeError("file is required");
-}, (s3, t) => {
+}, (s3, t2) => {
   if (!Bs(s3)) throw new TypeError("file is required");
   if (s3.gzip || s3.brotli || s3.zstd || s3.file.endsWith(".br") || s3.file.endsWith(".tbr")) throw new TypeError("cannot append to compressed archives");
-  if (!t?.length) throw new TypeError("no paths specified to add/replace");
+  if (!t2?.length) throw new TypeError("no paths specified to add/replace");
 });
-var Oo = K(vt.syncFile, vt.asyncFile, vt.syncNoFile, vt.asyncNoFile, (s3, t = []) => {
-  vt.validate?.(s3, t), To(s3);
+var Oo = K(vt.syncFile, vt.asyncFile, vt.syncNoFile, vt.asyncNoFile, (s3, t2 = []) => {
+  vt.validate?.(s3, t2), To(s3);
 });
 var To = (s3) => {
-  let t = s3.filter;
-  s3.mtimeCache || (s3.mtimeCache = /* @__PURE__ */ new Map()), s3.filter = t ? (e, i) => t(e, i) && !((s3.mtimeCache?.get(e) ?? i.mtime ?? 0) > (i.mtime ?? 0)) : (e, i) => !((s3.mtimeCache?.get(e) ?? i.mtime ?? 0) > (i.mtime ?? 0));
+  let t2 = s3.filter;
+  s3.mtimeCache || (s3.mtimeCache = /* @__PURE__ */ new Map()), s3.filter = t2 ? (e2, i) => t2(e2, i) && !((s3.mtimeCache?.get(e2) ?? i.mtime ?? 0) > (i.mtime ?? 0)) : (e2, i) => !((s3.mtimeCache?.get(e2) ?? i.mtime ?? 0) > (i.mtime ?? 0));
 };
 
 // src/pack/write/tar-header.ts
@@ -6035,9 +6295,9 @@ function openForPack(kind, input, result) {
     const files = openEntry(kind, input.root, input.entry);
     if (!files) result.vanished.push(`${input.cache}/${input.entry.name}`);
     return files;
-  } catch (e) {
-    if (!(e instanceof RelocationError)) throw e;
-    result.notRelocatable.push(`${input.cache}/${input.entry.name}: ${e.message}`);
+  } catch (e2) {
+    if (!(e2 instanceof RelocationError)) throw e2;
+    result.notRelocatable.push(`${input.cache}/${input.entry.name}: ${e2.message}`);
     return null;
   }
 }
@@ -6114,7 +6374,7 @@ function* buildPack(inputs, kindOf, compressor, result) {
 
 // src/pack/threads/thread-messages.ts
 function targetsFrom(data, kindOf) {
-  return new Map(data.map((t) => [t.cache, { kind: kindOf(t.kind), root: t.root, staging: t.staging }]));
+  return new Map(data.map((t2) => [t2.cache, { kind: kindOf(t2.kind), root: t2.root, staging: t2.staging }]));
 }
 
 // src/pack/threads/pack-worker.ts
@@ -6205,10 +6465,10 @@ port.on("message", (m2) => {
       targets: targetsFrom(m2.targets, cacheKind),
       zstd: m2.zstd,
       onBytes: (n) => send({ op: "bytes", job: m2.job, n })
-    }).then((result) => send({ op: "restored", job: m2.job, result })).catch((e) => send({ op: "failed", job: m2.job, message: e.message })).finally(() => forwarded.delete(m2.job));
+    }).then((result) => send({ op: "restored", job: m2.job, result })).catch((e2) => send({ op: "failed", job: m2.job, message: e2.message })).finally(() => forwarded.delete(m2.job));
   } else if (m2.op === "build") {
     usePickleInterpreter(m2.python);
-    build(m2).catch((e) => send({ op: "failed", job: m2.job, message: e.message }));
+    build(m2).catch((e2) => send({ op: "failed", job: m2.job, message: e2.message }));
   } else if (m2.op === "ack" || m2.op === "cancel") {
     const flow = flows.get(m2.job);
     if (flow) {
