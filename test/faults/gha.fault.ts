@@ -139,10 +139,11 @@ describe("GitHub's cache service with faulty blob transfers", () => {
           tally.row.trials += 2;
           expect(restore.code, restore.stderr).toBe(strict && fails.restoreFails ? 3 : 0);
           expect(save.code, save.stderr).toBe(strict && fails.saveFails ? 3 : 0);
-          for (const r of [restore, save]) {
-            expect(r.stderr).not.toMatch(/internal error/);
-            expect(r.seconds, r.stderr).toBeLessThan(IDLE_S + REPORT_S);
-          }
+          for (const r of [restore, save]) expect(r.stderr).not.toMatch(/internal error/);
+          expect(restore.seconds, restore.stderr).toBeLessThan(IDLE_S + REPORT_S);
+          // A save uploads (a faulty download costs it at most the parent's lookup): one idle timeout
+          // beyond what the same key's first save took here, on a machine the suite loads unevenly.
+          expect(save.seconds, save.stderr).toBeLessThan(IDLE_S + REPORT_S + first.seconds);
           if (!strict && fails.restoreFails) expect(restore.stderr).toMatch(/warning/);
           i++;
         }

@@ -147,6 +147,7 @@ describe("Inductor entries crafted against relocation: placed exactly, or not at
       tally.row.writesOutside = filesOutside(s.dir, [
         "kcache.yml",
         "bin",
+        "bash-only",
         "rewrites.log",
         "a",
         "store",
