@@ -632,6 +632,14 @@ const MUTANTS = [
     replace: 'processDuplex("zstd", ["-d", "-q", "-c"])',
     tests: ["test/pack/zstd-frames.test.ts"],
   },
+  {
+    name: "a resolved key passed back re-keyed by this machine's stack (the stack id appended twice)",
+    file: "src/job/build-context.ts",
+    find: "const keyStack = named?.[2] ?? null;",
+    replace: "const keyStack = named?.[2] === stackId ? stackId : null;",
+    tests: ["test/github/action.test.ts"],
+    testName: "before the install",
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */

@@ -88,7 +88,10 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     log.warn("no revision: GITHUB_SHA is unset and this is not a git checkout; using revision 'none'");
     revision = "none";
   }
-  const prefix = opts.key !== undefined ? keyAsPrefix(opts.key, stack.stackId, revision) : config.key.prefix;
+  const explicit = opts.key !== undefined ? resolvedKey(opts.key, stack.stackId, revision, log) : null;
+  const prefix = explicit?.prefix ?? config.key.prefix;
+  // The stack the key names: this machine's, or the one a resolved key was made with.
+  const keyStack = explicit?.stackId ?? stack.stackId;
   // torch.compile's pickles are rewritten by the interpreter the stack names, as the job's PATH finds it.
   usePickleInterpreter({
     python: findOnPath(config.stack.python, env) ?? config.stack.python,
@@ -110,8 +113,8 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     }),
     revision,
     scopes: scopePlan(env, cwd, config.key.defaultBranch),
-    key: primaryKey(prefix, stack.stackId, revision),
-    stackKeyPrefix: stackPrefix(prefix, stack.stackId),
+    key: primaryKey(prefix, keyStack, revision),
+    stackKeyPrefix: stackPrefix(prefix, keyStack),
     stateFile: stateFile(
       stateDir(env),
       prefix,
@@ -125,12 +128,30 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
   };
 }
 
-/** The prefix an explicit key stands for; ConfigError naming the key when GitHub's rules refuse it. */
-function keyAsPrefix(key: string, stackId: string, revision: string): string {
-  const suffix = `-${stackId}-${revision}`;
-  const prefix = key.endsWith(suffix) && key.length > suffix.length ? key.slice(0, -suffix.length) : key;
+/**
+ * The prefix an explicit key stands for, and the stack id it already names, if any. A key that ends
+ * with `-<stack id>-<revision>` is one kcache resolved (a cache-primary-key output passed back, or
+ * the action's restore step's key in its post step): it is kept as it is, even where this machine's
+ * stack is another since (an install step ran between the restore and the save), so the next run's
+ * restore, made where this one's was, finds it; one warning says so. ConfigError naming the key when
+ * GitHub's rules refuse it.
+ */
+function resolvedKey(
+  key: string,
+  stackId: string,
+  revision: string,
+  log: Log,
+): { prefix: string; stackId: string | null } {
+  const tail = `-${revision}`;
+  const named = key.endsWith(tail) ? /^(.+)-([0-9a-f]{12})$/.exec(key.slice(0, -tail.length)) : null;
+  const prefix = named?.[1] ?? key;
   const checked = keyPart.safeParse(prefix);
   if (!checked.success)
     throw new ConfigError(`key "${prefix}": ${checked.error.issues[0]?.message ?? "is not a valid key"}`);
-  return prefix;
+  const keyStack = named?.[2] ?? null;
+  if (keyStack !== null && keyStack !== stackId)
+    log.warn(
+      `key ${key} names stack ${keyStack}, and this machine's stack is ${stackId} now (something was installed after the step that made the key): keeping the key, so the next run's restore finds it; put the kcache step after the install so its key names the stack that compiles the kernels`,
+    );
+  return { prefix, stackId: keyStack };
 }

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Inputs, Outputs, SAVE_ALWAYS_ENV } from "../../src/github/io-names.js";
+import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { actionYml, ROOT, RunnerJob } from "../helpers/action-runner.js";
 import { type GhaCacheServer, startGhaCacheServer } from "../helpers/gha-cache-server.js";
@@ -156,6 +157,35 @@ describe("the kcache action", () => {
     const [again] = await b.end();
     expect(again?.result?.log).toMatch(/restored exactly; keys are immutable, nothing saved/);
     expect(gha.calls.filter((c) => c === "CreateCacheEntry").length).toBe(2); // one pack, one manifest
+  });
+
+  it("the cache step before the install step (where actions/cache steps stand): the post step saves under the restore's key, says the stack changed, and the next run finds it", async () => {
+    const root = tempDir("before-install");
+    const inputs = { path: "~/.triton/cache", key: "order", store: path.join(root, "store") };
+    const preInstall = tempDir("no-torch-yet"); // the runner's Python before `pip install`
+    const run = async (name: string) => {
+      const j = job(root, name);
+      j.env.PYTHONPATH = preInstall;
+      const restored = await j.uses("", inputs);
+      j.env.PYTHONPATH = installedStack(); // the job's install step, after the cache step
+      workload(j);
+      const [post] = await j.end();
+      return { restored, post: post?.result };
+    };
+    const first = await run("first");
+    const key = first.restored.outputs["cache-primary-key"] as string;
+    expect(key).toMatch(/^order-[0-9a-f]{12}-a{40}$/);
+    expect(first.post?.code).toBe(0);
+    // Saved under the key the restore resolved, never with a second stack id and revision appended.
+    expect(first.post?.log).toContain(`saved ${key}:`);
+    expect(first.post?.log).not.toMatch(/a{40}-[0-9a-f]{12}-a{40}/);
+    expect(first.post?.log).toMatch(
+      /::warning.*names stack [0-9a-f]{12}, and this machine's stack is [0-9a-f]{12} now.*put the kcache step after the install/,
+    );
+    const second = await run("second");
+    expect(second.restored.outputs).toMatchObject({ "cache-hit": "true", "cache-matched-key": key });
+    // The post step found its restore's record under the same key (a doubled key found none).
+    expect(second.post?.log).toMatch(/restored exactly; keys are immutable, nothing saved/);
   });
 
   it("restore/ and save/ as actions/cache/restore and save: the save takes the restore's cache-primary-key", async () => {
