@@ -77,8 +77,15 @@ export function storeFromText(
   cwd: string,
 ): StoreConfig {
   if (text === "gha") return { type: "gha" };
-  if (text?.startsWith("s3://")) {
-    const m = /^s3:\/\/([^/]+)\/?(.*)$/.exec(text);
+  // A URL's scheme is case-insensitive (RFC 3986): S3:// is s3://. Any other scheme is an error, never
+  // a folder named after it (`gs://b/p` once saved into ./gs:/b/p).
+  const scheme = text ? /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(text)?.[1] : undefined;
+  if (scheme !== undefined && scheme.toLowerCase() !== "s3")
+    throw new ConfigError(
+      `${label}=${text}: kcache has no ${scheme}:// store; write s3://bucket/prefix (any S3-compatible service, with KCACHE_S3_ENDPOINT), gha, or a folder`,
+    );
+  if (text && scheme !== undefined) {
+    const m = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(text);
     if (!m?.[1]) throw new ConfigError(`${label}=${text}: write s3://bucket or s3://bucket/prefix`);
     const { region, endpoint, pathStyle, checksums } = s3Environment(env);
     return {

@@ -97,6 +97,29 @@ describe("kcache.yml", () => {
     ]);
   });
 
+  it("takes S3:// as s3:// and refuses a store scheme it has none of, never making a folder of it", async () => {
+    const dir = tempDir("scheme");
+    const caches = [{ name: "t", kind: "dir" as const, path: "/x" }];
+    expect(resolveConfig({ caches }, "k.yml", { KCACHE_STORE: "S3://bkt/team" }, dir).store).toMatchObject({
+      type: "s3",
+      bucket: "bkt",
+      prefix: "team/",
+    });
+    fs.writeFileSync(
+      path.join(dir, "kcache.yml"),
+      "caches:\n  - name: t\n    kind: dir\n    path: ${HOME}/c\n",
+    );
+    fs.mkdirSync(path.join(dir, "c"));
+    fs.writeFileSync(path.join(dir, "c", "f.txt"), "x");
+    const r = await runCli(["save", "--store", "gs://bkt/p"], {
+      env: { PATH: process.env.PATH, HOME: dir },
+      cwd: dir,
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/store=gs:\/\/bkt\/p: kcache has no gs:\/\/ store; write s3:\/\/bucket\/prefix/);
+    expect(fs.existsSync(path.join(dir, "gs:"))).toBe(false);
+  });
+
   it("fails clearly when an explicit config file is missing", () => {
     const dir = tempDir("missing");
     expect(() => loadConfig({ cwd: dir, file: "ci/kcache.yml", env: {} })).toThrow(
