@@ -1,10 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import { parseDocument } from "yaml";
-import type { z } from "zod";
 import { ConfigError } from "../errors.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import { checkCachePaths } from "./cache-paths.js";
+import { formatIssues } from "./config-issues.js";
 import { interpolate } from "./interpolate.js";
 
 export { checkCachePaths } from "./cache-paths.js";
@@ -117,7 +117,7 @@ export function resolveConfig(
   overrides: { store?: string; cachesUnused?: boolean } = {},
 ): Config {
   const parsed = configSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(formatIssue(source, parsed.error.issues[0]));
+  if (!parsed.success) throw new ConfigError(formatIssues(source, parsed.error.issues, configSchema));
   const cfg: ParsedConfig = parsed.data;
 
   const expand = (value: string, field: string): string => {
@@ -250,26 +250,4 @@ export function expandProfile(
       }),
     };
   }
-}
-
-function formatIssue(source: string, issue: z.core.$ZodIssue | undefined): string {
-  if (!issue) return `${source}: invalid configuration`;
-  const field = issue.path.length
-    ? issue.path
-        .map((p, i) => (typeof p === "number" ? `[${p}]` : i === 0 ? String(p) : `.${String(p)}`))
-        .join("")
-    : "(top level)";
-  let fix = "";
-  switch (issue.code) {
-    case "unrecognized_keys":
-      fix = `; remove ${issue.keys.map((k) => `"${k}"`).join(", ")} or check its spelling`;
-      break;
-    case "invalid_value":
-      fix = `; use one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
-      break;
-    case "invalid_type":
-      fix = `; expected ${issue.expected}`;
-      break;
-  }
-  return `${source}: ${field}: ${issue.message}${fix}`;
 }

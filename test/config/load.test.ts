@@ -120,6 +120,42 @@ describe("kcache.yml", () => {
     expect(fs.existsSync(path.join(dir, "gs:"))).toBe(false);
   });
 
+  it("lists every problem in a config at once, and says which setting a misspelt key meant", () => {
+    const dir = tempDir("typos");
+    fs.writeFileSync(
+      path.join(dir, "kcache.yml"),
+      [
+        "cachs:",
+        "  - name: t",
+        "    kind: triton",
+        "    path: /x",
+        "store:",
+        "  typ: local",
+        "  path: /y",
+        "save:",
+        "  compression-level: 40",
+        "key:",
+        "  prefx: a",
+        "  bogus-setting: 1",
+        "",
+      ].join("\n"),
+    );
+    let message = "";
+    try {
+      loadConfig({ cwd: dir, env: {} });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    const file = path.join(dir, "kcache.yml");
+    expect(message.split("\n")).toEqual([
+      `${file}: caches: missing, and "cachs" is there: did you mean "caches"?`,
+      `${file}: store.typ: not a setting kcache knows: did you mean "type"?`,
+      `${file}: key.prefx: not a setting kcache knows: did you mean "prefix"?`,
+      `${file}: key: Unrecognized key: "bogus-setting"; remove "bogus-setting" or check its spelling`,
+      `${file}: save.compression-level: Too big: expected number to be <=19`,
+    ]);
+  });
+
   it("fails clearly when an explicit config file is missing", () => {
     const dir = tempDir("missing");
     expect(() => loadConfig({ cwd: dir, file: "ci/kcache.yml", env: {} })).toThrow(
