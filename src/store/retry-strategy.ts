@@ -1,6 +1,9 @@
 import type { RetryErrorInfo, RetryStrategyV2, RetryToken } from "@smithy/types";
 
-/** How a remote store retries: only server errors (5xx) and throttling (429, SlowDown), never timeouts. */
+/**
+ * How a remote store retries: server errors (5xx), throttling (429, SlowDown) and connections reset
+ * before any answer; never timeouts.
+ */
 export interface RetryPolicy {
   /** Attempts in all, the first included. */
   attempts: number;
@@ -24,6 +27,8 @@ function token(count: number, delay: number): RetryToken {
 /**
  * The AWS SDK retry strategy kcache uses: a server's Retry-After is honoured (up to maxDelayMs);
  * a timeout or a refused connection is not retried, so a hung store costs one timeout, not several.
+ * A connection reset before any answer is: a server or proxy closes idle keep-alive connections, and
+ * a request sent on one as it closes meets a reset (Node's "socket hang up") at no cost in time.
  */
 export class StoreRetryStrategy implements RetryStrategyV2 {
   readonly mode = "kcache";
@@ -39,11 +44,20 @@ export class StoreRetryStrategy implements RetryStrategyV2 {
     const status = (info.error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata
       ?.httpStatusCode;
     const answered = status !== undefined && (status >= 500 || status === 429);
-    if (n >= this.policy.attempts || !(answered || info.errorType === "THROTTLING"))
+    if (n >= this.policy.attempts || !(answered || info.errorType === "THROTTLING" || wasReset(info.error)))
       throw new Error("not retried");
     const hinted = info.retryAfterHint ? Math.max(0, info.retryAfterHint.getTime() - Date.now()) : null;
     return token(n, Math.min(this.policy.maxDelayMs, hinted ?? backoffMs(this.policy, n)));
   }
 
   recordSuccess(): void {}
+}
+
+/**
+ * A connection the other end reset (ECONNRESET, EPIPE): the SDK files these as TimeoutError, but
+ * they come at once, not after a wait. A timeout proper has no such code (or ETIMEDOUT).
+ */
+function wasReset(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return code === "ECONNRESET" || code === "EPIPE";
 }

@@ -12,7 +12,9 @@ export type Fault =
   /** Passes the headers and the first `bytes` of the body, then sends nothing more, keeping the connection open. */
   | { kind: "stall"; bytes: number }
   /** Passes the headers and the first `bytes` of the body, flushed, then resets the connection (TCP RST). */
-  | { kind: "reset"; bytes: number };
+  | { kind: "reset"; bytes: number }
+  /** Resets the connection before any answer: a keep-alive connection the server closed as it was reused. */
+  | { kind: "drop" };
 
 export interface ProxyLog {
   method: string;
@@ -33,6 +35,10 @@ export async function faultProxy(target: string, choose: (req: http.IncomingMess
   const server = http.createServer((req, res) => {
     const fault = choose(req, log.length);
     log.push({ method: req.method ?? "", url: req.url ?? "", at: Date.now(), fault: fault.kind });
+    if (fault.kind === "drop") {
+      req.socket.resetAndDestroy();
+      return;
+    }
     if (fault.kind === "hang") {
       hung.push(res);
       req.resume();

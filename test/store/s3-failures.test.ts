@@ -81,6 +81,23 @@ describe("S3 store failures (fault proxy in front of s3rver)", () => {
     }
   });
 
+  it("tries again where a connection was reset before any answer (a keep-alive connection the server closed), and a save goes through", async () => {
+    let dropped = 0;
+    const proxy = await faultProxy(server.endpoint, (req) =>
+      req.method === "PUT" && dropped++ < 2 ? { kind: "drop" } : { kind: "pass" },
+    );
+    try {
+      const dir = tempDir();
+      generateTritonCache(path.join(dir, "c"), { entries: 3, totalBytes: 60_000 });
+      const r = await save(await ctxFor(storeAt(proxy.endpoint), path.join(dir, "c"), path.join(dir, "s")));
+      expect(r.outcome).toBe("saved");
+      expect(r.faults).toEqual([]);
+      expect(proxy.log.filter((l) => l.fault === "drop")).toHaveLength(2);
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it("gives up on a hung store after one idle timeout, with one warning, and the job goes on", async () => {
     const proxy = await faultProxy(server.endpoint, () => ({ kind: "hang" }));
     try {
