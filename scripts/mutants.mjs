@@ -640,6 +640,21 @@ const MUTANTS = [
     tests: ["test/github/action.test.ts"],
     testName: "before the install",
   },
+  {
+    name: "an S3 connection reset before any answer never retried",
+    file: "src/store/retry-strategy.ts",
+    find: '|| info.errorType === "THROTTLING" || wasReset(info.error)',
+    replace: '|| info.errorType === "THROTTLING"',
+    tests: ["test/store/s3-failures.test.ts"],
+    testName: "keep-alive",
+  },
+  {
+    name: "a misspelt config key reported without the setting it meant",
+    file: "src/config/config-issues.ts",
+    find: "let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;",
+    replace: "let bestDistance = 0;",
+    tests: ["test/config/load.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */
