@@ -17,6 +17,7 @@ export function dumpDom(file: string, profileDir: string): string {
       "--dump-dom",
       `file://${file}`,
     ],
-    { timeout: 60_000 },
+    // Chromium's stderr (D-Bus and GPU noise in a container) is kept, not printed: a failure carries it.
+    { timeout: 60_000, stdio: ["ignore", "pipe", "pipe"] },
   ).toString();
 }
