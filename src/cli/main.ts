@@ -72,7 +72,11 @@ export async function main(argv: string[]): Promise<void> {
       .command("restore")
       .description("restore the caches from the best-matching saved key")
       .option("--lookup-only", "only look the key up; download nothing")
-      .option("--fail-on-cache-miss", "exit 5 when no key matched"),
+      .option("--fail-on-cache-miss", "exit 5 when no key matched")
+      .option(
+        "-p, --profile <name>",
+        "use this profile of kcache.yml: its key prefix, environment and autotune settings (as the action's profile input)",
+      ),
     { revision: true, overrides: true },
   ).action(async (o) => (await import("./commands/restore.js")).restoreCommand(o));
 
@@ -83,6 +87,10 @@ export async function main(argv: string[]): Promise<void> {
       .option(
         "--no-evict",
         "keep entries the job did not use (for a save after a step that failed); see save.keep-unused",
+      )
+      .option(
+        "-p, --profile <name>",
+        "use this profile of kcache.yml: its key prefix, environment and autotune settings (as the action's profile input)",
       ),
     { revision: true, overrides: true },
   ).action(async (o) => (await import("./commands/save.js")).saveCommand(o));
@@ -91,10 +99,19 @@ export async function main(argv: string[]): Promise<void> {
     program.command("stack").description("print the software stack fingerprint that keys are made of"),
   ).action(async (o) => (await import("./commands/stack.js")).stackCommand(o));
 
-  common(program.command("key").description("print this run's key, scopes and restore order"), {
-    revision: true,
-    overrides: true,
-  }).action(async (o) => (await import("./commands/key.js")).keyCommand(o));
+  common(
+    program
+      .command("key")
+      .description("print this run's key, scopes and restore order")
+      .option(
+        "-p, --profile <name>",
+        "use this profile of kcache.yml: its key prefix, environment and autotune settings (as the action's profile input)",
+      ),
+    {
+      revision: true,
+      overrides: true,
+    },
+  ).action(async (o) => (await import("./commands/key.js")).keyCommand(o));
 
   common(
     program

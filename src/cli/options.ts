@@ -12,6 +12,8 @@ export interface GlobalOptions {
   kind?: string;
   key?: string;
   restoreKey?: string[];
+  /** A profile of kcache.yml (restore, save and key; run names it with the same flag). */
+  profile?: string;
   /** A persistent runner's settings for every cache (kcache.yml's isolate, trust-local, max-size). */
   isolate?: boolean;
   trustLocal?: boolean;

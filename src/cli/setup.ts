@@ -66,7 +66,7 @@ export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
 export function commandJob(o: GlobalOptions, profile?: string, runsTheJob = false): Promise<Job> {
   return buildJob({
     configFile: o.config,
-    overrides: overridesFrom(o, profile),
+    overrides: overridesFrom(o, profile ?? o.profile),
     log: createLog({ verbose: o.verbose }),
     progress: stderrProgress,
     runsTheJob,

@@ -165,6 +165,34 @@ describe("kcache CLI", () => {
     expect(k.restoreOrder).toHaveLength(2);
   });
 
+  it("restore, save and key take --profile as run does: the profile's own key prefix", async () => {
+    const p = cliProject();
+    fs.appendFileSync(
+      path.join(p.dir, "kcache.yml"),
+      "profiles:\n  bench:\n    prefix: cli-bench\n    commands:\n      - name: noop\n        run: 'true'\n",
+    );
+    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+    const key = async (...flags: string[]) =>
+      (
+        JSON.parse((await runCli(["key", "--json", ...flags], { env: p.env, cwd: p.dir })).stdout) as {
+          key: string;
+        }
+      ).key;
+    expect(await key()).toMatch(/^cli-[0-9a-f]{12}-f{40}$/);
+    expect(await key("--profile", "bench")).toMatch(/^cli-bench-[0-9a-f]{12}-f{40}$/);
+    const saved = await runCli(["save", "-p", "bench", "--json"], { env: p.env, cwd: p.dir });
+    expect(JSON.parse(saved.stdout)).toMatchObject({ outcome: "saved", primaryKey: await key("-p", "bench") });
+    const env = {
+      ...p.env,
+      CACHE_ROOT: path.join(p.dir, "elsewhere"),
+      KCACHE_STATE_DIR: path.join(p.dir, "s2"),
+    };
+    const plain = await runCli(["restore", "--json"], { env, cwd: p.dir });
+    expect(JSON.parse(plain.stdout)).toMatchObject({ cacheHit: false, entriesRestored: 0 });
+    const profiled = await runCli(["restore", "--profile", "bench", "--json"], { env, cwd: p.dir });
+    expect(JSON.parse(profiled.stdout)).toMatchObject({ cacheHit: true, entriesRestored: 3 });
+  });
+
   it("prints usage errors with exit code 2", async () => {
     const p = cliProject();
     const r = await runCli(["prune", "--older-than", "soon"], { env: p.env, cwd: p.dir });
