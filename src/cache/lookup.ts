@@ -37,6 +37,9 @@ export async function searchSteps(
       step.match === "exact"
         ? [manifestObject(step.scope, step.value)]
         : (await store.list(manifestListPrefix(step.scope, step.value))).map((o) => o.name);
+    log.debug(
+      `looking up ${step.match === "exact" ? "key" : "prefix"} ${step.value} in ${step.scope}: ${candidates.length ? `${candidates.length} found` : "none"}`,
+    );
     for (const object of candidates) {
       if (tried.has(object)) continue;
       tried.add(object);

@@ -1,4 +1,6 @@
+import { performance } from "node:perf_hooks";
 import { inLanes } from "../bounded-lanes.js";
+import { formatBytes } from "../format.js";
 import { entryId } from "../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../manifest/manifest.js";
 import type { PackReadResult, RestoreTarget } from "../pack/pack-request.js";
@@ -85,7 +87,16 @@ interface OnePack {
   onBytes: (n: number) => void;
 }
 
-async function readOnePack(
+async function readOnePack(ctx: JobContext, one: OnePack): Promise<PackReadResult> {
+  const t0 = performance.now();
+  const r = await readOnePackTimed(ctx, one);
+  ctx.log.debug(
+    `pack ${one.pack.object}: ${formatBytes(one.pack.size)}, ${r.restored.length} of ${one.refs.length} entries written in ${((performance.now() - t0) / 1000).toFixed(2)} s${r.packError ? ` (${r.packError})` : ""}`,
+  );
+  return r;
+}
+
+async function readOnePackTimed(
   ctx: JobContext,
   { pack, refs, targets, pool, onBytes }: OnePack,
 ): Promise<PackReadResult> {

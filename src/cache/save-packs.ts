@@ -1,4 +1,6 @@
+import { performance } from "node:perf_hooks";
 import { inLanes } from "../bounded-lanes.js";
+import { formatBytes } from "../format.js";
 import { saveThreads, ThreadPool } from "../pack/threads/thread-pool.js";
 import { type BuildInput, type WrittenPack, writePack } from "../pack/write/pack-writer.js";
 import { zstdEngine } from "../pack/zstd/engines.js";
@@ -34,6 +36,7 @@ export async function writePacks(
           root: p.root,
           entry: p.entry,
         }));
+        const t0 = performance.now();
         slots[i] = await writePack({
           store: ctx.store,
           object: packObject(ctx.scopes.write, `${leaseId}-${i}`),
@@ -44,6 +47,10 @@ export async function writePacks(
           pool,
           zstdThreads: zstd,
         });
+        const w = slots[i];
+        ctx.log.debug(
+          `pack ${w.object}: ${w.entries.length} entries, ${formatBytes(w.entryBytes)} in ${formatBytes(w.size)}, written in ${((performance.now() - t0) / 1000).toFixed(2)} s`,
+        );
       },
       { stopOnFailure: true },
     );

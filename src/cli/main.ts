@@ -20,7 +20,8 @@ export async function main(argv: string[]): Promise<void> {
     opts: { json?: boolean; strict?: boolean; revision?: boolean; store?: boolean; overrides?: boolean } = {},
   ) => {
     cmd.option("-c, --config <file>", "kcache.yml to use (default: $KCACHE_CONFIG, then ./kcache.yml)");
-    cmd.option("-v, --verbose", "say more about what is done");
+    cmd.option("-v, --verbose", "say more: the keys looked up, each pack with its size and time");
+    cmd.option("-q, --quiet", "say only warnings and errors (results still go to stdout)");
     if (opts.json !== false) cmd.option("--json", "print the result as JSON on stdout");
     if (opts.strict !== false)
       cmd.option(

@@ -5,6 +5,7 @@ export interface GlobalOptions {
   strict?: boolean | string;
   json?: boolean;
   verbose?: boolean;
+  quiet?: boolean;
   revision?: string;
   /** Overrides of kcache.yml (the action's inputs of the same names): see job/build-job.ts. */
   store?: string;

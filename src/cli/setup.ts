@@ -42,7 +42,7 @@ export function durationOption(text: string, flag: string): number {
 
 /** The caches this command line names (kcache.yml's, or --path's), without probing the stack. */
 export function commandCaches(o: GlobalOptions): { caches: CacheFolder[]; log: Log } {
-  const log = createLog({ verbose: o.verbose });
+  const log = createLog({ verbose: o.verbose, quiet: o.quiet });
   return { caches: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log }).config.caches, log };
 }
 
@@ -52,7 +52,7 @@ export function commandCaches(o: GlobalOptions): { caches: CacheFolder[]; log: L
  * a CI job) does not stop `kcache ls` on a laptop.
  */
 export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
-  const log = createLog({ verbose: o.verbose });
+  const log = createLog({ verbose: o.verbose, quiet: o.quiet });
   return {
     config: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log, cachesUnused: true }).config,
     log,
@@ -67,7 +67,7 @@ export function commandJob(o: GlobalOptions, profile?: string, runsTheJob = fals
   return buildJob({
     configFile: o.config,
     overrides: overridesFrom(o, profile ?? o.profile),
-    log: createLog({ verbose: o.verbose }),
+    log: createLog({ verbose: o.verbose, quiet: o.quiet }),
     progress: stderrProgress,
     runsTheJob,
   });

@@ -181,7 +181,10 @@ describe("kcache CLI", () => {
     expect(await key()).toMatch(/^cli-[0-9a-f]{12}-f{40}$/);
     expect(await key("--profile", "bench")).toMatch(/^cli-bench-[0-9a-f]{12}-f{40}$/);
     const saved = await runCli(["save", "-p", "bench", "--json"], { env: p.env, cwd: p.dir });
-    expect(JSON.parse(saved.stdout)).toMatchObject({ outcome: "saved", primaryKey: await key("-p", "bench") });
+    expect(JSON.parse(saved.stdout)).toMatchObject({
+      outcome: "saved",
+      primaryKey: await key("-p", "bench"),
+    });
     const env = {
       ...p.env,
       CACHE_ROOT: path.join(p.dir, "elsewhere"),
@@ -191,6 +194,35 @@ describe("kcache CLI", () => {
     expect(JSON.parse(plain.stdout)).toMatchObject({ cacheHit: false, entriesRestored: 0 });
     const profiled = await runCli(["restore", "--profile", "bench", "--json"], { env, cwd: p.dir });
     expect(JSON.parse(profiled.stdout)).toMatchObject({ cacheHit: true, entriesRestored: 3 });
+  });
+
+  it("-v says the keys looked up and each pack's size and time; -q says nothing but warnings", async () => {
+    const p = cliProject();
+    generateTritonCache(p.cache, { entries: 4, totalBytes: 40_000 });
+    const saved = await runCli(["save", "-v"], { env: p.env, cwd: p.dir });
+    expect(saved.code).toBe(0);
+    expect(saved.stderr).toMatch(/kcache: pack packs\/\S+: 4 entries, .+ in .+, written in \d+\.\d\d s/);
+    const env = {
+      ...p.env,
+      CACHE_ROOT: path.join(p.dir, "elsewhere"),
+      KCACHE_STATE_DIR: path.join(p.dir, "s2"),
+    };
+    const restored = await runCli(["restore", "--verbose"], { env, cwd: p.dir });
+    expect(restored.stderr).toMatch(/kcache: looking up key cli-[0-9a-f]{12}-f{40} in branch\/main: 1 found/);
+    expect(restored.stderr).toMatch(/kcache: pack packs\/\S+: .+, 4 of 4 entries written in \d+\.\d\d s/);
+    const quiet = await runCli(["restore", "-q", "--json"], {
+      env: { ...env, CACHE_ROOT: path.join(p.dir, "third"), KCACHE_STATE_DIR: path.join(p.dir, "s3") },
+      cwd: p.dir,
+    });
+    expect(quiet.code).toBe(0);
+    expect(JSON.parse(quiet.stdout)).toMatchObject({ entriesRestored: 4 });
+    expect(quiet.stderr).toBe("");
+    const plain = await runCli(["restore"], {
+      env: { ...env, CACHE_ROOT: path.join(p.dir, "fourth"), KCACHE_STATE_DIR: path.join(p.dir, "s4") },
+      cwd: p.dir,
+    });
+    expect(plain.stderr).toMatch(/restored 4 entries/);
+    expect(plain.stderr).not.toMatch(/looking up|kcache: pack /);
   });
 
   it("prints usage errors with exit code 2", async () => {
