@@ -72,7 +72,12 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
     const done = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
       if (timer) clearTimeout(timer);
       if (killer) clearTimeout(killer);
-      if (error) log.write(`kcache: could not start: ${error.message}\n`);
+      if (error) {
+        // Said where the job's log shows it too: the log file may be a temporary the runner deletes.
+        const why = `kcache: could not start \`${opts.run}\`: ${startFailure(error, opts.cwd)}\n`;
+        log.write(why);
+        (opts.echo ?? process.stderr).write(why);
+      }
       const outcome: CommandOutcome = {
         exitCode: timedOut ? TIMEOUT_EXIT : (code ?? (signal ? 128 + signalNumber(signal) : 1)),
         signal,
@@ -85,6 +90,13 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
     child.on("error", (e) => done(127, null, e));
     child.on("close", (code, signal) => done(code, signal));
   });
+}
+
+/** Why a command could not start, with the fix: kcache runs every command with bash, in `cwd`. */
+function startFailure(error: NodeJS.ErrnoException, cwd: string): string {
+  if (error.code !== "ENOENT") return error.message;
+  if (!fs.existsSync(cwd)) return `its working directory ${cwd} does not exist`;
+  return "bash was not found on PATH (kcache runs each command with bash -c); install bash or add it to PATH";
 }
 
 function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {
