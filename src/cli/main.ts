@@ -213,7 +213,7 @@ export async function main(argv: string[]): Promise<void> {
         "what the jittered minute depends on (default: $GITHUB_REPOSITORY or the folder name)",
       )
       .option("--check", "write nothing; exit 2 if the files differ from what would be written"),
-    { json: false, strict: false },
+    { strict: false },
   ).action(async (o) => (await import("./commands/workflow.js")).workflowCommand(o));
 
   common(

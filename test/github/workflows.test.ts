@@ -244,4 +244,27 @@ describe("generated workflows", () => {
     expect(stale.code).toBe(2);
     expect(stale.stderr).toMatch(/out of date with kcache\.yml: wf\/kcache-kda-bench\.yml/);
   });
+
+  it("kcache workflow --json says what it did to each file, and --step --json gives the steps", async () => {
+    const dir = tempDir("wf-json");
+    fs.copyFileSync(path.join(EXAMPLE_DIR, "kcache.yml"), path.join(dir, "kcache.yml"));
+    const env = { PATH: process.env.PATH, HOME: dir };
+    const args = ["workflow", "-p", "kda-bench", "--out", "wf", "--seed", "s", "--json"];
+    const first = JSON.parse((await runCli(args, { env, cwd: dir })).stdout) as {
+      files: { profile: string; file: string; status: string }[];
+    };
+    expect(first.files.length).toBeGreaterThan(0);
+    expect(first.files.every((f) => f.profile === "kda-bench" && f.status === "wrote")).toBe(true);
+    for (const f of first.files) expect(fs.existsSync(path.join(dir, f.file))).toBe(true);
+    fs.appendFileSync(path.join(dir, first.files[0]?.file ?? ""), "# edited\n");
+    const check = await runCli([...args, "--check"], { env, cwd: dir });
+    expect(check.code).toBe(2);
+    const statuses = (JSON.parse(check.stdout) as { files: { status: string }[] }).files.map((f) => f.status);
+    expect(statuses).toEqual(["stale", ...first.files.slice(1).map(() => "current")]);
+    const step = JSON.parse((await runCli([...args, "--step"], { env, cwd: dir })).stdout) as {
+      steps: { profile: string; step: string }[];
+    };
+    expect(step.steps).toHaveLength(1);
+    expect(step.steps[0]?.step).toMatch(/kcache/);
+  });
 });
