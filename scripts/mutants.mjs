@@ -649,6 +649,13 @@ const MUTANTS = [
     testName: "keep-alive",
   },
   {
+    name: "a key whose pack was evicted taken as whole (never saved again)",
+    file: "src/cache/key-wholeness.ts",
+    find: 'return gone.length ? { state: "broken", manifest, gone } : { state: "whole", manifest };',
+    replace: 'return { state: "whole", manifest };',
+    tests: ["test/cache/broken-key.test.ts", "test/pipeline/prewarm.test.ts"],
+  },
+  {
     name: "a misspelt config key reported without the setting it meant",
     file: "src/config/config-issues.ts",
     find: "let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;",

@@ -7,10 +7,11 @@ import { manifestObject } from "../store/layout.js";
 import { autotuneParts } from "./autotune/provenance.js";
 import { fault, StrictFaultError } from "./faults.js";
 import type { JobContext } from "./job-context.js";
+import { keyToSave } from "./key-wholeness.js";
 import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "./local-state.js";
 import { findManifest, type Match } from "./lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "./pack-lease.js";
-import { commitManifest, existingManifest, manifestFor, savedEntries } from "./save-manifest.js";
+import { commitManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import { countSaved, emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
@@ -84,18 +85,18 @@ class SaveRun {
   async run(state: LocalState | null, ours: LocalState | null): Promise<SaveReport> {
     const { ctx } = this;
     this.job = ours?.job;
-    if (ours?.parent?.exact && ours.parent.scope === this.scope)
-      return this.keyExists("was restored exactly");
-    if (await existingManifest(ctx.store, this.object)) return this.keyExists();
+    const restoredExactly = ours?.parent?.exact === true && ours.parent.scope === this.scope;
+    const { stop, replacing } = await keyToSave(ctx, this.object, this.scope, restoredExactly);
+    if (stop) return this.keyExists(stop);
     // A restore that missed (or only looked) left no parent: one saved since is built on.
     const parent: Match | null = ours?.parent ?? (await findManifest(ctx));
     this.parent = parent;
     this.report.parentKey = parent?.key ?? null;
     // Another run saved this very key since we looked (a race): it stands.
-    if (parent?.key === ctx.key && parent.scope === this.scope) return this.keyExists();
+    if (!replacing && parent?.key === ctx.key && parent.scope === this.scope) return this.keyExists();
 
     await this.scan(state, ours);
-    if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {
+    if (!replacing && parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {
       // This very key, visible from another scope (a pull request that restored the default branch's).
       writeState(ctx.stateFile, stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept, ours?.job));
       this.report.entries = this.kept.length;

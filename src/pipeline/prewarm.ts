@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
 import picomatch from "picomatch";
+import { goneSummary, keyWholeness } from "../cache/key-wholeness.js";
 import { findManifest } from "../cache/lookup.js";
 import { defaultBranchScope } from "../keys/scope.js";
 import { manifestObject } from "../store/layout.js";
@@ -49,9 +50,12 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
       run: null,
     };
   }
-  if (await ctx.store.exists(manifestObject(ctx.scopes.write, ctx.key))) {
+  const existing = await keyWholeness(ctx.store, manifestObject(ctx.scopes.write, ctx.key));
+  if (existing.state === "whole")
     return done("present", ctx.key, `cache ${ctx.key} is present in ${ctx.scopes.write}; nothing to prewarm`);
-  }
+  // Its manifest outlived a pack the store evicted: filled again (its save replaces the manifest).
+  if (existing.state === "broken")
+    ctx.log.info(`cache ${ctx.key} is broken: ${goneSummary(existing)}; prewarming it`);
   if (opts.ifChanged?.length) {
     const newest = await findManifest(ctx);
     if (newest) {

@@ -78,6 +78,21 @@ describe("kcache prewarm", () => {
     expect(again.message).toMatch(/is present in branch\/main; nothing to prewarm/);
   });
 
+  it("fills a key whose pack the store evicted again (broken, not present), and the key is whole after", async () => {
+    const r = repo();
+    const first = await run(r.dir);
+    expect(first.outcome).toBe("ran");
+    // What GitHub's cache does on its own: a pack evicted, its key's manifest kept.
+    const packs = path.join(r.dir, ".store", "packs");
+    const pack = fs.readdirSync(packs, { recursive: true, withFileTypes: true }).find((e) => e.isFile());
+    if (!pack) throw new Error("no pack saved");
+    fs.rmSync(path.join(pack.parentPath, pack.name));
+    fs.rmSync(path.join(r.dir, ".triton"), { recursive: true });
+    const again = await run(r.dir);
+    expect(again).toMatchObject({ outcome: "ran", key: first.key, run: { save: { outcome: "saved" } } });
+    expect(await run(r.dir)).toMatchObject({ outcome: "present", key: first.key });
+  });
+
   it("says present on the next prewarm at a revision whose run compiled nothing new (the key was still recorded)", async () => {
     const r = repo();
     const first = await run(r.dir);
