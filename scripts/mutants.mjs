@@ -282,8 +282,8 @@ const MUTANTS = [
   {
     name: "no idle timeout on S3 bodies",
     file: "src/store/s3-bucket.ts",
-    find: "return withIdleTimeout(r.Body as Readable, settings.idleTimeoutMs, `${where}: reading ${name}`);",
-    replace: "return r.Body as Readable;",
+    find: "return withIdleTimeout(whole, settings.idleTimeoutMs, what);",
+    replace: "return whole;",
     tests: ["test/store/s3-failures.test.ts"],
   },
   {
@@ -353,8 +353,8 @@ const MUTANTS = [
   {
     name: "a restore step's cache-primary-key passed to save/ gets the stack and revision twice",
     file: "src/job/build-context.ts",
-    find: "key.endsWith(suffix) && key.length > suffix.length",
-    replace: "false",
+    find: "key.endsWith(tail) ? /^(.+)-([0-9a-f]{12})$/.exec(key.slice(0, -tail.length)) : null",
+    replace: "null",
     tests: ["test/github/action.test.ts"],
   },
   {
@@ -416,8 +416,8 @@ const MUTANTS = [
   {
     name: "a save with nothing new records no key",
     file: "src/cache/save.ts",
-    find: "if (parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {",
-    replace: "if (parent && this.fresh().length === 0 && this.unchanged()) {",
+    find: "if (!replacing && parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {",
+    replace: "if (!replacing && parent && this.fresh().length === 0 && this.unchanged()) {",
     tests: ["test/pipeline/prewarm.test.ts", "test/cache/save.test.ts"],
   },
   {
