@@ -19,10 +19,13 @@ export class Transfer {
     totalMs: number,
   ) {
     this.options = { abortSignal: this.stop.signal, onProgress: () => this.progressed() };
+    // Too slow is judged as stalled (the store is not tried again in this command): on a loaded
+    // machine this bound can fire before the idle one on a transfer that stalled, and a store too
+    // slow for one pack is too slow for the next.
     this.total = setTimeout(
       () =>
         this.abort(
-          new StoreError(`${what} failed: not done after ${Math.round(totalMs / 1000)} s (too slow)`),
+          new StalledError(`${what} failed: not done after ${Math.round(totalMs / 1000)} s (too slow)`),
         ),
       totalMs,
     );
