@@ -318,8 +318,9 @@ const MUTANTS = [
   {
     name: "a garbage manifest taken for 'the key exists'",
     file: "src/cache/save-manifest.ts",
-    find: "    decodeManifest(data, object);\n    return true;",
-    replace: "    return true;",
+    find: "    if (!(e instanceof IntegrityError)) throw e;\n    throw new IntegrityError(\n      `${store.description}: ${e.message}; nothing saved",
+    replace:
+      "    if (!(e instanceof IntegrityError)) throw e;\n    if (Math.random() >= 0) return { packs: [] } as unknown as Manifest;\n    throw new IntegrityError(\n      `${store.description}: ${e.message}; nothing saved",
     tests: ["test/store/s3-failures.test.ts"],
   },
   {

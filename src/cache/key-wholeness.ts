@@ -1,8 +1,8 @@
-import { IntegrityError } from "../errors.js";
-import { decodeManifest, type Manifest } from "../manifest/manifest.js";
+import type { Manifest } from "../manifest/manifest.js";
 import type { Store } from "../store/store.js";
 import type { JobContext } from "./job-context.js";
 import { missingPacks } from "./pack-lease.js";
+import { storedManifest } from "./save-manifest.js";
 
 /**
  * Whether a saved key can still be restored whole. GitHub's cache evicts entries on its own (least
@@ -20,17 +20,8 @@ export type KeyWholeness =
  * garbage) is a data fault, never taken for "the key exists".
  */
 export async function keyWholeness(store: Store, object: string): Promise<KeyWholeness> {
-  const data = await store.read(object);
-  if (!data) return { state: "absent" };
-  let manifest: Manifest;
-  try {
-    manifest = decodeManifest(data, object);
-  } catch (e) {
-    if (!(e instanceof IntegrityError)) throw e;
-    throw new IntegrityError(
-      `${store.description}: ${e.message}; nothing saved (delete the object, or check the store's endpoint)`,
-    );
-  }
+  const manifest = await storedManifest(store, object);
+  if (!manifest) return { state: "absent" };
   const gone = [
     ...(await missingPacks(
       store,

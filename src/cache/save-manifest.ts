@@ -142,11 +142,15 @@ export async function commitManifest(
  * a store answering garbage) is a data fault, never taken for "the key exists".
  */
 export async function existingManifest(store: Store, object: string): Promise<boolean> {
+  return (await storedManifest(store, object)) !== null;
+}
+
+/** The manifest stored at `object`, or null; one that does not verify throws, as existingManifest says. */
+export async function storedManifest(store: Store, object: string): Promise<Manifest | null> {
   const data = await store.read(object);
-  if (!data) return false;
+  if (!data) return null;
   try {
-    decodeManifest(data, object);
-    return true;
+    return decodeManifest(data, object);
   } catch (e) {
     if (!(e instanceof IntegrityError)) throw e;
     throw new IntegrityError(
