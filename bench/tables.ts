@@ -369,3 +369,52 @@ export function flaEditTable(rows: FlaEditRow[]): string[] {
     }),
   ];
 }
+
+/** bench/results/gpu-fla-probe.json: where FLA's HEAD-vs-BASE job spends its time, per side (bench/gpu/fla-probe-on-device.sh). */
+export interface FlaProbe {
+  steps: Record<"pip-install" | "import", { wall: number; exit: number }>;
+  jobs: {
+    op: string;
+    job: "clearing" | "warm";
+    wall: number;
+    exit: number;
+    sides: { side: "HEAD" | "BASE"; seconds: number; finished: boolean }[];
+  }[];
+}
+
+/** The script's own work per job beside its two sides: three `pip install -e .` and FLA_BENCH_COOLDOWN_SEC (3 s). */
+const scriptSeconds = (p: FlaProbe) => 3 * p.steps["pip-install"].wall + 3;
+
+/**
+ * The share of the clearing job a perfect cache's job takes: both sides as fast as the fastest warm side
+ * measured, against both sides as slow as a finished cold side, with the script's own work in both.
+ */
+export function flaProbeFloor(p: FlaProbe, op: string): number {
+  const sides = (job: string) => p.jobs.filter((j) => j.op === op && j.job === job).flatMap((j) => j.sides);
+  const cold = Math.max(
+    ...sides("clearing")
+      .filter((s) => s.finished)
+      .map((s) => s.seconds),
+  );
+  const warm = Math.min(...sides("warm").map((s) => s.seconds));
+  return (2 * warm + scriptSeconds(p)) / (2 * cold + scriptSeconds(p));
+}
+
+export function flaProbeTable(p: FlaProbe): string[] {
+  const what = {
+    clearing: "FLA's (clears the cache before each side)",
+    warm: "warm (TRITON_CACHE_DIR at that folder)",
+  };
+  const side = (j: FlaProbe["jobs"][number], name: string) => {
+    const s = j.sides.find((x) => x.side === name);
+    return !s ? "-" : s.finished ? `${s.seconds.toFixed(1)} s` : `over ${s.seconds.toFixed(1)} s (cut)`;
+  };
+  return [
+    "| op | job | HEAD side | BASE side | job | exit |",
+    "|---|---|---:|---:|---:|---:|",
+    ...p.jobs.map(
+      (j) =>
+        `| ${j.op} | ${what[j.job]} | ${side(j, "HEAD")} | ${side(j, "BASE")} | ${j.wall.toFixed(1)} s | ${j.exit} |`,
+    ),
+  ];
+}
