@@ -49,6 +49,19 @@ export interface JobRecord {
   borrowed?: Record<string, Record<string, string>>;
   /** The autotune results the job was given and those withheld (docs/benchmarks.md). */
   autotune?: AutotuneRestore | null;
+  /** What the restore did, for the save's run record (history/drop-in-record.ts). */
+  restored?: RestoredOutcome;
+}
+
+/** A restore's outcome as the drop-in save's run record keeps it. */
+export interface RestoredOutcome {
+  hit: "exact" | "prefix" | "miss";
+  matchedKey: string | null;
+  /** Entries written from the store, and entries already in the folder as the key has them. */
+  entries: number;
+  present: number;
+  bytes: number;
+  seconds: number;
 }
 
 export { stateDir } from "../state-dir.js";

@@ -141,6 +141,14 @@ async function record(
     borrowed: signaturesOf(placed.borrowed, r.seen),
     atime: r.state.usage?.atime ?? {},
     autotune: report.autotune,
+    restored: {
+      hit: report.cacheHit ? "exact" : report.matchedKey && !report.lookupOnly ? "prefix" : "miss",
+      matchedKey: report.lookupOnly ? null : report.matchedKey,
+      entries: report.entriesRestored,
+      present: report.entriesPresent,
+      bytes: report.bytesRestored,
+      seconds: (Date.now() - folders.startedAt) / 1000,
+    },
   };
   writeState(work.stateFile, r.state);
   report.entriesLocal = r.local;

@@ -206,7 +206,10 @@ export const githubSchema = z
     "fork-pull-requests": z.boolean().default(false),
     /** run: one `kcache run` step; steps: restore, each command as its own step, save after all passed. */
     style: z.enum(["run", "steps"]).default("run"),
+    /** The job's timeout; default 90 minutes (GitHub's own is 6 hours). */
     "timeout-minutes": z.number().int().positive().optional(),
+    /** Run the job only for pushes and pull requests touching these paths (GitHub's `paths:` filter). */
+    paths: z.array(z.string().min(1)).default([]),
     /** The job's container (an image name, or GitHub's image/options/env form), as Ascend CI runs in one. */
     container: z
       .union([

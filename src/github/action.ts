@@ -2,7 +2,7 @@ import * as core from "@actions/core";
 import { Strictness } from "../cache/faults.js";
 import { afterRestore } from "../cache/local-state.js";
 import { restore } from "../cache/restore.js";
-import { type SaveOptions, save } from "../cache/save.js";
+import type { SaveOptions } from "../cache/save.js";
 import { usageSummary } from "../cache/save-usage.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { parseSize } from "../config/durations.js";
@@ -10,6 +10,7 @@ import { hostEnvironment } from "../environment.js";
 import { CacheMissError, KcacheError, UsageError } from "../errors.js";
 import { buildJob, type Job, type JobOverrides, parseKind } from "../job/build-job.js";
 import type { Log } from "../log.js";
+import { dropInSave } from "../pipeline/drop-in-save.js";
 import { prewarm } from "../pipeline/prewarm.js";
 import { defaultOutDir, type RunReport, runProfile } from "../pipeline/run-profile.js";
 import { settleStage } from "../pipeline/stages/settle-stage.js";
@@ -153,7 +154,7 @@ async function saveStep(log: Log, key?: string, post = false): Promise<void> {
     post && env[SAVE_ALWAYS_ENV] === "true"
       ? { evict: { never: "save-always: the job may have failed, so its use proves nothing" } }
       : {};
-  const r = await tolerateCacheFailure("save", ctx.strict, log, () => save(ctx, opts));
+  const r = await dropInSave(ctx, opts);
   if (r) log.info(`${r.message} (${r.store})`);
   if (r?.outcome === "saved" || r?.outcome === "nothing-new")
     log.info(usageSummary(r.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));

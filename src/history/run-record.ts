@@ -55,6 +55,12 @@ export interface RunRecord
     | "kernels"
   > {
   schema: typeof RUN_RECORD_SCHEMA;
+  /** What wrote it: `kcache run` (absent in older records), or a drop-in save (drop-in-record.ts). */
+  via?: "run" | "save";
+  /** A drop-in save after a restore: seconds between the restore's end and the save's start (the job's own work). */
+  jobSeconds?: number;
+  /** A drop-in save: the key its restore restored. */
+  matchedKey?: string | null;
   prefix: string;
   /** exact: the key itself; prefix: an older key; miss: nothing restored; none: not restored (cold run). */
   hit: "exact" | "prefix" | "miss" | "none";
@@ -104,6 +110,7 @@ export function runRecord(
   }
   return {
     schema: RUN_RECORD_SCHEMA,
+    via: "run",
     profile: report.profile,
     prefix: ctx.prefix,
     scope: report.scope,

@@ -1,5 +1,6 @@
 import { medianOf } from "../checks/record-diff.js";
 import type { RunRecord } from "./run-record.js";
+import { type EntryCost, entryCost, secondsSaved } from "./time-saved.js";
 
 export { readRunRecords } from "./run-record.js";
 
@@ -18,8 +19,10 @@ export interface WeekStats {
   /** Median Triton compile seconds of runs that missed, and of runs with an exact hit. */
   compileSecondsCold: number | null;
   compileSecondsWarm: number | null;
-  /** (cold median - warm median) x the warm runs: what the cache saved in compiling, estimated. */
+  /** Kernels the runs found in the cache x one kernel's compile cost: compiling not done, estimated. */
   secondsSavedEstimate: number | null;
+  /** One kernel's compile cost for the prefix, learnt from all its runs chosen (time-saved.ts). */
+  entryCost: EntryCost | null;
   restoreSeconds: { p50: number; p90: number } | null;
   saveSeconds: { p50: number; p90: number } | null;
 }
@@ -42,6 +45,9 @@ function percentile(values: number[], p: number): number {
 
 /** Runs grouped by workload prefix and week, with what the cache did for them. */
 export function weeklyStats(records: RunRecord[]): WeekStats[] {
+  const costs = new Map<string, EntryCost | null>();
+  for (const prefix of new Set(records.map((r) => r.prefix)))
+    costs.set(prefix, entryCost(records.filter((r) => r.prefix === prefix)));
   const groups = new Map<string, RunRecord[]>();
   for (const r of records) {
     const k = `${r.prefix}\0${isoWeek(r.startedAt)}`;
@@ -76,8 +82,8 @@ export function weeklyStats(records: RunRecord[]): WeekStats[] {
         : runs.reduce((n, r) => n + (r.kernels.loaded ?? 0), 0),
       compileSecondsCold: coldMedian,
       compileSecondsWarm: warmMedian,
-      secondsSavedEstimate:
-        coldMedian !== null && warmMedian !== null ? Math.max(0, coldMedian - warmMedian) * hits.exact : null,
+      secondsSavedEstimate: secondsSaved(runs, costs.get(prefix) ?? null),
+      entryCost: costs.get(prefix) ?? null,
       restoreSeconds: restores.length
         ? { p50: percentile(restores, 50), p90: percentile(restores, 90) }
         : null,

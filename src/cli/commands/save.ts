@@ -1,8 +1,7 @@
 import type { Fault } from "../../cache/faults.js";
-import { save } from "../../cache/save.js";
 import { usageSummary } from "../../cache/save-usage.js";
-import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { formatBytes, formatSeconds } from "../../format.js";
+import { dropInSave } from "../../pipeline/drop-in-save.js";
 import { settleStage } from "../../pipeline/stages/settle-stage.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
@@ -11,13 +10,7 @@ export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
   const { ctx } = await commandJob(o);
   const { log } = ctx;
   const faults: Fault[] = [];
-  const report = await tolerateCacheFailure(
-    "save",
-    ctx.strict,
-    log,
-    () => save(ctx, o.evict === false ? { evict: { never: "--no-evict" } } : {}),
-    faults,
-  );
+  const report = await dropInSave(ctx, o.evict === false ? { evict: { never: "--no-evict" } } : {}, faults);
   if (report) {
     log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {

@@ -76,7 +76,7 @@ export async function statsCommand(
   if (sets.length) process.stdout.write(`${workingSetLines(sets, defaultScope).join("\n")}\n\n`);
   if (weeks.length === 0) {
     process.stderr.write(
-      `no runs recorded in ${store.description}${o.allScopes ? "" : ` for ${defaultScope}`}\n`,
+      `no runs recorded in ${store.description}${o.allScopes ? "" : ` for ${defaultScope}`}${o.allScopes ? "" : otherBranchesHint(records, defaultScope)}\n`,
     );
     return;
   }
@@ -95,7 +95,33 @@ export async function statsCommand(
         `| ${w.prefix} | ${w.week} | ${w.runs} | ${w.passed} | ${w.hits.exact} / ${w.hits.prefix} / ${w.hits.miss} | ${w.hitRate === null ? "-" : `${Math.round(w.hitRate * 100)}%`} | ${w.kernelsCompiled} | ${w.kernelsLoaded ?? "?"} | ${s(w.compileSecondsCold)} / ${s(w.compileSecondsWarm)} | ${s(w.secondsSavedEstimate, 0)} | ${s(w.restoreSeconds?.p50, 2)} / ${s(w.restoreSeconds?.p90, 2)} | ${s(w.saveSeconds?.p50, 2)} / ${s(w.saveSeconds?.p90, 2)} |`,
     ),
   ];
+  const learnt = {
+    "compile-times": "from the hook's compile times",
+    "job-times": "learnt from the jobs' seconds over their new kernels",
+    "job-times-upper-bound": "at most: the jobs' seconds per new kernel, too few runs for more",
+  };
+  const costs = new Map(weeks.flatMap((w) => (w.entryCost ? [[w.prefix, w.entryCost] as const] : [])));
+  if (costs.size) lines.push("");
+  for (const [prefix, c] of costs)
+    lines.push(
+      `${prefix}: one kernel ≈ ${c.seconds.toFixed(2)} s (${learnt[c.from]}); saved s (est.) = kernels found in the cache x that`,
+    );
   process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+/**
+ * When the default branch's scope has no runs but other branches' have (a repository on `master`,
+ * read outside GitHub where no event names the default branch): which, and how to choose.
+ */
+function otherBranchesHint(records: { scope: string }[], defaultScope: string): string {
+  const counts = new Map<string, number>();
+  for (const r of records)
+    if (r.scope.startsWith("branch/") && r.scope !== defaultScope)
+      counts.set(r.scope, (counts.get(r.scope) ?? 0) + 1);
+  if (!counts.size) return "";
+  const [top] = [...counts].sort((a, b) => b[1] - a[1]);
+  const list = [...counts].map(([scope, n]) => `${scope} (${n})`).join(", ");
+  return `; runs are recorded for ${list}. If ${top?.[0].slice("branch/".length)} is the default branch, set key.default-branch: ${top?.[0].slice("branch/".length)} in kcache.yml (or pass --all-scopes)`;
 }
 
 /** The working-set table: per prefix, what the newest key's job used, what its restores carry unused, and the trend. */

@@ -1,0 +1,25 @@
+import type { Fault } from "../cache/faults.js";
+import type { JobContext } from "../cache/job-context.js";
+import { readState } from "../cache/local-state.js";
+import { type SaveOptions, save } from "../cache/save.js";
+import type { SaveReport } from "../cache/save-report.js";
+import { tolerateCacheFailure } from "../cache/tolerate.js";
+import { dropInRunRecord } from "../history/drop-in-record.js";
+import { writeRunRecord } from "../history/run-record.js";
+
+/**
+ * The save of the drop-in path (`kcache save`, the action's save and post steps): the save, then a
+ * run record of the job for `kcache stats`, with what this job's restore left in the local state.
+ * A store that fails the save or the record warns and the job goes on (--strict: the save's rules).
+ */
+export async function dropInSave(
+  ctx: JobContext,
+  opts: SaveOptions = {},
+  faults: Fault[] = [],
+): Promise<SaveReport | null> {
+  const state = readState(ctx.stateFile);
+  const job = state?.primaryKey === ctx.key ? state.job : undefined;
+  const report = await tolerateCacheFailure("save", ctx.strict, ctx.log, () => save(ctx, opts), faults);
+  await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);
+  return report;
+}
