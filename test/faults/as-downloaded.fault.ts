@@ -116,6 +116,33 @@ describe("kcache as a runner downloads it, with no zstd binary", () => {
     },
   );
 
+  it("the action as downloaded in actions/cache's placement (the cache step before the install): the post step saves under the restore's key and the next run's restore finds it", async () => {
+    const root = tempDir("dl-before-install");
+    const bundle = path.join(action, "dist", "action.mjs");
+    const inputs = { path: "~/.triton/cache", key: "placement" };
+    const preInstall = tempDir("dl-no-torch-yet"); // the runner's Python before `pip install`
+    const run = async (name: string) => {
+      const j = new RunnerJob(root, name, { ...push("c".repeat(40)), ...gha.env, PATH: bare }, bundle, root);
+      j.env.PYTHONPATH = preInstall;
+      const restored = await j.uses("", inputs);
+      expect(restored.code, restored.log).toBe(0);
+      j.env.PYTHONPATH = installedStack(); // the job's install step, after the cache step
+      const work = workload(j);
+      const [post] = await j.end();
+      expect(post?.result?.code, post?.result?.log).toBe(0);
+      return { restored, work, post: post?.result?.log ?? "" };
+    };
+    const first = await run("first");
+    const key = first.restored.outputs["cache-primary-key"] as string;
+    expect(key).toMatch(/^placement-[0-9a-f]{12}-c{40}$/);
+    expect(first.post).toContain(`saved ${key}:`);
+    expect(first.post).not.toMatch(/c{40}-[0-9a-f]{12}-c{40}/);
+    expect(first.post).toMatch(/::warning.*put the kcache step after the install/);
+    const second = await run("second");
+    expect(second.restored.outputs).toMatchObject({ "cache-hit": "true", "cache-matched-key": key });
+    expect(second.work).toMatchObject({ compiled: 0 });
+  });
+
   it.each(NODES)(
     "the packed CLI (npm pack, installed offline into an empty folder, no optional addon), %s, no zstd on PATH: save and restore at another path",
     async (label, nodeBin) => {
