@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import path from "node:path";
+import { runTmpdir } from "./helpers/run-tmpdir.js";
 
 /** What the suite runs besides Node, and the Debian package of each. */
 const TOOLS: [string, string][] = [
@@ -18,7 +19,7 @@ export const INSTALL_LINE = "apt-get update && apt-get install -y zstd tar git p
  * midway), then builds build/: CLI tests run the real bin/kcache.js, so the build must match the
  * source under test.
  */
-export default function setup(): void {
+export default function setup(): () => void {
   const missing = TOOLS.filter(
     ([cmd]) => spawnSync("sh", ["-c", `command -v ${cmd}`], { stdio: "ignore" }).status !== 0,
   );
@@ -41,4 +42,5 @@ export default function setup(): void {
     cwd: root,
     stdio: "inherit",
   });
+  return runTmpdir("kcache-tests");
 }

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { commandShell } from "./shell.js";
 
 export interface CommandOutcome {
   exitCode: number;
@@ -26,7 +27,7 @@ export interface CommandOptions {
 export const TIMEOUT_EXIT = 124;
 
 /**
- * Runs a shell command in its own process group, logging stdout and stderr to a file and echoing
+ * Runs a shell command (bash -c, or sh -c where PATH has no bash) in its own process group, logging stdout and stderr to a file and echoing
  * them. A timeout sends SIGTERM to the whole group, then SIGKILL after 10 s.
  */
 export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
@@ -34,7 +35,7 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
   const log = fs.createWriteStream(opts.logFile);
   const t0 = performance.now();
   return new Promise((resolve) => {
-    const child = spawn("bash", ["-c", opts.run], {
+    const child = spawn(commandShell(opts.env) ?? "bash", ["-c", opts.run], {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
@@ -96,7 +97,7 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
 function startFailure(error: NodeJS.ErrnoException, cwd: string): string {
   if (error.code !== "ENOENT") return error.message;
   if (!fs.existsSync(cwd)) return `its working directory ${cwd} does not exist`;
-  return "bash was not found on PATH (kcache runs each command with bash -c); install bash or add it to PATH";
+  return "neither bash nor sh was found on PATH (kcache runs each command with bash -c, or sh -c without bash); install bash or add it to PATH";
 }
 
 function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {

@@ -98,11 +98,8 @@ function recurrent() {
 type Files = Record<string, unknown>;
 
 function goodFiles(): Files {
-  const gdn2 = ordinary("chunk_gdn2");
-  gdn2.results = gdn2.results.slice(0, 2).map((r) => ({ ...r, B: 1, T: 32768, H: 1, D: 32 }));
   return {
     "benchmark_chunk_gdn.json": ordinary("chunk_gdn"),
-    "benchmark_chunk_gdn2.json": gdn2,
     "benchmark_chunk_kda.json": ordinary("chunk_kda"),
     "benchmark_fused_attnres.json": ordinary("fused_attnres"),
     "benchmark_kda_graph.json": graph(),
@@ -115,19 +112,51 @@ const config = loadConfig({ file: EXAMPLE, env: { HOME: "/home/ci" } });
 const bench = config.profiles["kda-bench"];
 const pending = config.profiles["kda-graph-recurrent"];
 
-/** The flags of FLA's published benchmarks/ops/run.py (its argparse, read on 2026-12-01). */
-const RUN_PY_FLAGS = new Set([
-  "--op",
-  "--backend",
-  "--custom-shapes",
-  "--modes",
-  "--json",
-  "--base",
-  "--list",
-  "--from-diff",
-  "--diff-base",
-  "--diff-head",
-]);
+/** What FLA has at the revision the example is pinned to: scripts/fla-facts.mjs's output. */
+interface Job {
+  runsOn: string | string[];
+  container: string | null;
+  timeoutMinutes: number | null;
+  env: Record<string, string | number>;
+  steps: { name: string | null; run: string; env: Record<string, string | number> }[];
+}
+const FACTS = JSON.parse(fs.readFileSync(path.join(path.dirname(EXAMPLE), "fla-facts.json"), "utf8")) as {
+  revision: string;
+  date: string;
+  ops: string[];
+  runFlags: string[];
+  modules: string[];
+  testFiles: string[];
+  workflows: Record<string, Record<string, Job>>;
+};
+const RUN_PY_FLAGS = new Set(FACTS.runFlags);
+/** A workflow's job that runs on Ascend (not its `changes` job). */
+function ascendJob(file: string): Job {
+  const job = Object.entries(FACTS.workflows[file] ?? {}).find(([id]) => id !== "changes")?.[1];
+  if (!job) throw new Error(`fla-facts.json has no Ascend job in ${file}`);
+  return job;
+}
+const one = (v: string | string[]) => (Array.isArray(v) ? v.join(",") : v);
+/** A shell command's words, its line continuations (a backslash ending a line) dropped. */
+const words = (text: string) => text.split(/\s+/).filter((w) => w && w !== "\\");
+
+/** What a command names in FLA's tree that the pinned revision must have; returns what it lacks. */
+function missingAtRevision(line: string): string[] {
+  const missing: string[] = [];
+  for (const m of line.matchAll(/python -m ([\w.]+)/g))
+    if (!FACTS.modules.includes(m[1] as string)) missing.push(`module ${m[1]}`);
+  for (const m of line.matchAll(/python (benchmarks\/[\w/]+\.py)/g))
+    if (!FACTS.modules.includes((m[1] as string).replace(/\.py$/, "").replaceAll("/", ".")))
+      missing.push(`file ${m[1]}`);
+  for (const m of line.matchAll(/--op (\w+)/g))
+    if (!FACTS.ops.includes(m[1] as string)) missing.push(`op ${m[1]}`);
+  if (line.includes("benchmarks.ops.run"))
+    for (const f of line.match(/--[a-z-]+/g) ?? []) if (!RUN_PY_FLAGS.has(f)) missing.push(`run.py ${f}`);
+  if (line.startsWith("pytest"))
+    for (const t of words(line).filter((w) => w.startsWith("tests/")))
+      if (!FACTS.testFiles.some((f) => f === t || f.startsWith(`${t}/`))) missing.push(`tests ${t}`);
+  return missing;
+}
 
 /** Every command line of a profile, parallel groups' included. */
 function commandLines(profile: typeof bench): string[] {
@@ -135,7 +164,7 @@ function commandLines(profile: typeof bench): string[] {
 }
 
 /** Runs every check of `profile` on `files`; returns failed check name -> message. */
-async function failures(files: Files, profile = bench, count = 7): Promise<Record<string, string>> {
+async function failures(files: Files, profile = bench, count = 5): Promise<Record<string, string>> {
   const dir = tempDir("fla");
   for (const [f, v] of Object.entries(files)) fs.writeFileSync(path.join(dir, f), JSON.stringify(v, null, 2));
   const results = await Promise.all(
@@ -147,50 +176,83 @@ async function failures(files: Files, profile = bench, count = 7): Promise<Recor
 const pendingFailures = (files: Files) => failures(files, pending, 4);
 
 describe("examples/fla-kda/kcache.yml", () => {
-  it("runs FLA's benchmark job as its workflow does: a2-4 runner, cards 0-3, chunk_gdn then chunk_gdn2 on card 0, one benchmark per other card", () => {
-    expect(bench?.source).toEqual(["/usr/local/Ascend/ascend-toolkit/set_env.sh"]);
-    expect(bench?.commands).toHaveLength(1);
-    const [group] = bench?.commands ?? [];
-    expect(group && "parallel" in group && group.parallel.map((c) => c.name)).toEqual([
-      "chunk_gdn",
-      "chunk_kda",
-      "fused_attnres",
-      "conv1d",
-    ]);
-    expect(group && "parallel" in group && group.devices).toEqual(["0", "1", "2", "3"]);
-    const [gdn] = commandLines(bench);
-    expect(gdn).toMatch(/--op chunk_gdn .*&& .*--op chunk_gdn2 .*gdn2_32k/);
-    expect(bench?.env).toMatchObject({
-      FLA_CI_ENV: "1",
-      FLA_BENCH_WARMUP_MS: "25",
-      FLA_BENCH_REP_MS: "100",
-      FLA_BENCH_OP_WARMUP_ITERS: "3",
-      ASCEND_RT_VISIBLE_DEVICES: "0,1,2,3",
-      MPLBACKEND: "Agg",
-    });
-    expect(bench?.github?.["runs-on"]).toBe("linux-aarch64-a2-4");
-    expect(bench?.github?.container).toEqual({
-      image: "ascendai/cann:9.1.0-910b-ubuntu22.04-py3.12",
-      options: "--shm-size 16g",
-    });
-    expect(config.key.prefix).toBe("fla-ascend-bench");
-    expect(config.profiles["kda-tests"]?.github?.["runs-on"]).toBe("linux-aarch64-a2-1");
+  it("is pinned to the FLA revision its facts were read from, named with its date in the file, the README and docs/ascend.md", () => {
+    expect(FACTS.revision).toMatch(/^[0-9a-f]{40}$/);
+    const pin = `${FACTS.revision.slice(0, 8)} (${FACTS.date})`;
+    expect(RAW).toContain(`as FLA runs it at ${pin}`);
+    const readme = fs.readFileSync(path.join(path.dirname(EXAMPLE), "README.md"), "utf8");
+    expect(readme).toContain(pin);
+    expect(fs.readFileSync(path.resolve(EXAMPLE, "../../../docs/ascend.md"), "utf8")).toContain(pin);
   });
 
-  it("runs only flags FLA's benchmarks/ops/run.py has; the graph and recurrent benchmarks are a separate profile marked as needing FLA's pending change", () => {
-    for (const name of ["kda-bench", "kda-tests"]) {
-      for (const line of commandLines(config.profiles[name])) {
-        expect(line).not.toMatch(/benchmark_kda_recurrent/);
-        if (!line.includes("benchmarks.ops.run")) continue;
-        for (const flag of line.match(/--[a-z-]+/g) ?? [])
-          expect(RUN_PY_FLAGS, `${name}: ${flag}`).toContain(flag);
-      }
-    }
-    const flags = commandLines(pending).flatMap((l) => l.match(/--[a-z-]+/g) ?? []);
-    expect(flags.filter((f) => !RUN_PY_FLAGS.has(f) && f !== "--json").sort()).toEqual(
-      ["--graph", "--iterations", "--no-base", "--warmup"].sort(),
+  it("runs FLA's benchmark job as its workflow does at that revision: runner, container, cards 0-3, one benchmark per card, its settings", () => {
+    const job = ascendJob("ascend-a2-benchmark-ci.yml");
+    const step = job.steps.find((st) => st.run.includes("benchmarks.ops.run"));
+    if (!step) throw new Error("no benchmark step in the facts");
+    expect(bench?.source).toEqual(["/usr/local/Ascend/ascend-toolkit/set_env.sh"]);
+    expect(step.run).toContain("source /usr/local/Ascend/ascend-toolkit/set_env.sh");
+    const [group] = bench?.commands ?? [];
+    if (!group || !("parallel" in group)) throw new Error("kda-bench runs one device group");
+    // The workflow's background commands, card by card: the same command on the same card.
+    const background = [...step.run.matchAll(/ASCEND_RT_VISIBLE_DEVICES=(\d) (python [^>]*?)\s*>/gs)].map(
+      (m) => ({
+        card: m[1],
+        run: words(m[2] as string).join(" "),
+      }),
     );
-    expect(RAW).toMatch(/NEEDS FLA'S PENDING ASCEND CI CHANGE[^\n]*\n( *#[^\n]*\n)* {2}kda-graph-recurrent:/);
+    expect(background.length).toBe(group.parallel.length);
+    group.parallel.forEach((c, i) => {
+      expect(group.devices?.[i]).toBe(background[i]?.card);
+      expect(words(c.run).join(" ")).toBe(background[i]?.run);
+    });
+    expect(bench?.env).toMatchObject({ ...step.env, ...job.env, FLA_CI_ENV: String(job.env.FLA_CI_ENV) });
+    expect(bench?.github?.["runs-on"]).toBe(one(job.runsOn));
+    expect(bench?.github?.container).toEqual({ image: job.container, options: "--shm-size 16g" });
+    expect(bench?.github?.["timeout-minutes"]).toBe(job.timeoutMinutes);
+    expect(config.key.prefix).toBe("fla-ascend-bench");
+  });
+
+  it("runs FLA's 8-card test job at that revision as its second profile: pytest -n 8 --dist load over cards 0-7, its own prefix, saved only after the pytest step", () => {
+    const job = ascendJob("ascend-a2-ci.yml");
+    const pytest = job.steps.filter((st) => st.run.includes("pytest"));
+    const tests = config.profiles["kda-tests"];
+    const lines = commandLines(tests);
+    expect(lines).toHaveLength(pytest.length);
+    pytest.forEach((st, i) => {
+      const cmd = words(st.run.slice(st.run.indexOf("pytest"))).join(" ");
+      expect(words(lines[i] as string).join(" ")).toBe(cmd);
+      expect(cmd).toMatch(/-n 8 --dist load/);
+      const c = tests?.commands[i];
+      expect(c && "env" in c ? c.env : {}).toMatchObject(
+        Object.fromEntries(Object.entries(st.env).map(([k, v]) => [k, String(v)])),
+      );
+    });
+    expect(tests?.env).toMatchObject({ ASCEND_RT_VISIBLE_DEVICES: "0,1,2,3,4,5,6,7", FLA_CI_ENV: "1" });
+    expect(job.env.ASCEND_RT_VISIBLE_DEVICES).toBe("0,1,2,3,4,5,6,7");
+    expect(tests?.github?.["runs-on"]).toBe(one(job.runsOn));
+    expect(tests?.github?.container).toEqual({ image: job.container, options: "--shm-size 16g" });
+    expect(tests?.github?.style).toBe("steps");
+    expect(tests?.prefix).toBe("fla-ascend-tests");
+    expect(tests?.prefix).not.toBe(config.key.prefix);
+  });
+
+  it("names only ops, flags, modules and test paths FLA has at that revision; the graph and recurrent profile is marked as needing a later one", () => {
+    for (const name of ["kda-bench", "kda-tests"])
+      for (const line of commandLines(config.profiles[name]))
+        expect(missingAtRevision(line), `${name}: ${line}`).toEqual([]);
+    const lacking = commandLines(pending).flatMap(missingAtRevision);
+    expect(lacking).toEqual(
+      expect.arrayContaining([
+        "run.py --graph",
+        "run.py --no-base",
+        "module benchmarks.ops.benchmark_kda_recurrent",
+      ]),
+    );
+    expect(RAW).toMatch(
+      new RegExp(
+        `NOT IN FLA AT ${FACTS.revision.slice(0, 8)}[^\\n]*\\n( *#[^\\n]*\\n)* {2}kda-graph-recurrent:`,
+      ),
+    );
     expect(pending?.prefix).not.toBe(bench?.prefix);
   });
 
@@ -203,15 +265,6 @@ describe("examples/fla-kda/kcache.yml", () => {
   it("passes every check on result files shaped as the benchmarks write them", async () => {
     expect(await failures(goodFiles())).toEqual({});
     expect(await pendingFailures(goodFiles())).toEqual({});
-  });
-
-  it("fails when chunk_gdn2 did not run both modes (the workflow's inline assertion)", async () => {
-    const files = goodFiles();
-    const g = files["benchmark_chunk_gdn2.json"] as ReturnType<typeof ordinary>;
-    g.results = g.results.filter((r) => r.mode === "fwd");
-    expect(await failures(files)).toEqual({
-      "chunk_gdn2 ran fwd and fwdbwd": expect.stringMatching(/missing 1: op=chunk_gdn2 mode=fwdbwd/),
-    });
   });
 
   it("fails a recurrent run whose status is failed (the file is written even then), or that ran fewer than 16 cases", async () => {

@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { runTmpdir } from "../helpers/run-tmpdir.js";
 import type { FaultRow } from "./harness.js";
 import { ROWS_DIR } from "./harness.js";
 import { render } from "./table.js";
@@ -41,28 +42,37 @@ export default function setup(): () => void {
     stdio: "inherit",
   });
   fs.rmSync(ROWS_DIR, { recursive: true, force: true });
+  process.env.KCACHE_FAULT_ROWS = ROWS_DIR;
+  const removeTmp = runTmpdir("kcache-faults");
   return () => {
-    if (!fs.existsSync(ROWS_DIR)) return;
-    const rows = fs
-      .readdirSync(ROWS_DIR)
-      .map((f) => JSON.parse(fs.readFileSync(path.join(ROWS_DIR, f), "utf8")) as FaultRow)
-      .sort((a, b) => rank(a.fault) - rank(b.fault) || (a.fault < b.fault ? -1 : 1));
-    const table = render(rows);
-    process.stdout.write(`\n${table}\n`);
-    if (process.env.KCACHE_FAULTS_WRITE === "1") {
-      fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });
-      fs.writeFileSync(
-        path.join(ROOT, "bench/results/faults.json"),
-        `${JSON.stringify({ machine: machine(), date: new Date().toISOString().slice(0, 10), rows }, null, 1)}\n`,
-      );
-      const doc = path.join(ROOT, "RELIABILITY.md");
-      const text = fs.readFileSync(doc, "utf8");
-      const start = "<!-- faults:start -->";
-      const end = "<!-- faults:end -->";
-      const block = `${start}\nMeasured by \`KCACHE_FAULTS_WRITE=1 npm run test:faults\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}.\n\n${table}\n${end}`;
-      fs.writeFileSync(doc, text.replace(new RegExp(`${start}[\\s\\S]*${end}`), block));
-    }
+    removeTmp();
+    writeTable();
+    fs.rmSync(ROWS_DIR, { recursive: true, force: true });
   };
+}
+
+/** The table of what the scenarios measured, printed; with KCACHE_FAULTS_WRITE=1 also RELIABILITY.md's and the raw rows. */
+function writeTable(): void {
+  if (!fs.existsSync(ROWS_DIR)) return;
+  const rows = fs
+    .readdirSync(ROWS_DIR)
+    .map((f) => JSON.parse(fs.readFileSync(path.join(ROWS_DIR, f), "utf8")) as FaultRow)
+    .sort((a, b) => rank(a.fault) - rank(b.fault) || (a.fault < b.fault ? -1 : 1));
+  const table = render(rows);
+  process.stdout.write(`\n${table}\n`);
+  if (process.env.KCACHE_FAULTS_WRITE === "1") {
+    fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });
+    fs.writeFileSync(
+      path.join(ROOT, "bench/results/faults.json"),
+      `${JSON.stringify({ machine: machine(), date: new Date().toISOString().slice(0, 10), rows }, null, 1)}\n`,
+    );
+    const doc = path.join(ROOT, "RELIABILITY.md");
+    const text = fs.readFileSync(doc, "utf8");
+    const start = "<!-- faults:start -->";
+    const end = "<!-- faults:end -->";
+    const block = `${start}\nMeasured by \`KCACHE_FAULTS_WRITE=1 npm run test:faults\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}.\n\n${table}\n${end}`;
+    fs.writeFileSync(doc, text.replace(new RegExp(`${start}[\\s\\S]*${end}`), block));
+  }
 }
 
 function rank(fault: string): number {

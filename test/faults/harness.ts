@@ -20,7 +20,8 @@ export interface FaultRow {
   exitCodes: Record<string, number>;
 }
 
-export const ROWS_DIR = path.join(os.tmpdir(), "kcache-fault-rows");
+/** Where scenarios leave their rows: named by the global setup for every worker (their TMPDIR is the run's own). */
+export const ROWS_DIR = process.env.KCACHE_FAULT_ROWS ?? path.join(os.tmpdir(), "kcache-fault-rows");
 
 /** A row being filled by one scenario. */
 export class Tally {

@@ -98,22 +98,24 @@ describe("generated workflows", () => {
       "actions/checkout@v7",
       "Set up (1)",
       "Set up (2)",
-      "Set up (3)",
       "restore",
-      "pytest-rotary",
+      "pytest-8-cards",
       "save",
       "Upload the results",
     ]);
     // The save runs only after every step before it passed; the upload runs whatever happened.
     expect(steps.at(-2)).not.toHaveProperty("if");
     expect(steps.at(-1)).toMatchObject({ if: "always()", uses: "actions/upload-artifact@v4" });
-    expect(job["runs-on"]).toBe("linux-aarch64-a2-1");
-    expect(job.container.image).toBe("ascendai/cann:8.5.0-910b-ubuntu22.04-py3.11");
-    expect(job.env).toEqual({ FLA_CI_ENV: "1", ASCEND_RT_VISIBLE_DEVICES: "0" });
-    for (const s of steps.filter((x) => x.name?.startsWith("pytest"))) {
+    expect(job["runs-on"]).toBe("linux-aarch64-a2-8");
+    expect(job.container.image).toBe("ascendai/cann:9.0.0-910b-ubuntu22.04-py3.11");
+    expect(job.env).toEqual({ FLA_CI_ENV: "1", ASCEND_RT_VISIBLE_DEVICES: "0,1,2,3,4,5,6,7" });
+    const pytest = steps.filter((x) => x.name?.startsWith("pytest"));
+    expect(pytest).toHaveLength(1);
+    for (const s of pytest as { shell?: string; run?: string; env?: Record<string, string> }[]) {
       expect(s.shell).toBe("bash");
       expect(s.run?.split("\n")[0]).toBe("source /usr/local/Ascend/ascend-toolkit/set_env.sh");
-      expect(s.run).toContain("pytest -s -v --exitfirst tests/modules/test_rotary.py");
+      expect(s.run).toContain("pytest -s -v --exitfirst -n 8 --dist load tests/modules tests/ops/utils");
+      expect(s.env).toEqual({ FLA_NPU_XDIST: "1" });
     }
     expect(config.profiles["kda-tests"]?.prefix).toBe("fla-ascend-tests");
   });
@@ -169,7 +171,12 @@ describe("generated workflows", () => {
     const gh = bench.github as NonNullable<Profile["github"]>;
     const withPaths = {
       ...config,
-      profiles: { "kda-bench": { ...bench, github: { ...gh, paths: ["fla/ops/**", "benchmarks/**"] } } },
+      profiles: {
+        "kda-bench": {
+          ...bench,
+          github: { ...gh, paths: ["fla/ops/**", "benchmarks/**"], "timeout-minutes": undefined },
+        },
+      },
     };
     const [main, prewarm] = generateWorkflows(withPaths, "kda-bench", OPTS).map(
       (w) =>

@@ -19,13 +19,21 @@ async function run(run: string, env: NodeJS.ProcessEnv, cwd: string) {
 }
 
 describe("a stage command that cannot start", () => {
-  it("says why where the job's log shows it, not only in its log file: no bash on PATH", async () => {
-    const r = await run("echo hi", { PATH: tempDir("no-bash-here") }, tempDir("cwd"));
+  it("says why where the job's log shows it, not only in its log file: no shell on PATH", async () => {
+    const r = await run("echo hi", { PATH: tempDir("no-shell-here") }, tempDir("cwd"));
     expect(r.outcome.exitCode).toBe(127);
     expect(r.said).toMatch(
-      /could not start `echo hi`: bash was not found on PATH \(kcache runs each command with bash -c\)/,
+      /could not start `echo hi`: neither bash nor sh was found on PATH \(kcache runs each command with bash -c, or sh -c without bash\)/,
     );
     expect(r.log).toBe(r.said);
+  });
+
+  it("runs with sh where PATH has sh and no bash (a slim container)", async () => {
+    const bin = tempDir("only-sh");
+    fs.symlinkSync(fs.realpathSync("/bin/sh"), path.join(bin, "sh"));
+    const r = await run('echo "$0 says hi"', { PATH: bin }, tempDir("cwd"));
+    expect(r.outcome.exitCode).toBe(0);
+    expect(r.said).toBe("sh says hi\n");
   });
 
   it("names a working directory that does not exist", async () => {

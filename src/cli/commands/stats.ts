@@ -5,7 +5,7 @@ import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
-import { readRunRecords, weeklyStats } from "../../history/stats.js";
+import { readRunRecords, type WeekStats, weeklyStats } from "../../history/stats.js";
 import { type PrefixWorkingSet, workingSets } from "../../history/working-sets.js";
 import { defaultBranchScope, scopePlan } from "../../keys/scope.js";
 import { statsHtml } from "../../report/stats-html.js";
@@ -80,10 +80,20 @@ export async function statsCommand(
     );
     return;
   }
+  process.stdout.write(
+    `${weekLines(weeks, { runs: chosen.length, scope, store: store.description, storeBytes }).join("\n")}\n`,
+  );
+}
+
+/** The weekly table as text, and each prefix's kernel cost the saved seconds are estimated with. */
+function weekLines(
+  weeks: WeekStats[],
+  o: { runs: number; scope: string; store: string; storeBytes: Record<string, number> },
+): string[] {
   const s = (v: number | null | undefined, d = 1) => (v === null || v === undefined ? "-" : v.toFixed(d));
   const lines = [
-    `${chosen.length} runs of ${o.allScopes ? "every scope" : defaultScope} in ${store.description}; the store holds ${
-      Object.entries(storeBytes)
+    `${o.runs} runs of ${o.scope} in ${o.store}; the store holds ${
+      Object.entries(o.storeBytes)
         .map(([p, b]) => `${formatBytes(b)} for ${p}`)
         .join(", ") || "no keys"
     }`,
@@ -106,7 +116,7 @@ export async function statsCommand(
     lines.push(
       `${prefix}: one kernel ≈ ${c.seconds.toFixed(2)} s (${learnt[c.from]}); saved s (est.) = kernels found in the cache x that`,
     );
-  process.stdout.write(`${lines.join("\n")}\n`);
+  return lines;
 }
 
 /**
