@@ -11,7 +11,6 @@ import { mayHoldKernels } from "../../kinds/registry.js";
 import type { Log } from "../../log.js";
 import { deviceEnv } from "../../process/devices.js";
 import { runCommand } from "../../process/run-command.js";
-import { commandShell } from "../../process/shell.js";
 import { withSources } from "../../process/source-env.js";
 import { compiledBetween, KernelFolders } from "../../telemetry/folder-count.js";
 import { telemetryEnv } from "../../telemetry/hook.js";
