@@ -11,14 +11,10 @@ type Context = Pick<JobContext, "key" | "prefix" | "revision" | "stack" | "scope
  * there, so the record holds what the restore saw (kept in the local state, `job.restored`) and what
  * the save saw. Entries new stand for kernels compiled; the seconds from the restore's start to the
  * save's are the job's own work, from which `kcache stats` learns what one new entry costs.
- * A job that fails before its save leaves no record (`kcache run` records every run).
+ * A job that fails before its save, or whose save fails, leaves no record (`kcache run` records every run).
  */
-export function dropInRunRecord(
-  ctx: Context,
-  job: JobRecord | undefined,
-  report: SaveReport | null,
-): RunRecord {
-  const seconds = report?.seconds ?? 0;
+export function dropInRunRecord(ctx: Context, job: JobRecord | undefined, report: SaveReport): RunRecord {
+  const seconds = report.seconds;
   const savedAt = Date.now() - seconds * 1000;
   const r = job?.restored;
   return {
@@ -32,8 +28,8 @@ export function dropInRunRecord(
     stackId: ctx.stack.stackId,
     startedAt: new Date(job?.startedAt ?? savedAt).toISOString(),
     seconds: job ? Math.max(0, Date.now() - job.startedAt) / 1000 : seconds,
-    passed: report !== null,
-    firstFailure: report === null ? "the save failed (its warning says why)" : null,
+    passed: true,
+    firstFailure: null,
     hit: r?.hit ?? "none",
     matchedKey: r?.matchedKey ?? null,
     ...(job && r ? { jobSeconds: Math.max(0, (savedAt - job.startedAt) / 1000 - r.seconds) } : {}),
@@ -43,11 +39,11 @@ export function dropInRunRecord(
       status: "not-observed",
       source: "cache-folder",
       loaded: r ? r.entries + r.present : null,
-      compiled: report?.entriesNew ?? 0,
+      compiled: report.entriesNew,
       compileSeconds: null,
     },
     restore: r ? { seconds: r.seconds, entries: r.entries, bytes: r.bytes } : null,
-    save: report ? { seconds, outcome: report.outcome, bytesUploaded: report.bytesUploaded } : null,
+    save: { seconds, outcome: report.outcome, bytesUploaded: report.bytesUploaded },
     records: [],
   };
 }

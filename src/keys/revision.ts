@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { UsageError } from "../errors.js";
+import { askGit, fromRefs } from "./git-refs.js";
 
 /** The longest revision a key may carry (a sha256 commit is 64 characters). */
 export const MAX_REVISION_LENGTH = 100;
@@ -24,25 +24,10 @@ export function checkRevision(revision: string, source: string): string {
 /** The checkout revision: $GITHUB_SHA, else `git rev-parse HEAD`, else null (not a git checkout). */
 export function currentRevision(env: NodeJS.ProcessEnv, cwd: string): string | null {
   if (env.GITHUB_SHA) return env.GITHUB_SHA;
-  try {
-    return execFileSync("git", ["rev-parse", "HEAD"], { cwd, stdio: ["ignore", "pipe", "ignore"] })
-      .toString()
-      .trim();
-  } catch {
-    return null;
-  }
+  return fromRefs(cwd, (r) => r.headCommit(), ["rev-parse", "HEAD"]);
 }
 
 /** The commit a git name (origin/main, a tag, a sha) stands for in `cwd`, or null when git cannot say. */
 export function resolveRevision(name: string, cwd: string): string | null {
-  try {
-    return execFileSync("git", ["rev-parse", "--verify", "--quiet", `${name}^{commit}`], {
-      cwd,
-      stdio: ["ignore", "pipe", "ignore"],
-    })
-      .toString()
-      .trim();
-  } catch {
-    return null;
-  }
+  return askGit(cwd, ["rev-parse", "--verify", "--quiet", `${name}^{commit}`]);
 }

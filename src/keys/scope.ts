@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import { fromRefs } from "./git-refs.js";
 
 /**
  * Where a run may write and read. A pull request writes only its own scope; the default branch never
@@ -208,29 +208,16 @@ function str(v: unknown): string | null {
 
 /** The branch origin/HEAD points at ("master" in a repository made before "main"), when git knows it. */
 function gitDefaultBranch(cwd: string): string | undefined {
-  try {
-    const ref = execFileSync("git", ["symbolic-ref", "--short", "refs/remotes/origin/HEAD"], {
-      cwd,
-      stdio: ["ignore", "pipe", "ignore"],
-    })
-      .toString()
-      .trim();
-    return ref.startsWith("origin/") ? ref.slice("origin/".length) || undefined : undefined;
-  } catch {
-    return undefined;
-  }
+  // No origin/HEAD file: none (a symbolic ref is never packed), as git would answer; git is not asked.
+  const ref = fromRefs(cwd, (r) => (r.originDefault() ? `origin/${r.originDefault()}` : ""), [
+    "symbolic-ref",
+    "--short",
+    "refs/remotes/origin/HEAD",
+  ]);
+  return ref?.startsWith("origin/") ? ref.slice("origin/".length) || undefined : undefined;
 }
 
 function gitBranch(cwd: string): string | undefined {
-  try {
-    const b = execFileSync("git", ["rev-parse", "--abbrev-ref", "HEAD"], {
-      cwd,
-      stdio: ["ignore", "pipe", "ignore"],
-    })
-      .toString()
-      .trim();
-    return b && b !== "HEAD" ? b : undefined;
-  } catch {
-    return undefined;
-  }
+  const b = fromRefs(cwd, (r) => r.headBranch() ?? "HEAD", ["rev-parse", "--abbrev-ref", "HEAD"]);
+  return b && b !== "HEAD" ? b : undefined;
 }

@@ -10,7 +10,8 @@ import { writeRunRecord } from "../history/run-record.js";
 /**
  * The save of the drop-in path (`kcache save`, the action's save and post steps): the save, then a
  * run record of the job for `kcache stats`, with what this job's restore left in the local state.
- * A store that fails the save or the record warns and the job goes on (--strict: the save's rules).
+ * A store that fails the save warns once and the job goes on (--strict: the save's rules); no record
+ * is written then. A record the store refuses is one warning, and the job goes on.
  */
 export async function dropInSave(
   ctx: JobContext,
@@ -20,6 +21,7 @@ export async function dropInSave(
   const state = readState(ctx.stateFile);
   const job = state?.primaryKey === ctx.key ? state.job : undefined;
   const report = await tolerateCacheFailure("save", ctx.strict, ctx.log, () => save(ctx, opts), faults);
-  await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);
+  // A store that failed the save has had its one warning: no second try (and wait) for the record.
+  if (report) await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);
   return report;
 }

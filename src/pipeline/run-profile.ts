@@ -4,7 +4,7 @@ import type { ProfileSpec } from "../config/profile-schema.js";
 import { UsageError } from "../errors.js";
 import { runRecord, writeRunRecord } from "../history/run-record.js";
 import type { Job } from "../job/build-job.js";
-import { commandShell } from "../process/shell.js";
+import { sayShell } from "../process/shell.js";
 import type { RunOptions, RunReport, Stage } from "./run-report.js";
 import { RUN_REPORT_SCHEMA } from "./run-report.js";
 import { checksStage } from "./stages/checks-stage.js";
@@ -54,15 +54,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   fs.mkdirSync(path.join(outDir, "telemetry"), { recursive: true });
   const echo = opts.echo === undefined ? process.stdout : opts.echo;
   // Said before anything runs: which shell the commands get where PATH has no bash.
-  const shell = commandShell({ ...job.env, ...profile.env });
-  if (shell === null)
-    throw new UsageError(
-      "neither bash nor sh is on PATH: kcache run runs each command with bash -c (or sh -c); install bash or add it to PATH",
-    );
-  if (shell === "sh")
-    ctx.log.warn(
-      "bash is not on PATH: the profile's commands run with sh -c (POSIX sh; bash-only syntax such as [[ ]] or source fails there); install bash to run them as written",
-    );
+  sayShell({ ...job.env, ...profile.env }, ctx.log);
 
   const {
     restored,

@@ -51,7 +51,8 @@ describe("kcache with KCACHE_STORE=gha (v2 cache protocol on Azurite)", () => {
     const later = JSON.parse((await runCli(["restore", "--json"], { env: c, cwd: dir })).stdout);
     expect(later).toMatchObject({ cacheHit: false, entriesRestored: 12 });
     expect(later.matchedKey).toMatch(/9{40}$/);
-    expect(server.calls.filter((m) => m === "CreateCacheEntry").length).toBe(2); // one pack, one manifest
+    // One pack, one manifest, and the save's run record (for kcache stats).
+    expect(server.calls.filter((m) => m === "CreateCacheEntry").length).toBe(3);
 
     // No REST token, so nothing can be listed: inspect asks for the key itself, as --lookup-only does.
     const key = JSON.parse(saved.stdout).primaryKey as string;
