@@ -17,10 +17,10 @@ profile() { # name kind(cpu|heap) cache-folder store command...
   mkdir -p "$W/prof-$name"
   KCACHE_CONFIG="$W/$name.yml" KCACHE_STATE_DIR="$W/state-$name" \
     node "--$kind-prof" "--$kind-prof-dir=$W/prof-$name" "$K" "$@" --revision "$REV" > /dev/null 2>> "$OUT/profile.log"
-  for f in "$W/prof-$name"/*; do cp "$f" "$OUT/prof/$name.$kind${f##*.cpuprofile}"; done
+  # One file per thread (the main one and each pack worker), named by the process and thread.
+  for f in "$W/prof-$name"/*; do cp "$f" "$OUT/prof/$name-$(basename "$f")"; done
 }
 for size in small large; do
-  KCACHE_CONFIG=/dev/null true
   printf 'caches:\n  - name: triton\n    kind: triton\n    path: %s\nstore:\n  path: %s\nkey:\n  prefix: prof\n' \
     "$PWD/bench/.data/$size-cache" "$W/store-$size" > "$W/seed-$size.yml"
   KCACHE_CONFIG="$W/seed-$size.yml" KCACHE_STATE_DIR="$W/seed-state-$size" node "$K" save --revision "$REV" > /dev/null 2>&1
