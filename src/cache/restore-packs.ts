@@ -36,7 +36,9 @@ export async function readPacks(
   const progress = ctx.progress?.("restoring", total);
   const asked = (ctx.runtime.threads ?? 0) > 1;
   const threads =
-    jobs.length > 1 && (total > THREADS_ABOVE || asked) ? threadCount(jobs.length, ctx.runtime.threads) : 0;
+    jobs.length > 1 && (total > THREADS_ABOVE || asked)
+      ? threadCount(jobs.length, ctx.runtime.threads, total)
+      : 0;
   // This thread reads packs too (a local store's, whose reads yield to the event loop between
   // pieces), so n threads take n - 1 workers: each worker costs ~16 MB.
   const mainReads = ctx.store.localFile !== undefined;

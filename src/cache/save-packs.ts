@@ -23,7 +23,8 @@ export async function writePacks(
   const slots: (WrittenPack | undefined)[] = new Array(groups.length);
   const written = () => slots.filter((w): w is WrittenPack => w !== undefined);
   const progress = ctx.progress?.("uploading", null);
-  const { threads, zstd } = saveThreads(groups.length, ctx.runtime.threads);
+  const bytes = groups.reduce((n, g) => n + g.reduce((m, p) => m + p.size, 0), 0);
+  const { threads, zstd } = saveThreads(groups.length, ctx.runtime.threads, bytes);
   const pool = threads > 1 ? ThreadPool.open(threads) : null;
   try {
     await inLanes(

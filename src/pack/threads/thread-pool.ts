@@ -38,26 +38,51 @@ export function coreCount(asked: number | null): number {
 }
 
 /**
- * How many threads suit `jobs` jobs: one per core up to MAX_THREADS (each costs ~16 MB of memory),
- * or as many as $KCACHE_THREADS asks for.
+ * Compressed bytes one restore thread is given at least: below it a thread's start (loading the
+ * modules, ~40 ms of CPU) and its memory (~16 MB of RSS) cost more than it saves. Measured on the
+ * GPU machine (16 cores), a 113 MB cache in 16 MB of packs: 2 threads 0.48-0.60 s and 91 MB,
+ * 8 threads 0.41-0.52 s and 188 MB (bench/gpu/threads-on-device.sh, SIZE=small).
  */
-export function threadCount(jobs: number, asked: number | null): number {
-  return Math.max(0, Math.min(jobs, asked ?? Math.min(os.availableParallelism(), MAX_THREADS)));
+const RESTORE_BYTES_PER_THREAD = 8 * 1024 * 1024;
+
+/**
+ * How many threads suit `jobs` jobs of `bytes` compressed bytes in all: one per core up to
+ * MAX_THREADS and one per RESTORE_BYTES_PER_THREAD (each costs ~16 MB of memory), or as many as
+ * $KCACHE_THREADS asks for.
+ */
+export function threadCount(jobs: number, asked: number | null, bytes = Number.POSITIVE_INFINITY): number {
+  const bySize = Math.max(1, Math.ceil(bytes / RESTORE_BYTES_PER_THREAD));
+  return Math.max(0, Math.min(jobs, asked ?? Math.min(os.availableParallelism(), MAX_THREADS, bySize)));
 }
 
 /** zstd compression threads a save runs in all (each holds a few MiB of job buffers). */
 const MAX_ZSTD_THREADS = 8;
 
+/** Bytes a save gives each pack builder at least, and each zstd compression thread. */
+const SAVE_BYTES_PER_BUILDER = 256 * 1024 * 1024;
+const SAVE_BYTES_PER_ZSTD_THREAD = 32 * 1024 * 1024;
+
 /**
  * How a save spreads over the cores: `threads` JS threads building packs (reading and hashing, ~1
  * GB/s each) and `zstd` native compression threads per pack (as `zstd -T`). Small machines build in
  * one thread and give zstd every core; large ones add a builder per 4 cores, and zstd's threads stop
- * at MAX_ZSTD_THREADS in all, which keeps a save's memory bounded on any machine.
+ * at MAX_ZSTD_THREADS in all, which keeps a save's memory bounded on any machine. A small save (by
+ * `bytes` to pack) starts fewer: on the GPU machine a 113 MB save took 0.51-0.65 s and 101 MB with one
+ * builder and four zstd threads, 0.49-0.64 s and 214 MB with four builders and two each.
  */
-export function saveThreads(jobs: number, asked: number | null): { threads: number; zstd: number } {
+export function saveThreads(
+  jobs: number,
+  asked: number | null,
+  bytes = Number.POSITIVE_INFINITY,
+): { threads: number; zstd: number } {
   const cores = coreCount(asked);
-  const threads = Math.max(1, Math.min(jobs, MAX_BUILDERS, Math.floor(cores / 4)));
-  return { threads, zstd: Math.max(1, Math.floor(Math.min(cores, MAX_ZSTD_THREADS) / threads)) };
+  const bySize = (per: number) => (asked ? Number.POSITIVE_INFINITY : Math.max(1, Math.ceil(bytes / per)));
+  const threads = Math.max(
+    1,
+    Math.min(jobs, MAX_BUILDERS, Math.floor(cores / 4), bySize(SAVE_BYTES_PER_BUILDER)),
+  );
+  const zstd = Math.min(cores, MAX_ZSTD_THREADS, bySize(SAVE_BYTES_PER_ZSTD_THREAD));
+  return { threads, zstd: Math.max(1, Math.floor(zstd / threads)) };
 }
 
 /**
