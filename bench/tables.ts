@@ -418,3 +418,53 @@ export function flaProbeTable(p: FlaProbe): string[] {
     ),
   ];
 }
+
+/** Issue 35's first step on the GPU machine: the same speed bench before and after threads were sized by the work. */
+export function threadsBySizeTable(before: SpeedRaw, after: SpeedRaw): string[] {
+  const lines = [
+    "| cache | operation | before: kcache (x tar+zstd) | before: peak RSS | after: kcache (x tar+zstd) | after: peak RSS |",
+    "|---|---|---:|---:|---:|---:|",
+  ];
+  for (const b of before.sizes) {
+    const a = after.sizes.find((z) => z.size === b.size);
+    if (!a) continue;
+    for (const op of ["restore", "save"] as const) {
+      const cell = (z: SpeedRaw["sizes"][number]) => {
+        const k = z[op].kcache.map((r) => r.s);
+        const t = z[op].tar.map((r) => r.s);
+        const ratio = median(k.map((v, i) => v / (t[i] as number)));
+        return `${fmtSeconds(median(k))} (${ratio.toFixed(2)}x) | ${mb(median(z[op].kcache.map((r) => r.rss)))}`;
+      };
+      lines.push(
+        `| ${b.size} (${mb(b.bytes)}) | ${op === "save" ? "full save" : op} | ${cell(b)} | ${cell(a)} |`,
+      );
+    }
+  }
+  return lines;
+}
+
+/** bench/results/gpu-profiles-*.json (bench/profile-summary.mjs over bench/gpu/profile-on-device.sh's CPU profiles). */
+export type ProfileSummary = Record<
+  string,
+  { ms?: { total: number; moduleLoading: number; gc: number; idle: number }; mb?: number }
+>;
+
+/** Per command: the main thread's sampled time and where it went, and its worker threads' module loading. */
+export function profileTable(p: ProfileSummary): string[] {
+  const lines = [
+    "| command | main thread sampled | loading modules | garbage collection | idle (waiting) | worker threads | each worker loading modules (median) |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const name of ["key", "miss", "restore-small", "save-small"]) {
+    const files = Object.entries(p).filter(([f, v]) => f.startsWith(`${name}-CPU.`) && v.ms);
+    const main = files.find(([f]) => /\.0\.001\.cpuprofile$/.test(f))?.[1].ms;
+    if (!main) continue;
+    const workers = files
+      .filter(([f]) => !/\.0\.001\.cpuprofile$/.test(f))
+      .map(([, v]) => v.ms?.moduleLoading ?? 0);
+    lines.push(
+      `| ${name} | ${main.total.toFixed(0)} ms | ${main.moduleLoading.toFixed(0)} ms | ${main.gc.toFixed(0)} ms | ${main.idle.toFixed(0)} ms | ${workers.length} | ${workers.length ? `${median(workers).toFixed(0)} ms` : "-"} |`,
+    );
+  }
+  return lines;
+}

@@ -384,3 +384,21 @@ describe("BENCHMARKS.md's FLA probe table is bench/results/gpu-fla-probe.json", 
     );
   });
 });
+
+describe("BENCHMARKS.md's issue-35 tables are the GPU profiles and the speed runs before and after", () => {
+  it("profiles and before/after rows as the raw files give them; small restores and saves under 128 MB after", async () => {
+    const { profileTable, threadsBySizeTable } = await import("../../bench/tables.js");
+    const raw = (f: string) => JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results", f), "utf8"));
+    const before = raw("gpu-issue35-before-2026-12-02.json");
+    const after = raw("gpu-issue35-after-2026-12-02.json");
+    expect(doc()).toContain(profileTable(raw("gpu-profiles-2026-12-02.json")).join("\n"));
+    expect(doc()).toContain(threadsBySizeTable(before, after).join("\n"));
+    const small = after.sizes.find((z: { size: string }) => z.size === "small");
+    const rss = (rows: { rss: number }[]) => [...rows.map((r) => r.rss)].sort((a, b) => a - b)[2] as number;
+    expect(rss(small.restore.kcache)).toBeLessThan(128e6);
+    expect(rss(small.save.kcache)).toBeLessThan(128e6);
+    expect(doc()).toContain(
+      `(${(rss(small.restore.kcache) / 1e6).toFixed(0)} and ${(rss(small.save.kcache) / 1e6).toFixed(0)} MB, from`,
+    );
+  });
+});
