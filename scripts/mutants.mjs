@@ -663,6 +663,41 @@ const MUTANTS = [
     replace: "let bestDistance = 0;",
     tests: ["test/config/load.test.ts"],
   },
+  {
+    name: "a drop-in save leaves no run record (kcache stats empty for actions/cache users)",
+    file: "src/pipeline/drop-in-save.ts",
+    find: "if (report) await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);",
+    replace: "if (report && ctx.key === '') await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);",
+    tests: ["test/history/drop-in-stats.test.ts"],
+  },
+  {
+    name: "one kernel's cost taken as the jobs' whole seconds per new kernel (fixed work counted as compiling)",
+    file: "src/history/time-saved.ts",
+    find: 'if (s !== null && s > 0) return { seconds: s, from: "job-times" };',
+    replace: "",
+    tests: ["test/history/drop-in-stats.test.ts"],
+  },
+  {
+    name: "the prewarm races the default branch's job (a group of its own)",
+    file: "src/github/workflows.ts",
+    find: "concurrency: this.concurrency(`refs/heads/${this.defaultBranch}`, false),",
+    replace: 'concurrency: { group: `kcache-prewarm-${profileName}`, "cancel-in-progress": false },',
+    tests: ["test/github/workflows.test.ts"],
+  },
+  {
+    name: "packed refs not read (a clone's branch commit missed)",
+    file: "src/keys/git-refs.ts",
+    find: "      text = this.packed(ref);",
+    replace: "      text = null;",
+    tests: ["test/keys/git-refs.test.ts"],
+  },
+  {
+    name: "kcache run without bash fails every command instead of running them with sh",
+    file: "src/process/shell.ts",
+    find: 'return has("bash") ? "bash" : has("sh") ? "sh" : null;',
+    replace: 'return has("bash") ? "bash" : null;',
+    tests: ["test/pipeline/run-shell.test.ts", "test/process/run-command.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */
