@@ -20,7 +20,13 @@ export async function dropInSave(
 ): Promise<SaveReport | null> {
   const state = readState(ctx.stateFile);
   const job = state?.primaryKey === ctx.key ? state.job : undefined;
-  const report = await tolerateCacheFailure("save", ctx.strict, ctx.log, () => save(ctx, opts), faults);
+  const report = await tolerateCacheFailure(
+    "save",
+    ctx.strict,
+    ctx.log,
+    () => save(ctx, opts, state),
+    faults,
+  );
   // A store that failed the save has had its one warning: no second try (and wait) for the record.
   if (report) await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);
   return report;
