@@ -55,7 +55,9 @@ export interface JobRecord {
 
 /** A restore's outcome as the drop-in save's run record keeps it. */
 export interface RestoredOutcome {
-  hit: "exact" | "prefix" | "miss";
+  /** The primary key matched (actions/cache's cache-hit). */
+  cacheHit: boolean;
+  /** The key restored; null when nothing was (a miss, or a lookup-only restore). */
   matchedKey: string | null;
   /** Entries written from the store, and entries already in the folder as the key has them. */
   entries: number;

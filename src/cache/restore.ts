@@ -142,7 +142,7 @@ async function record(
     atime: r.state.usage?.atime ?? {},
     autotune: report.autotune,
     restored: {
-      hit: report.cacheHit ? "exact" : report.matchedKey && !report.lookupOnly ? "prefix" : "miss",
+      cacheHit: report.cacheHit,
       matchedKey: report.lookupOnly ? null : report.matchedKey,
       entries: report.entriesRestored,
       present: report.entriesPresent,

@@ -1,7 +1,7 @@
 import type { JobContext } from "../cache/job-context.js";
 import type { JobRecord } from "../cache/local-state.js";
 import type { SaveReport } from "../cache/save-report.js";
-import { RUN_RECORD_SCHEMA, type RunRecord } from "./run-record.js";
+import { type RunOutcome, type RunRecord, runRecord } from "./run-record.js";
 
 type Context = Pick<JobContext, "key" | "prefix" | "revision" | "stack" | "scopes">;
 
@@ -14,26 +14,25 @@ type Context = Pick<JobContext, "key" | "prefix" | "revision" | "stack" | "scope
  * A job that fails before its save, or whose save fails, leaves no record (`kcache run` records every run).
  */
 export function dropInRunRecord(ctx: Context, job: JobRecord | undefined, report: SaveReport): RunRecord {
-  const seconds = report.seconds;
-  const savedAt = Date.now() - seconds * 1000;
+  const savedAt = Date.now() - report.seconds * 1000;
   const r = job?.restored;
-  return {
-    schema: RUN_RECORD_SCHEMA,
-    via: "save",
+  const stage = (kind: "restore" | "save", seconds: number) => ({
+    name: kind,
+    kind,
+    seconds,
+    status: "ok" as const,
+  });
+  const outcome: RunOutcome = {
     profile: "(restore and save)",
-    prefix: ctx.prefix,
     scope: ctx.scopes.write,
     key: ctx.key,
     revision: ctx.revision,
     stackId: ctx.stack.stackId,
     startedAt: new Date(job?.startedAt ?? savedAt).toISOString(),
-    seconds: job ? Math.max(0, Date.now() - job.startedAt) / 1000 : seconds,
+    seconds: job ? Math.max(0, Date.now() - job.startedAt) / 1000 : report.seconds,
     passed: true,
     firstFailure: null,
-    hit: r?.hit ?? "none",
-    matchedKey: r?.matchedKey ?? null,
-    ...(job && r ? { jobSeconds: Math.max(0, (savedAt - job.startedAt) / 1000 - r.seconds) } : {}),
-    stages: [],
+    stages: [...(r ? [stage("restore", r.seconds)] : []), stage("save", report.seconds)],
     // Found without compiling: written from the store or already in the folder as the key has them.
     kernels: {
       status: "not-observed",
@@ -42,8 +41,15 @@ export function dropInRunRecord(ctx: Context, job: JobRecord | undefined, report
       compiled: report.entriesNew,
       compileSeconds: null,
     },
-    restore: r ? { seconds: r.seconds, entries: r.entries, bytes: r.bytes } : null,
-    save: { seconds, outcome: report.outcome, bytesUploaded: report.bytesUploaded },
-    records: [],
+    restore: r
+      ? { cacheHit: r.cacheHit, matchedKey: r.matchedKey, entriesRestored: r.entries, bytesRestored: r.bytes }
+      : null,
+    save: report,
+  };
+  return {
+    ...runRecord(outcome, ctx, undefined, ""),
+    via: "save",
+    matchedKey: r?.matchedKey ?? null,
+    ...(job && r ? { jobSeconds: Math.max(0, (savedAt - job.startedAt) / 1000 - r.seconds) } : {}),
   };
 }

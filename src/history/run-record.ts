@@ -81,7 +81,7 @@ export interface HistoryRows {
 
 export function runRecord(
   report: RunOutcome,
-  ctx: JobContext,
+  ctx: Pick<JobContext, "prefix">,
   compare: CompareSpec | undefined,
   workdir: string,
   history: Record<string, HistoryRows> = {},
