@@ -1,7 +1,7 @@
 import type { Manifest } from "../manifest/manifest.js";
 import type { Store } from "../store/store.js";
 import type { JobContext } from "./job-context.js";
-import { missingPacks } from "./pack-lease.js";
+import { gonePacks } from "./pack-lease.js";
 import { storedManifest } from "./save-manifest.js";
 
 /**
@@ -22,12 +22,7 @@ export type KeyWholeness =
 export async function keyWholeness(store: Store, object: string): Promise<KeyWholeness> {
   const manifest = await storedManifest(store, object);
   if (!manifest) return { state: "absent" };
-  const gone = [
-    ...(await missingPacks(
-      store,
-      manifest.packs.map((p) => p.object),
-    )),
-  ];
+  const gone = await gonePacks(store, manifest);
   return gone.length ? { state: "broken", manifest, gone } : { state: "whole", manifest };
 }
 

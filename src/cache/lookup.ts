@@ -6,7 +6,7 @@ import { manifestListPrefix, manifestObject, parseManifestObject } from "../stor
 import type { Store } from "../store/store.js";
 import { type Fault, fault } from "./faults.js";
 import type { JobContext } from "./job-context.js";
-import { missingPacks } from "./pack-lease.js";
+import { gonePacks } from "./pack-lease.js";
 
 export interface Match {
   key: string;
@@ -58,9 +58,7 @@ export async function searchSteps(
         // Where the store evicts on its own (GitHub's cache), a key whose packs are gone is not
         // restored in part, nor built on: the next candidate is tried.
         if (store.capabilities.evicts) {
-          const objects = manifest.packs.map((p) => p.object);
-          const missing = await missingPacks(store, objects);
-          const gone = objects.filter((o) => missing.has(o));
+          const gone = await gonePacks(store, manifest);
           if (gone.length) {
             log.info(
               `${manifest.key}: ${gone.length} of its ${manifest.packs.length} packs were evicted by the store (${gone[0]}); trying the next candidate`,

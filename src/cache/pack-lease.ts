@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
+import type { Manifest } from "../manifest/manifest.js";
 import { condemnedObject, LEASES, leaseObject } from "../store/layout.js";
 import type { Store } from "../store/store.js";
 
@@ -101,6 +102,13 @@ export async function missingPacks(store: Store, packs: string[]): Promise<Set<s
     }),
   );
   return out;
+}
+
+/** A manifest's packs that are not in the store (evicted, or deleted), in the manifest's order. */
+export async function gonePacks(store: Store, manifest: Manifest): Promise<string[]> {
+  const objects = manifest.packs.map((p) => p.object);
+  const missing = await missingPacks(store, objects);
+  return objects.filter((o) => missing.has(o));
 }
 
 /** Live leases (younger than the TTL by the store's clock, `now`) and the names of expired ones. */
