@@ -99,11 +99,22 @@ export class GitRefs {
   }
 }
 
-/** The answer from the files where they hold one, else from git itself; null outside a checkout. */
-export function fromRefs(cwd: string, read: (refs: GitRefs) => string | null, args: string[]): string | null {
+/**
+ * The answer from the files where they hold one, else from `git <args>`, its output read by
+ * `fromGit`; null outside a checkout. `read` answers null only where git should be asked.
+ */
+export function fromRefs(
+  cwd: string,
+  read: (refs: GitRefs) => string | null,
+  args: string[],
+  fromGit: (out: string) => string | null = (out) => out,
+): string | null {
   const refs = GitRefs.at(cwd);
   if (refs === "none") return null;
-  return (refs ? read(refs) : null) ?? askGit(cwd, args);
+  const answer = refs ? read(refs) : null;
+  if (answer !== null) return answer;
+  const out = askGit(cwd, args);
+  return out === null ? null : fromGit(out);
 }
 
 /** `git <args>` in `cwd`, its output trimmed; null when git fails or is missing. */

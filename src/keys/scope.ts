@@ -209,15 +209,22 @@ function str(v: unknown): string | null {
 /** The branch origin/HEAD points at ("master" in a repository made before "main"), when git knows it. */
 function gitDefaultBranch(cwd: string): string | undefined {
   // No origin/HEAD file: none (a symbolic ref is never packed), as git would answer; git is not asked.
-  const ref = fromRefs(cwd, (r) => (r.originDefault() ? `origin/${r.originDefault()}` : ""), [
-    "symbolic-ref",
-    "--short",
-    "refs/remotes/origin/HEAD",
-  ]);
-  return ref?.startsWith("origin/") ? ref.slice("origin/".length) || undefined : undefined;
+  const branch = fromRefs(
+    cwd,
+    (r) => r.originDefault() ?? "",
+    ["symbolic-ref", "--short", "refs/remotes/origin/HEAD"],
+    (out) => (out.startsWith("origin/") ? out.slice("origin/".length) : ""),
+  );
+  return branch || undefined;
 }
 
+/** The branch checked out; none when HEAD is detached. */
 function gitBranch(cwd: string): string | undefined {
-  const b = fromRefs(cwd, (r) => r.headBranch() ?? "HEAD", ["rev-parse", "--abbrev-ref", "HEAD"]);
-  return b && b !== "HEAD" ? b : undefined;
+  const branch = fromRefs(
+    cwd,
+    (r) => r.headBranch() ?? "",
+    ["rev-parse", "--abbrev-ref", "HEAD"],
+    (out) => (out === "HEAD" ? "" : out),
+  );
+  return branch || undefined;
 }
