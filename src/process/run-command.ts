@@ -27,8 +27,9 @@ export interface CommandOptions {
 export const TIMEOUT_EXIT = 124;
 
 /**
- * Runs a shell command (bash -c, or sh -c where PATH has no bash) in its own process group, logging stdout and stderr to a file and echoing
- * them. A timeout sends SIGTERM to the whole group, then SIGKILL after 10 s.
+ * Runs a shell command (bash -c, or sh -c where PATH has no bash) in its own process group, logging
+ * stdout and stderr to a file and echoing them. A timeout sends SIGTERM to the whole group, then
+ * SIGKILL after 10 s.
  */
 export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
   fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
@@ -93,7 +94,7 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
   });
 }
 
-/** Why a command could not start, with the fix: kcache runs every command with bash, in `cwd`. */
+/** Why a command could not start, with the fix: kcache runs every command with a shell, in `cwd`. */
 function startFailure(error: NodeJS.ErrnoException, cwd: string): string {
   if (error.code !== "ENOENT") return error.message;
   if (!fs.existsSync(cwd)) return `its working directory ${cwd} does not exist`;

@@ -76,7 +76,7 @@ export async function statsCommand(
   if (sets.length) process.stdout.write(`${workingSetLines(sets, defaultScope).join("\n")}\n\n`);
   if (weeks.length === 0) {
     process.stderr.write(
-      `no runs recorded in ${store.description}${o.allScopes ? "" : ` for ${defaultScope}`}${o.allScopes ? "" : otherBranchesHint(records, defaultScope)}\n`,
+      `no runs recorded in ${store.description}${o.allScopes ? "" : ` for ${defaultScope}${otherBranchesHint(records, defaultScope)}`}\n`,
     );
     return;
   }
