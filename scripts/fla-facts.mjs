@@ -18,7 +18,7 @@ if (!fla || !fs.existsSync(path.join(fla, "benchmarks/ops/run.py"))) {
 const read = (rel) => fs.readFileSync(path.join(fla, rel), "utf8");
 const git = (...args) => execFileSync("git", ["-C", fla, ...args], { encoding: "utf8" }).trim();
 
-/** Every file under `dir` (relative to the checkout), sorted. */
+/** Every Python file under `dir` (relative to the checkout), sorted. */
 function files(dir) {
   const out = [];
   const walk = (rel) => {
