@@ -28,14 +28,9 @@ export type { HookUsage, SaveOptions } from "./save-usage.js";
  * new packs (save-packs.ts), build the manifest and commit it (save-manifest.ts), then record the
  * local state. Only entries the parent manifest lacks (or whose digest changed) are packed and
  * uploaded; the rest are referenced in the parent's packs. Incomplete entries, compiler temp folders
- * and locks are never saved. Keys are immutable. `state` is the local state, when the caller has
- * read it already.
+ * and locks are never saved. Keys are immutable. `state`: the local state, if the caller read it.
  */
-export async function save(
-  ctx: JobContext,
-  opts: SaveOptions = {},
-  state: LocalState | null = readState(ctx.stateFile),
-): Promise<SaveReport> {
+export async function save(ctx: JobContext, opts: SaveOptions = {}, state = readState(ctx.stateFile)) {
   const ours = state?.primaryKey === ctx.key ? state : null;
   // Under isolate the job's entries are in its own folder: that is what is saved.
   const work: JobContext = { ...ctx, caches: jobCaches(ctx.caches, ours) };
