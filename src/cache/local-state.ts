@@ -79,9 +79,25 @@ export function jobCaches(caches: CacheFolder[], state: LocalState | null): Cach
   });
 }
 
+/**
+ * The job's context with its caches where this job's restore put them: as the restore's report says
+ * (no state read), or, where the restore failed and left no report, as the local state for its key says.
+ */
+export function restoredContext<T extends { caches: CacheFolder[]; key: string; stateFile: string }>(
+  ctx: T,
+  report: { caches: { name: string; path: string }[] } | null,
+  state?: LocalState | null,
+): T {
+  if (!report) return afterRestore(ctx, state);
+  const at = new Map(report.caches.map((c) => [c.name, c.path]));
+  return { ...ctx, caches: ctx.caches.map((c) => ({ ...c, path: at.get(c.name) ?? c.path })) };
+}
+
 /** The job's context with its caches where this job's restore (the local state for its key) put them. */
-export function afterRestore<T extends { caches: CacheFolder[]; key: string; stateFile: string }>(ctx: T): T {
-  const state = readState(ctx.stateFile);
+export function afterRestore<T extends { caches: CacheFolder[]; key: string; stateFile: string }>(
+  ctx: T,
+  state: LocalState | null = readState(ctx.stateFile),
+): T {
   return state?.primaryKey === ctx.key ? { ...ctx, caches: jobCaches(ctx.caches, state) } : ctx;
 }
 

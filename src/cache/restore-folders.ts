@@ -4,6 +4,7 @@ import type { CacheFolder, CacheKind, ScanResult } from "../kinds/kind.js";
 import { ownerOf, pidNamespace } from "../pack/read/staging-owner.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import type { JobContext } from "./job-context.js";
+import { type LocalState, readState } from "./local-state.js";
 import { bringBackAside } from "./persistent/aside.js";
 import { FolderBusyError, withFolderLock } from "./persistent/folder-lock.js";
 import {
@@ -35,6 +36,8 @@ export interface WorkingFolders {
   startedAt: number;
   /** What each working folder held before the restore wrote anything (folders of a known kind). */
   scans: Map<string, { kind: CacheKind; scan: ScanResult }>;
+  /** The local state as the restore found it: read once, here. */
+  state: LocalState | null;
 }
 
 export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Promise<WorkingFolders> {
@@ -45,6 +48,7 @@ export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Prom
     markers: {},
     startedAt: Date.now(),
     scans: new Map(),
+    state: readState(ctx.stateFile),
   };
   for (const c of ctx.caches) {
     if (lookupOnly) {

@@ -54,7 +54,7 @@ export async function placeKey(
     ...match.manifest,
     entries: match.manifest.entries.filter((e) => !skip.has(entryId(e))),
   };
-  const present = presentEntries(work, wanted, scans);
+  const present = presentEntries(wanted, scans, folders.state);
   report.entriesPresent += present.length;
   let restored: EntryRef[];
   try {

@@ -9,7 +9,7 @@ import { stagingIsStale } from "../pack/read/staging-owner.js";
 import { folderKind, scanFolder } from "./cache-folder.js";
 import { entrySignature } from "./entry-signature.js";
 import type { JobContext } from "./job-context.js";
-import { type LocalState, readState } from "./local-state.js";
+import type { LocalState } from "./local-state.js";
 import type { Match } from "./lookup.js";
 import { hashEntry } from "./save-scan.js";
 import { atimeRecordsReads, stampUnread } from "./usage.js";
@@ -26,11 +26,10 @@ import { atimeRecordsReads, stampUnread } from "./usage.js";
  * found equal. An entry that differs is not present: the key's verified one replaces it.
  */
 export function presentEntries(
-  ctx: JobContext,
   manifest: Manifest,
   scans: Map<string, { kind: CacheKind; root: string; scan: ScanResult }>,
+  state: LocalState | null,
 ): EntryRef[] {
-  const state = readState(ctx.stateFile);
   const out: EntryRef[] = [];
   for (const [name, { kind, root, scan }] of scans) {
     const known = state?.index[name] ?? {};

@@ -1,6 +1,6 @@
 import * as core from "@actions/core";
 import { Strictness } from "../cache/faults.js";
-import { afterRestore } from "../cache/local-state.js";
+import { readState, restoredContext } from "../cache/local-state.js";
 import { restore } from "../cache/restore.js";
 import type { SaveOptions } from "../cache/save.js";
 import { usageSummary } from "../cache/save-usage.js";
@@ -120,7 +120,7 @@ async function restoreStep(log: Log, postSave: boolean): Promise<void> {
   const lookupOnly = flag(Inputs.lookupOnly);
   const r = await tolerateCacheFailure("restore", ctx.strict, log, () => restore(ctx, { lookupOnly }));
   // Later steps find each cache where it was restored: a folder of the job's own under isolate.
-  for (const c of afterRestore(ctx).caches) if (c.env) core.exportVariable(c.env, c.path);
+  for (const c of restoredContext(ctx, r).caches) if (c.env) core.exportVariable(c.env, c.path);
   setOutputs({
     [Outputs.cacheHit]: String(Boolean(r?.cacheHit)),
     [Outputs.matchedKey]: r?.matchedKey ?? "",
@@ -154,14 +154,15 @@ async function saveStep(log: Log, key?: string, post = false): Promise<void> {
     post && env[SAVE_ALWAYS_ENV] === "true"
       ? { evict: { never: "save-always: the job may have failed, so its use proves nothing" } }
       : {};
-  const r = await dropInSave(ctx, opts);
+  const state = readState(ctx.stateFile);
+  const r = await dropInSave(ctx, opts, [], state);
   if (r) log.info(`${r.message} (${r.store})`);
   if (r?.outcome === "saved" || r?.outcome === "nothing-new")
     log.info(usageSummary(r.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));
   setOutputs({ [Outputs.saved]: String(r?.outcome === "saved") });
   // The step runs after the job passed (post-if), or under save-always after any job.
   const noMerge = typeof opts.evict === "object" ? opts.evict.never : undefined;
-  await settleStage(ctx, { passed: true, noMerge });
+  await settleStage(ctx, { passed: true, noMerge }, state);
 }
 
 function publish(report: RunReport): void {

@@ -1,6 +1,6 @@
 import type { Fault } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
-import { readState } from "../cache/local-state.js";
+import { type LocalState, readState } from "../cache/local-state.js";
 import { type SaveOptions, save } from "../cache/save.js";
 import type { SaveReport } from "../cache/save-report.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
@@ -11,14 +11,15 @@ import { writeRunRecord } from "../history/run-record.js";
  * The save of the drop-in path (`kcache save`, the action's save and post steps): the save, then a
  * run record of the job for `kcache stats`, with what this job's restore left in the local state.
  * A store that fails the save warns once and the job goes on (--strict: the save's rules); no record
- * is written then. A record the store refuses is one warning, and the job goes on.
+ * is written then. A record the store refuses is one warning, and the job goes on. `state` is the
+ * local state as the caller read it (once per command: the end of the job reads the same).
  */
 export async function dropInSave(
   ctx: JobContext,
   opts: SaveOptions = {},
   faults: Fault[] = [],
+  state: LocalState | null = readState(ctx.stateFile),
 ): Promise<SaveReport | null> {
-  const state = readState(ctx.stateFile);
   const job = state?.primaryKey === ctx.key ? state.job : undefined;
   const report = await tolerateCacheFailure(
     "save",

@@ -23,7 +23,7 @@ export type {
   Stage,
 } from "./run-report.js";
 
-import { afterRestore } from "../cache/local-state.js";
+import { readState, restoredContext } from "../cache/local-state.js";
 import { hostEnvironment } from "../environment.js";
 
 export { RUN_REPORT_SCHEMA } from "./run-report.js";
@@ -63,7 +63,9 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   } = await restoreStage(ctx, opts.restore !== false);
   const stages: Stage[] = [restoring];
   // Under isolate the commands run against the job's own folders, which the restore made.
-  const work = opts.restore !== false ? afterRestore(ctx) : ctx;
+  // The state the restore left, read once: the commands' folders, the save and the end of the job.
+  const state = readState(ctx.stateFile);
+  const work = opts.restore !== false ? restoredContext(ctx, restored, state) : ctx;
   const commandLog = opts.commandLog ?? plainCommandLog(ctx.log);
   const commands = new CommandsStage(work, profile, {
     env: job.env,
@@ -89,10 +91,11 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     enabled: opts.save !== false,
     firstFailure,
     save: { hook: commands.hookUsage(), evict: opts.evict ?? "yes" },
+    state,
   });
   stages.push(saving.stage);
   const hook = commands.hookUsage();
-  const folders = await settleStage(ctx, { passed: firstFailure === null, hook });
+  const folders = await settleStage(ctx, { passed: firstFailure === null, hook }, state);
 
   const report: RunReport = {
     schema: RUN_REPORT_SCHEMA,

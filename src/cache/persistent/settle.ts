@@ -41,8 +41,11 @@ export interface SettledFolder {
  * (the default branch, a tag), else discarded; what the job used is recorded; its marker goes; and
  * a cache with max-size is trimmed. Local work only: nothing here touches the store.
  */
-export async function settleFolders(ctx: JobContext, end: JobEnd): Promise<SettledFolder[]> {
-  const state = readState(ctx.stateFile);
+export async function settleFolders(
+  ctx: JobContext,
+  end: JobEnd,
+  state: LocalState | null = readState(ctx.stateFile),
+): Promise<SettledFolder[]> {
   const ours = state?.primaryKey === ctx.key && state.job ? state : null;
   const out: SettledFolder[] = [];
   for (const c of ctx.caches) {

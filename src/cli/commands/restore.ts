@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
-import { afterRestore } from "../../cache/local-state.js";
+import { restoredContext } from "../../cache/local-state.js";
 import { type RestoreReport, restore } from "../../cache/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { hostEnvironment } from "../../environment.js";
@@ -38,7 +38,7 @@ export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; 
       if (report.entriesBad) log.info(`not written: ${report.entriesBad} entries (why: the warning above)`);
     }
   }
-  exportJobFolders(ctx, log);
+  exportJobFolders(restoredContext(ctx, report), ctx, log);
   if (o.json)
     printJson(
       report ?? { primaryKey: ctx.key, matchedKey: null, faults, error: log.warnings.at(-1) ?? null },
@@ -63,9 +63,9 @@ function restoredUsageLine(u: RestoreReport["usage"]): string {
  * Under isolate the job works in folders of its own: later steps must find them through the caches'
  * variables. Under GitHub Actions they are written to $GITHUB_ENV; elsewhere the line to run is said.
  */
-function exportJobFolders(ctx: JobContext, log: Log): void {
+function exportJobFolders(work: JobContext, ctx: JobContext, log: Log): void {
   const env = hostEnvironment();
-  for (const c of afterRestore(ctx).caches) {
+  for (const c of work.caches) {
     const home = ctx.caches.find((h) => h.name === c.name);
     if (!c.env || c.path === home?.path) continue;
     if (env.GITHUB_ENV) fs.appendFileSync(env.GITHUB_ENV, `${c.env}=${c.path}\n`);

@@ -1,4 +1,5 @@
 import type { Fault } from "../../cache/faults.js";
+import { readState } from "../../cache/local-state.js";
 import { usageSummary } from "../../cache/save-usage.js";
 import { formatBytes, formatSeconds } from "../../format.js";
 import { dropInSave } from "../../pipeline/drop-in-save.js";
@@ -10,7 +11,10 @@ export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
   const { ctx } = await commandJob(o);
   const { log } = ctx;
   const faults: Fault[] = [];
-  const report = await dropInSave(ctx, o.evict === false ? { evict: { never: "--no-evict" } } : {}, faults);
+  // Read once: the save and the end of the job both go by how the job's restore left it.
+  const state = readState(ctx.stateFile);
+  const opts = o.evict === false ? { evict: { never: "--no-evict" as const } } : {};
+  const report = await dropInSave(ctx, opts, faults, state);
   if (report) {
     log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {
@@ -39,7 +43,7 @@ export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
       );
   }
   // Run after the job passed (the README's rule): its own folders merge back in a trusted scope.
-  const folders = await settleStage(ctx, { passed: true });
+  const folders = await settleStage(ctx, { passed: true }, state);
   if (o.json)
     printJson(
       report

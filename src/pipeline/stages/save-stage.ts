@@ -1,5 +1,6 @@
 import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
+import type { LocalState } from "../../cache/local-state.js";
 import { type SaveOptions, type SaveReport, save } from "../../cache/save.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import type { ProfileSpec } from "../../config/profile-schema.js";
@@ -12,7 +13,7 @@ import type { Stage } from "../run-report.js";
 export async function saveStage(
   ctx: JobContext,
   profile: ProfileSpec,
-  opts: { enabled: boolean; firstFailure: string | null; save: SaveOptions },
+  opts: { enabled: boolean; firstFailure: string | null; save: SaveOptions; state?: LocalState | null },
 ): Promise<{ saved: SaveReport | null; saveSkipped: string | null; faults: Fault[]; stage: Stage }> {
   let saved: SaveReport | null = null;
   let saveSkipped: string | null = null;
@@ -22,7 +23,13 @@ export async function saveStage(
   else if (profile.save === "never") saveSkipped = "saving is off for this profile (save: never)";
   else if (opts.firstFailure) saveSkipped = `not saved: ${opts.firstFailure} failed`;
   else {
-    saved = await tolerateCacheFailure("save", ctx.strict, ctx.log, () => save(ctx, opts.save), faults);
+    saved = await tolerateCacheFailure(
+      "save",
+      ctx.strict,
+      ctx.log,
+      () => save(ctx, opts.save, opts.state),
+      faults,
+    );
     if (saved) faults.push(...saved.faults);
     if (!saved) saveSkipped = "the store failed (warned)";
     else ctx.log.info(`${saved.message} (${saved.store})`);
