@@ -8,8 +8,8 @@
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { restore } from "../src/cache/restore.js";
-import { save } from "../src/cache/save.js";
+import { restore } from "../src/cache/restore/restore.js";
+import { save } from "../src/cache/save/save.js";
 import { resolveConfig } from "../src/config/load.js";
 import { jobContext } from "../src/job/build-context.js";
 import { silentLog } from "../src/log.js";

@@ -9,7 +9,7 @@
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { save } from "../src/cache/save.js";
+import { save } from "../src/cache/save/save.js";
 import { localStore } from "../src/store/local.js";
 import { generateTritonCache } from "../test/fixtures/triton-cache.js";
 import { storeContext } from "../test/helpers/store-context.js";

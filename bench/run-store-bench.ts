@@ -8,8 +8,8 @@
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { restore } from "../src/cache/restore.js";
-import { save } from "../src/cache/save.js";
+import { restore } from "../src/cache/restore/restore.js";
+import { save } from "../src/cache/save/save.js";
 import { localStore } from "../src/store/local.js";
 import { DEFAULT_S3, s3Store } from "../src/store/s3.js";
 import type { Store } from "../src/store/store.js";

@@ -11,8 +11,8 @@
 import { execSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { prune } from "../src/cache/prune.js";
-import { save } from "../src/cache/save.js";
+import { save } from "../src/cache/save/save.js";
+import { prune } from "../src/cache/usage/prune.js";
 import { silentLog } from "../src/log.js";
 import { decodeManifest } from "../src/manifest/manifest.js";
 import { MANIFESTS, PACKS } from "../src/store/layout.js";

@@ -104,14 +104,14 @@ const MUTANTS = [
   },
   {
     name: "eviction's runs rule one save late",
-    file: "src/cache/eviction.ts",
+    file: "src/cache/usage/eviction.ts",
     find: "now.generation - last.generation >= s.keepUnusedRuns",
     replace: "now.generation - last.generation > s.keepUnusedRuns",
     tests: ["test/cache/eviction.test.ts"],
   },
   {
     name: "eviction's days rule never applies",
-    file: "src/cache/eviction.ts",
+    file: "src/cache/usage/eviction.ts",
     find: 'if (s.keepUnusedDays > 0 && age >= s.keepUnusedDays * DAY_MS) return "days";',
     replace: "",
     tests: ["test/cache/eviction.test.ts", "test/cache/working-set.test.ts"],
@@ -119,21 +119,21 @@ const MUTANTS = [
   },
   {
     name: "save.max-bytes ignored",
-    file: "src/cache/eviction.ts",
+    file: "src/cache/usage/eviction.ts",
     find: "if (settings.maxBytes === null) return out;",
     replace: "if (settings.maxBytes !== -1) return out;",
     tests: ["test/cache/eviction.test.ts"],
   },
   {
     name: "the cap drops the most recently used first",
-    file: "src/cache/eviction.ts",
+    file: "src/cache/usage/eviction.ts",
     find: "a.lastUsed.generation - b.lastUsed.generation ||",
     replace: "b.lastUsed.generation - a.lastUsed.generation ||",
     tests: ["test/cache/eviction.test.ts"],
   },
   {
     name: "a restore does not stamp access times (use never learnt)",
-    file: "src/cache/restore-state.ts",
+    file: "src/cache/restore/restore-state.ts",
     find: "const e = stamp ? stampUnread(c.path, found) : found;",
     replace: "const e = found;",
     tests: ["test/cache/working-set.test.ts"],
@@ -141,7 +141,7 @@ const MUTANTS = [
   },
   {
     name: "reads since the stamp ignored (live kernels evicted)",
-    file: "src/cache/save-usage.ts",
+    file: "src/cache/usage/save-usage.ts",
     find: "(byAtime && readSinceStamp(p.entry))",
     replace: "(byAtime && false)",
     tests: ["test/cache/working-set.test.ts"],
@@ -157,7 +157,7 @@ const MUTANTS = [
   },
   {
     name: "the noatime probe always says reads are recorded",
-    file: "src/cache/usage.ts",
+    file: "src/cache/usage/usage.ts",
     find: "return !isStamped(read.atimeMs, read.mtimeMs);",
     replace: "return true;",
     tests: ["test/cache/working-set.test.ts"],
@@ -166,7 +166,7 @@ const MUTANTS = [
   },
   {
     name: "a --lookup-only restore leaves the last restore's stamps trusted",
-    file: "src/cache/restore.ts",
+    file: "src/cache/restore/restore.ts",
     find: "stamp: !report.lookupOnly,",
     replace: "stamp: true,",
     tests: ["test/cache/working-set.test.ts"],
@@ -174,7 +174,7 @@ const MUTANTS = [
   },
   {
     name: "a prewarm that compiled nothing evicts",
-    file: "src/cache/save-usage.ts",
+    file: "src/cache/usage/save-usage.ts",
     find: 'if (evict === "if-new" && fresh === 0)',
     replace: "if (false)",
     tests: ["test/cache/working-set.test.ts"],
@@ -189,7 +189,7 @@ const MUTANTS = [
   },
   {
     name: "a delta save re-uploads reused entries",
-    file: "src/cache/save-plan.ts",
+    file: "src/cache/save/save-plan.ts",
     find: "const toPack = consolidate ? kept.filter((p) => !stay.includes(p)) : fresh;",
     replace: "const toPack = kept;",
     tests: ["test/cache/save.test.ts"],
@@ -274,7 +274,7 @@ const MUTANTS = [
   },
   {
     name: "--strict ignores data faults on restore",
-    file: "src/cache/restore.ts",
+    file: "src/cache/restore/restore.ts",
     find: "const failing = report.faults.filter((f) => ctx.strict.fails(f.code));",
     replace: "const failing: typeof report.faults = [];",
     tests: ["test/pack/limits-and-inputs.test.ts"],
@@ -288,21 +288,21 @@ const MUTANTS = [
   },
   {
     name: "a save relies on packs prune condemned",
-    file: "src/cache/save.ts",
+    file: "src/cache/save/save.ts",
     find: "const unusable = await unusablePacks(store, reusedPacks);",
     replace: "const unusable = new Set<string>();",
     tests: ["test/cache/prune-race.test.ts"],
   },
   {
     name: "prune ignores leases of saves in flight",
-    file: "src/cache/prune.ts",
+    file: "src/cache/usage/prune.ts",
     find: "if (referenced.has(p.name) || leased(leases.live, p.name)) continue;",
     replace: "if (referenced.has(p.name)) continue;",
     tests: ["test/cache/prune-race.test.ts"],
   },
   {
     name: "a persistent folder's unverified entries uploaded by the default branch's save",
-    file: "src/cache/save-scan.ts",
+    file: "src/cache/save/save-scan.ts",
     find: "if (vouched.has(p) || trusted.has(p.cache) || before === undefined || before !== p.sig) out.push(p);",
     replace:
       "if (vouched.has(p) || trusted.has(p.cache) || before === undefined || before !== p.sig || p.size >= 0) out.push(p);",
@@ -317,7 +317,7 @@ const MUTANTS = [
   },
   {
     name: "a garbage manifest taken for 'the key exists'",
-    file: "src/cache/save-manifest.ts",
+    file: "src/cache/save/save-manifest.ts",
     find: "    if (!(e instanceof IntegrityError)) throw e;\n    throw new IntegrityError(\n      `${store.description}: ${e.message}; nothing saved",
     replace:
       "    if (!(e instanceof IntegrityError)) throw e;\n    if (Math.random() >= 0) return { packs: [] } as unknown as Manifest;\n    throw new IntegrityError(\n      `${store.description}: ${e.message}; nothing saved",
@@ -416,7 +416,7 @@ const MUTANTS = [
   },
   {
     name: "a save with nothing new records no key",
-    file: "src/cache/save.ts",
+    file: "src/cache/save/save.ts",
     find: "if (!replacing && parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {",
     replace: "if (!replacing && parent && this.fresh().length === 0 && this.unchanged()) {",
     tests: ["test/pipeline/prewarm.test.ts", "test/cache/save.test.ts"],
@@ -437,7 +437,7 @@ const MUTANTS = [
   },
   {
     name: "consolidation rewrites large live packs (the store grows 8x over 100 commits)",
-    file: "src/cache/save-plan.ts",
+    file: "src/cache/save/save-plan.ts",
     find: "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - settings.maxDeadShare)",
     replace:
       "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - settings.maxDeadShare && false)",
@@ -473,7 +473,7 @@ const MUTANTS = [
   },
   {
     name: "entries whole on disk are reported as failed when their pack could not be read",
-    file: "src/cache/restore-outcomes.ts",
+    file: "src/cache/restore/restore-outcomes.ts",
     find: "const onDisk = await verifiedOnDisk(missing, targets, folders);",
     replace: "const onDisk = new Set<string>();",
     tests: ["test/cache/integrity.test.ts"],
@@ -494,7 +494,7 @@ const MUTANTS = [
   },
   {
     name: "a missing Zstandard engine is found per pack, not before the restore",
-    file: "src/cache/restore-place.ts",
+    file: "src/cache/restore/restore-place.ts",
     find: "if (match.manifest.entries.length > 0) await zstdEngine(work.runtime.zstd);",
     replace: "",
     tests: ["test/cache/zstd-engines.test.ts"],
@@ -529,7 +529,7 @@ const MUTANTS = [
   },
   {
     name: "a restore does not find entries already in a kept folder by their digest (downloads and rewrites them)",
-    file: "src/cache/restore-state.ts",
+    file: "src/cache/restore/restore-state.ts",
     find: "else if (kind.incompleteReason(root, found) === null && hashOf(kind, root, found, name) === e.sha256)",
     replace: 'else if (found.name === "never an entry")',
     tests: ["test/cache/persistent/never-colder.test.ts"],
@@ -571,7 +571,7 @@ const MUTANTS = [
   },
   {
     name: "entries borrowed from restore-revisions saved under the pull request's key",
-    file: "src/cache/save-scan.ts",
+    file: "src/cache/save/save-scan.ts",
     find: "if (borrowed !== undefined && borrowed === p.sig && !vouched.has(p)) {",
     replace: 'if (borrowed === "never an entry") {',
     tests: ["test/cache/autotune/other-revisions.test.ts"],

@@ -3,7 +3,7 @@ import fs from "node:fs";
 /**
  * kcache's own reads of cache entries (checking group files, hashing, packing, sharing with a job's
  * folder) must not look like the job's: access times are how a save and a trim learn what a job
- * read (cache/usage.ts). So entries are opened with O_NOATIME, which Linux allows the file's owner
+ * read (cache/usage/usage.ts). So entries are opened with O_NOATIME, which Linux allows the file's owner
  * (and root); elsewhere, or for another user's file, a plain open. Nothing else changes.
  */
 const NOATIME = fs.constants.O_NOATIME ?? 0;

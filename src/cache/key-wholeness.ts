@@ -2,7 +2,7 @@ import type { Manifest } from "../manifest/manifest.js";
 import type { Store } from "../store/store.js";
 import type { JobContext } from "./job-context.js";
 import { gonePacks } from "./pack-lease.js";
-import { storedManifest } from "./save-manifest.js";
+import { storedManifest } from "./save/save-manifest.js";
 
 /**
  * Whether a saved key can still be restored whole. GitHub's cache evicts entries on its own (least

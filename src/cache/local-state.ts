@@ -18,7 +18,7 @@ export interface LocalState {
   /** cache name -> entry name -> [signature, sha256]. */
   index: Record<string, Record<string, [string, string]>>;
   /**
-   * Left by a restore that stamped its entries' access times (cache/usage.ts): per cache, whether
+   * Left by a restore that stamped its entries' access times (cache/usage/usage.ts): per cache, whether
    * reads move access times there. A save reads use from atimes only where this says true.
    */
   usage?: { atime: Record<string, boolean> };

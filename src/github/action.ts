@@ -1,10 +1,10 @@
 import * as core from "@actions/core";
 import { Strictness } from "../cache/faults.js";
 import { readState, restoredContext } from "../cache/local-state.js";
-import { restore } from "../cache/restore.js";
-import type { SaveOptions } from "../cache/save.js";
-import { usageSummary } from "../cache/save-usage.js";
+import { restore } from "../cache/restore/restore.js";
+import type { SaveOptions } from "../cache/save/save.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
+import { usageSummary } from "../cache/usage/save-usage.js";
 import { parseSize } from "../config/durations.js";
 import { hostEnvironment } from "../environment.js";
 import { CacheMissError, KcacheError, UsageError } from "../errors.js";

@@ -1,6 +1,6 @@
 import type { JobContext } from "../cache/job-context.js";
 import type { JobRecord } from "../cache/local-state.js";
-import type { SaveReport } from "../cache/save-report.js";
+import type { SaveReport } from "../cache/save/save-report.js";
 import { type RunOutcome, type RunRecord, runRecord } from "./run-record.js";
 
 type Context = Pick<JobContext, "key" | "prefix" | "revision" | "stack" | "scopes">;

@@ -1,5 +1,5 @@
 import type { CatalogItem } from "../cache/catalog.js";
-import { type WorkingSet, workingSetOf } from "../cache/working-set.js";
+import { type WorkingSet, workingSetOf } from "../cache/usage/working-set.js";
 
 /** How far back `kcache stats` looks for a working set's trend: this many saves of the prefix. */
 const TREND_SAVES = 10;

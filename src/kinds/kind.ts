@@ -6,7 +6,7 @@ export interface EntryFile {
   rel: string;
   size: number;
   mtimeMs: number;
-  /** When the file was last read, as the file system keeps it (cache/usage.ts reads use from it). */
+  /** When the file was last read, as the file system keeps it (cache/usage/usage.ts reads use from it). */
   atimeMs: number;
   ino: number;
 }

@@ -1,8 +1,8 @@
 import type { Fault } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { type LocalState, readState } from "../cache/local-state.js";
-import { type SaveOptions, save } from "../cache/save.js";
-import type { SaveReport } from "../cache/save-report.js";
+import { type SaveOptions, save } from "../cache/save/save.js";
+import type { SaveReport } from "../cache/save/save-report.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { dropInRunRecord } from "../history/drop-in-record.js";
 import { writeRunRecord } from "../history/run-record.js";

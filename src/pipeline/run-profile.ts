@@ -56,14 +56,10 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   // Said before anything runs: which shell the commands get where PATH has no bash.
   sayShell({ ...job.env, ...profile.env }, ctx.log);
 
-  const {
-    restored,
-    faults: restoreFaults,
-    stage: restoring,
-  } = await restoreStage(ctx, opts.restore !== false);
-  const stages: Stage[] = [restoring];
-  // Under isolate the commands run against the job's own folders, which the restore made.
-  // The state the restore left, read once: the commands' folders, the save and the end of the job.
+  const { restored, faults: restoreFaults, stage } = await restoreStage(ctx, opts.restore !== false);
+  const stages: Stage[] = [stage];
+  // The state the restore left, read once for the save and the end of the job. Under isolate the
+  // commands run against the job's own folders, which the restore made.
   const state = readState(ctx.stateFile);
   const work = opts.restore !== false ? restoredContext(ctx, restored, state) : ctx;
   const commandLog = opts.commandLog ?? plainCommandLog(ctx.log);

@@ -1,9 +1,9 @@
 import type { CommandAutotune } from "../cache/autotune/symmetry.js";
 import type { Fault } from "../cache/faults.js";
 import type { SettledFolder } from "../cache/persistent/settle.js";
-import type { RestoreReport } from "../cache/restore.js";
-import type { SaveReport } from "../cache/save.js";
-import type { SaveOptions } from "../cache/save-usage.js";
+import type { RestoreReport } from "../cache/restore/restore.js";
+import type { SaveReport } from "../cache/save/save.js";
+import type { SaveOptions } from "../cache/usage/save-usage.js";
 import type { CheckResult } from "../checks/check.js";
 import type { CommandSpec } from "../config/profile-schema.js";
 import type { Job } from "../job/build-job.js";
@@ -105,7 +105,7 @@ export interface RunOptions {
   restore?: boolean;
   /** Save after the gate passed (false to never save). */
   save?: boolean;
-  /** Whether the save may evict entries the job did not use (cache/save-usage.ts; default "yes"). */
+  /** Whether the save may evict entries the job did not use (cache/usage/save-usage.ts; default "yes"). */
   evict?: SaveOptions["evict"];
   /** Echo command output (default: stdout). */
   echo?: NodeJS.WritableStream | null;

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { readCatalog } from "../../src/cache/catalog.js";
-import { restore } from "../../src/cache/restore.js";
+import { restore } from "../../src/cache/restore/restore.js";
 import { localStore } from "../../src/store/local.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { BIN, runCli } from "../helpers/cli.js";

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { save } from "../../src/cache/save.js";
+import { save } from "../../src/cache/save/save.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { sandbox } from "../helpers/sandbox.js";
 

@@ -1,6 +1,6 @@
 import os from "node:os";
 import path from "node:path";
-import { atimeRecordsReads } from "../../src/cache/usage.js";
+import { atimeRecordsReads } from "../../src/cache/usage/usage.js";
 import { tempDir } from "./sandbox.js";
 import { canMountTmpfs, mountTmpfs } from "./tmpfs.js";
 

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
+import { restore } from "../../src/cache/restore/restore.js";
+import { save } from "../../src/cache/save/save.js";
 import { scopePlan } from "../../src/keys/scope.js";
 import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
 import { entryNames } from "../helpers/entry-compare.js";

@@ -2,8 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeFakeAscend } from "../../demo/sim/ascend-toolkit.js";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
+import { restore } from "../../src/cache/restore/restore.js";
+import { save } from "../../src/cache/save/save.js";
 import { runSimWorkload } from "../helpers/python-sim.js";
 import { sandbox } from "../helpers/sandbox.js";
 

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { buffer } from "node:stream/consumers";
 import { describe, expect, it } from "vitest";
-import { restore } from "../../src/cache/restore.js";
+import { restore } from "../../src/cache/restore/restore.js";
 import { encodeManifest, MANIFEST_FORMAT, type Manifest } from "../../src/manifest/manifest.js";
 import { EntryDigest } from "../../src/pack/entry-digest.js";
 import { zstdEngine } from "../../src/pack/zstd/engines.js";

@@ -1,7 +1,7 @@
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
+import { restore } from "../../src/cache/restore/restore.js";
+import { save } from "../../src/cache/save/save.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { sandbox } from "../helpers/sandbox.js";
 import { treeDigests } from "../helpers/tree.js";

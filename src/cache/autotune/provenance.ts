@@ -1,9 +1,9 @@
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Manifest, Tuning } from "../../manifest/manifest.js";
 import type { JobContext } from "../job-context.js";
-import { type Present, presentId } from "../save-scan.js";
-import type { HookUsage } from "../save-usage.js";
-import { hookUsedEntries } from "../usage.js";
+import { type Present, presentId } from "../save/save-scan.js";
+import type { HookUsage } from "../usage/save-usage.js";
+import { hookUsedEntries } from "../usage/usage.js";
 import { type Salt, saltOf } from "./salt.js";
 
 /** What a save knows of the autotune results it keeps. */

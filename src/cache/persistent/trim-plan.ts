@@ -1,4 +1,4 @@
-import type { Tally } from "../working-set.js";
+import type { Tally } from "../usage/working-set.js";
 
 /** Which entries a trim removes: pure, no disk (trim.ts gathers the facts and removes). */
 

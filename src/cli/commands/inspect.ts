@@ -1,5 +1,5 @@
 import { readCatalog, readCatalogItems } from "../../cache/catalog.js";
-import { lastUseOf, workingSetOf } from "../../cache/working-set.js";
+import { lastUseOf, workingSetOf } from "../../cache/usage/working-set.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes, textTable } from "../../format.js";

@@ -1,4 +1,4 @@
-import { prune } from "../../cache/prune.js";
+import { prune } from "../../cache/usage/prune.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";

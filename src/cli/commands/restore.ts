@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
 import { restoredContext } from "../../cache/local-state.js";
-import { type RestoreReport, restore } from "../../cache/restore.js";
+import { type RestoreReport, restore } from "../../cache/restore/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { hostEnvironment } from "../../environment.js";
 import { CacheMissError } from "../../errors.js";

@@ -1,6 +1,6 @@
 import type { Fault } from "../../cache/faults.js";
 import { readState } from "../../cache/local-state.js";
-import { usageSummary } from "../../cache/save-usage.js";
+import { usageSummary } from "../../cache/usage/save-usage.js";
 import { formatBytes, formatSeconds } from "../../format.js";
 import { dropInSave } from "../../pipeline/drop-in-save.js";
 import { settleStage } from "../../pipeline/stages/settle-stage.js";

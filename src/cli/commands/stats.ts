@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import { readCatalog } from "../../cache/catalog.js";
-import type { WorkingSet } from "../../cache/working-set.js";
+import type { WorkingSet } from "../../cache/usage/working-set.js";
 import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";

@@ -4,7 +4,7 @@ import { inLanes } from "../../bounded-lanes.js";
 import { commandAutotune } from "../../cache/autotune/symmetry.js";
 import type { AutotuneRestore } from "../../cache/autotune/withhold.js";
 import type { JobContext } from "../../cache/job-context.js";
-import type { HookUsage } from "../../cache/save-usage.js";
+import type { HookUsage } from "../../cache/usage/save-usage.js";
 import { parseDuration } from "../../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
 import { mayHoldKernels } from "../../kinds/registry.js";

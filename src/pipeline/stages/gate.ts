@@ -1,4 +1,4 @@
-import type { RestoreReport } from "../../cache/restore.js";
+import type { RestoreReport } from "../../cache/restore/restore.js";
 import type { CheckResult } from "../../checks/check.js";
 import type { ProfileSpec } from "../../config/profile-schema.js";
 import { ExitCode } from "../../errors.js";

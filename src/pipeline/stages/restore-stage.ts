@@ -1,6 +1,6 @@
 import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
-import { type RestoreReport, restore } from "../../cache/restore.js";
+import { type RestoreReport, restore } from "../../cache/restore/restore.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import type { Stage } from "../run-report.js";
 

@@ -1,7 +1,7 @@
 import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
 import type { LocalState } from "../../cache/local-state.js";
-import { type SaveOptions, type SaveReport, save } from "../../cache/save.js";
+import { type SaveOptions, type SaveReport, save } from "../../cache/save/save.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import type { ProfileSpec } from "../../config/profile-schema.js";
 import type { Stage } from "../run-report.js";

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { restore } from "../../../src/cache/restore.js";
-import { save } from "../../../src/cache/save.js";
+import { restore } from "../../../src/cache/restore/restore.js";
+import { save } from "../../../src/cache/save/save.js";
 import { entryNames } from "../../helpers/entry-compare.js";
 import { runSimWorkload } from "../../helpers/python-sim.js";
 import { type Sandbox, sandbox } from "../../helpers/sandbox.js";

@@ -1,11 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
-import { generateTritonCache } from "../fixtures/triton-cache.js";
-import { sandbox } from "../helpers/sandbox.js";
-import { treeDigests } from "../helpers/tree.js";
+import { restore } from "../../../src/cache/restore/restore.js";
+import { save } from "../../../src/cache/save/save.js";
+import { generateTritonCache } from "../../fixtures/triton-cache.js";
+import { sandbox } from "../../helpers/sandbox.js";
+import { treeDigests } from "../../helpers/tree.js";
 
 describe("restore on a runner that keeps its cache folder", () => {
   it("downloads nothing for entries already present as the manifest has them, and repairs one that changed", async () => {

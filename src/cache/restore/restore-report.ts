@@ -1,6 +1,6 @@
-import type { AutotuneRestore } from "./autotune/withhold.js";
-import type { Fault } from "./faults.js";
-import type { WorkingSet } from "./working-set.js";
+import type { AutotuneRestore } from "../autotune/withhold.js";
+import type { Fault } from "../faults.js";
+import type { WorkingSet } from "../usage/working-set.js";
 
 /** What a restore did, for people (the CLI's lines, the action's log) and programs (--json, kcache-report.json). */
 export interface RestoreReport {

@@ -1,7 +1,7 @@
-import { RelocationError } from "../kinds/pickle-rewriter.js";
-import type { Log } from "../log.js";
-import type { WrittenPack } from "../pack/write/pack-writer.js";
-import { fault } from "./faults.js";
+import { RelocationError } from "../../kinds/pickle-rewriter.js";
+import type { Log } from "../../log.js";
+import type { WrittenPack } from "../../pack/write/pack-writer.js";
+import { fault } from "../faults.js";
 import type { SaveReport } from "./save-report.js";
 import { hashEntry, type Present, presentId } from "./save-scan.js";
 

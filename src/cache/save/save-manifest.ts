@@ -1,6 +1,6 @@
-import { IntegrityError, StoreError } from "../errors.js";
-import type { CacheKindName } from "../kinds/kind.js";
-import { entryId } from "../manifest/entry-id.js";
+import { IntegrityError, StoreError } from "../../errors.js";
+import type { CacheKindName } from "../../kinds/kind.js";
+import { entryId } from "../../manifest/entry-id.js";
 import {
   decodeManifest,
   type EntryRef,
@@ -8,15 +8,15 @@ import {
   type Manifest,
   type PackRef,
   type Use,
-} from "../manifest/manifest.js";
-import type { WrittenPack } from "../pack/write/pack-writer.js";
-import type { Store } from "../store/store.js";
-import { VERSION } from "../version.js";
-import { type AutotuneParts, recordProducers } from "./autotune/provenance.js";
-import type { JobContext } from "./job-context.js";
+} from "../../manifest/manifest.js";
+import type { WrittenPack } from "../../pack/write/pack-writer.js";
+import type { Store } from "../../store/store.js";
+import { VERSION } from "../../version.js";
+import { type AutotuneParts, recordProducers } from "../autotune/provenance.js";
+import type { JobContext } from "../job-context.js";
+import { type UsagePlan, usesTable } from "../usage/save-usage.js";
 import type { SavePlan } from "./save-plan.js";
 import { type Present, presentId } from "./save-scan.js";
-import { type UsagePlan, usesTable } from "./save-usage.js";
 
 /**
  * The manifest a save commits: the parent's packs it still references (re-indexed), then the packs

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { chooseEvictions, type EvictionCandidate, unusedTooLong } from "../../src/cache/eviction.js";
-import type { Use } from "../../src/manifest/manifest.js";
+import { chooseEvictions, type EvictionCandidate, unusedTooLong } from "../../../src/cache/usage/eviction.js";
+import type { Use } from "../../../src/manifest/manifest.js";
 
 const DAY = 86_400_000;
 const T0 = Date.parse("2026-12-01T12:00:00Z");

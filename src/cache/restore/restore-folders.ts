@@ -1,20 +1,20 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { CacheFolder, CacheKind, ScanResult } from "../kinds/kind.js";
-import { ownerOf, pidNamespace } from "../pack/read/staging-owner.js";
-import { folderKind, scanFolder } from "./cache-folder.js";
-import type { JobContext } from "./job-context.js";
-import { type LocalState, readState } from "./local-state.js";
-import { bringBackAside } from "./persistent/aside.js";
-import { FolderBusyError, withFolderLock } from "./persistent/folder-lock.js";
+import type { CacheFolder, CacheKind, ScanResult } from "../../kinds/kind.js";
+import { ownerOf, pidNamespace } from "../../pack/read/staging-owner.js";
+import { folderKind, scanFolder } from "../cache-folder.js";
+import type { JobContext } from "../job-context.js";
+import { type LocalState, readState } from "../local-state.js";
+import { bringBackAside } from "../persistent/aside.js";
+import { FolderBusyError, withFolderLock } from "../persistent/folder-lock.js";
 import {
   type BuiltJobFolder,
   buildJobFolder,
   JOB_FOLDER,
   removeStaleJobFolders,
-} from "./persistent/job-folder.js";
-import { LIVE_JOB, markJob } from "./persistent/live-jobs.js";
-import { removeWhole } from "./persistent/remove-whole.js";
+} from "../persistent/job-folder.js";
+import { LIVE_JOB, markJob } from "../persistent/live-jobs.js";
+import { removeWhole } from "../persistent/remove-whole.js";
 import { removeStaleStaging } from "./restore-state.js";
 
 /**

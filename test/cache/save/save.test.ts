@@ -1,19 +1,19 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readCatalog } from "../../src/cache/catalog.js";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
-import { localStore } from "../../src/store/local.js";
+import { readCatalog } from "../../../src/cache/catalog.js";
+import { restore } from "../../../src/cache/restore/restore.js";
+import { save } from "../../../src/cache/save/save.js";
+import { localStore } from "../../../src/store/local.js";
 import {
   addCompileDebris,
   generateTritonCache,
   rng,
   tritonKeyName,
   writeKernelEntry,
-} from "../fixtures/triton-cache.js";
-import { sandbox } from "../helpers/sandbox.js";
-import { treeDigests } from "../helpers/tree.js";
+} from "../../fixtures/triton-cache.js";
+import { sandbox } from "../../helpers/sandbox.js";
+import { treeDigests } from "../../helpers/tree.js";
 
 const REV1 = "1".repeat(40);
 const REV2 = "2".repeat(40);

@@ -1,10 +1,17 @@
 import { Readable } from "node:stream";
-import { StoreError } from "../errors.js";
-import type { Log } from "../log.js";
-import { CONDEMNED, condemnedObject, MANIFESTS, PACKS, parseCondemnedObject, RUNS } from "../store/layout.js";
-import type { Store, StoredObject } from "../store/store.js";
-import { type CatalogItem, readCatalog, readCatalogItems } from "./catalog.js";
-import { leased, readLeases, storeNow } from "./pack-lease.js";
+import { StoreError } from "../../errors.js";
+import type { Log } from "../../log.js";
+import {
+  CONDEMNED,
+  condemnedObject,
+  MANIFESTS,
+  PACKS,
+  parseCondemnedObject,
+  RUNS,
+} from "../../store/layout.js";
+import type { Store, StoredObject } from "../../store/store.js";
+import { type CatalogItem, readCatalog, readCatalogItems } from "../catalog.js";
+import { leased, readLeases, storeNow } from "../pack-lease.js";
 
 export interface PrunePolicy {
   /** Keep the newest N manifests per scope and prefix. */

@@ -1,4 +1,4 @@
-import type { EntryRef, Manifest, Use } from "../manifest/manifest.js";
+import type { EntryRef, Manifest, Use } from "../../manifest/manifest.js";
 
 /**
  * A key's working set as its manifest records it: the entries a job used at the save that wrote it

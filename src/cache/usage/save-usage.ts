@@ -1,10 +1,10 @@
-import { formatBytes } from "../format.js";
-import { isTrustedScope } from "../keys/scope.js";
-import type { EntryRef, Manifest, Use } from "../manifest/manifest.js";
+import { formatBytes } from "../../format.js";
+import { isTrustedScope } from "../../keys/scope.js";
+import type { EntryRef, Manifest, Use } from "../../manifest/manifest.js";
+import type { JobContext } from "../job-context.js";
+import type { LocalState } from "../local-state.js";
+import { type Present, presentId } from "../save/save-scan.js";
 import { chooseEvictions, type EvictionRule } from "./eviction.js";
-import type { JobContext } from "./job-context.js";
-import type { LocalState } from "./local-state.js";
-import { type Present, presentId } from "./save-scan.js";
 import { hookUsedEntries, readSinceStamp } from "./usage.js";
 import { lastUseOf, type Tally } from "./working-set.js";
 

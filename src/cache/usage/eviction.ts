@@ -1,4 +1,4 @@
-import type { Use } from "../manifest/manifest.js";
+import type { Use } from "../../manifest/manifest.js";
 
 /**
  * Eviction by use (kcache.yml's `save.keep-unused` and `save.max-bytes`): which entries a save drops

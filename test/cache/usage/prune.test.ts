@@ -1,14 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { readCatalog } from "../../src/cache/catalog.js";
-import { prune } from "../../src/cache/prune.js";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
-import { silentLog } from "../../src/log.js";
-import { localStore } from "../../src/store/local.js";
-import { generateTritonCache } from "../fixtures/triton-cache.js";
-import { type Sandbox, sandbox } from "../helpers/sandbox.js";
+import { readCatalog } from "../../../src/cache/catalog.js";
+import { restore } from "../../../src/cache/restore/restore.js";
+import { save } from "../../../src/cache/save/save.js";
+import { prune } from "../../../src/cache/usage/prune.js";
+import { silentLog } from "../../../src/log.js";
+import { localStore } from "../../../src/store/local.js";
+import { generateTritonCache } from "../../fixtures/triton-cache.js";
+import { type Sandbox, sandbox } from "../../helpers/sandbox.js";
 
 /** Three full saves of different caches, oldest first, each its own pack. */
 async function threeKeys(sb: Sandbox) {

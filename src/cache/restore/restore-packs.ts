@@ -1,13 +1,13 @@
 import { performance } from "node:perf_hooks";
-import { inLanes } from "../bounded-lanes.js";
-import { formatBytes } from "../format.js";
-import { entryId } from "../manifest/entry-id.js";
-import type { EntryRef, Manifest } from "../manifest/manifest.js";
-import type { PackReadResult, RestoreTarget } from "../pack/pack-request.js";
-import { readPack } from "../pack/read/pack-reader.js";
-import { restoreOnThread } from "../pack/threads/restore-on-thread.js";
-import { ThreadPool, threadCount } from "../pack/threads/thread-pool.js";
-import type { JobContext } from "./job-context.js";
+import { inLanes } from "../../bounded-lanes.js";
+import { formatBytes } from "../../format.js";
+import { entryId } from "../../manifest/entry-id.js";
+import type { EntryRef, Manifest } from "../../manifest/manifest.js";
+import type { PackReadResult, RestoreTarget } from "../../pack/pack-request.js";
+import { readPack } from "../../pack/read/pack-reader.js";
+import { restoreOnThread } from "../../pack/threads/restore-on-thread.js";
+import { ThreadPool, threadCount } from "../../pack/threads/thread-pool.js";
+import type { JobContext } from "../job-context.js";
 
 /** Packs read at once in this thread (their downloads overlap) when no worker threads are used. */
 const PACK_CONCURRENCY = 4;

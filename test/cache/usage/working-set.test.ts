@@ -1,17 +1,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
-import { decodeManifest, encodeManifest } from "../../src/manifest/manifest.js";
-import { manifestObject } from "../../src/store/layout.js";
-import { localStore } from "../../src/store/local.js";
-import { type CommitResult, simulateHistory } from "../fixtures/kernel-history.js";
-import { generateTritonCache } from "../fixtures/triton-cache.js";
-import { relatimeFolder, tempRecordsReads } from "../helpers/atime.js";
-import { tempDir } from "../helpers/sandbox.js";
-import { storeContext } from "../helpers/store-context.js";
-import { canMountTmpfs, mountTmpfs } from "../helpers/tmpfs.js";
+import { restore } from "../../../src/cache/restore/restore.js";
+import { save } from "../../../src/cache/save/save.js";
+import { decodeManifest, encodeManifest } from "../../../src/manifest/manifest.js";
+import { manifestObject } from "../../../src/store/layout.js";
+import { localStore } from "../../../src/store/local.js";
+import { type CommitResult, simulateHistory } from "../../fixtures/kernel-history.js";
+import { generateTritonCache } from "../../fixtures/triton-cache.js";
+import { relatimeFolder, tempRecordsReads } from "../../helpers/atime.js";
+import { tempDir } from "../../helpers/sandbox.js";
+import { storeContext } from "../../helpers/store-context.js";
+import { canMountTmpfs, mountTmpfs } from "../../helpers/tmpfs.js";
 
 const last = (h: CommitResult[]) => h[h.length - 1] as CommitResult;
 const ratio = (c: CommitResult) => c.restoredBytes / c.liveBytes;

@@ -1,18 +1,18 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { CacheFolder, CacheKind, FoundEntry, ScanResult } from "../kinds/kind.js";
-import { RelocationError } from "../kinds/pickle-rewriter.js";
-import { entryId } from "../manifest/entry-id.js";
-import type { EntryRef, Manifest } from "../manifest/manifest.js";
-import type { RestoreTarget } from "../pack/pack-request.js";
-import { stagingIsStale } from "../pack/read/staging-owner.js";
-import { folderKind, scanFolder } from "./cache-folder.js";
-import { entrySignature } from "./entry-signature.js";
-import type { JobContext } from "./job-context.js";
-import type { LocalState } from "./local-state.js";
-import type { Match } from "./lookup.js";
-import { hashEntry } from "./save-scan.js";
-import { atimeRecordsReads, stampUnread } from "./usage.js";
+import type { CacheFolder, CacheKind, FoundEntry, ScanResult } from "../../kinds/kind.js";
+import { RelocationError } from "../../kinds/pickle-rewriter.js";
+import { entryId } from "../../manifest/entry-id.js";
+import type { EntryRef, Manifest } from "../../manifest/manifest.js";
+import type { RestoreTarget } from "../../pack/pack-request.js";
+import { stagingIsStale } from "../../pack/read/staging-owner.js";
+import { folderKind, scanFolder } from "../cache-folder.js";
+import { entrySignature } from "../entry-signature.js";
+import type { JobContext } from "../job-context.js";
+import type { LocalState } from "../local-state.js";
+import type { Match } from "../lookup.js";
+import { hashEntry } from "../save/save-scan.js";
+import { atimeRecordsReads, stampUnread } from "../usage/usage.js";
 
 /**
  * What a restore finds on disk, before and after it writes: entries already there as the manifest

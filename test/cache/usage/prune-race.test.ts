@@ -1,16 +1,16 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { prune } from "../../src/cache/prune.js";
-import { restore } from "../../src/cache/restore.js";
-import { save } from "../../src/cache/save.js";
-import { silentLog } from "../../src/log.js";
-import { localStore } from "../../src/store/local.js";
-import type { Store } from "../../src/store/store.js";
-import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
-import { runCli, startCli } from "../helpers/cli.js";
-import { project } from "../helpers/project.js";
-import { sandbox } from "../helpers/sandbox.js";
+import { restore } from "../../../src/cache/restore/restore.js";
+import { save } from "../../../src/cache/save/save.js";
+import { prune } from "../../../src/cache/usage/prune.js";
+import { silentLog } from "../../../src/log.js";
+import { localStore } from "../../../src/store/local.js";
+import type { Store } from "../../../src/store/store.js";
+import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../../fixtures/triton-cache.js";
+import { runCli, startCli } from "../../helpers/cli.js";
+import { project } from "../../helpers/project.js";
+import { sandbox } from "../../helpers/sandbox.js";
 
 const HOUR = 60 * 60 * 1000;
 

@@ -1,26 +1,26 @@
 import { performance } from "node:perf_hooks";
-import { StoreError } from "../errors.js";
-import { formatBytes } from "../format.js";
-import { type EntryRef, encodeManifest, type Manifest } from "../manifest/manifest.js";
-import type { WrittenPack } from "../pack/write/pack-writer.js";
-import { manifestObject } from "../store/layout.js";
-import { autotuneParts } from "./autotune/provenance.js";
-import { fault, StrictFaultError } from "./faults.js";
-import type { JobContext } from "./job-context.js";
-import { keyToSave } from "./key-wholeness.js";
-import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "./local-state.js";
-import { findManifest, type Match } from "./lookup.js";
-import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "./pack-lease.js";
+import { StoreError } from "../../errors.js";
+import { formatBytes } from "../../format.js";
+import { type EntryRef, encodeManifest, type Manifest } from "../../manifest/manifest.js";
+import type { WrittenPack } from "../../pack/write/pack-writer.js";
+import { manifestObject } from "../../store/layout.js";
+import { autotuneParts } from "../autotune/provenance.js";
+import { fault, StrictFaultError } from "../faults.js";
+import type { JobContext } from "../job-context.js";
+import { keyToSave } from "../key-wholeness.js";
+import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "../local-state.js";
+import { findManifest, type Match } from "../lookup.js";
+import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
+import { assessUsage, type SaveOptions, type UsagePlan } from "../usage/save-usage.js";
 import { commitManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import { countSaved, emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
 import { leaveOutUnverified, type Present, presentId, scanForSave } from "./save-scan.js";
 import { Unrelocatable } from "./save-unrelocatable.js";
-import { assessUsage, type SaveOptions, type UsagePlan } from "./save-usage.js";
 
+export type { HookUsage, SaveOptions } from "../usage/save-usage.js";
 export type { SaveOutcome, SaveReport } from "./save-report.js";
-export type { HookUsage, SaveOptions } from "./save-usage.js";
 
 /**
  * Saves the caches under the primary key in this run's scope, in phases: scan the folders

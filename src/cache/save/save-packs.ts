@@ -1,11 +1,11 @@
 import { performance } from "node:perf_hooks";
-import { inLanes } from "../bounded-lanes.js";
-import { formatBytes } from "../format.js";
-import { saveThreads, ThreadPool } from "../pack/threads/thread-pool.js";
-import { type BuildInput, type WrittenPack, writePack } from "../pack/write/pack-writer.js";
-import { zstdEngine } from "../pack/zstd/engines.js";
-import { packObject } from "../store/layout.js";
-import type { JobContext } from "./job-context.js";
+import { inLanes } from "../../bounded-lanes.js";
+import { formatBytes } from "../../format.js";
+import { saveThreads, ThreadPool } from "../../pack/threads/thread-pool.js";
+import { type BuildInput, type WrittenPack, writePack } from "../../pack/write/pack-writer.js";
+import { zstdEngine } from "../../pack/zstd/engines.js";
+import { packObject } from "../../store/layout.js";
+import type { JobContext } from "../job-context.js";
 import type { Present } from "./save-scan.js";
 
 /**

@@ -1,5 +1,5 @@
-import { entryId } from "../manifest/entry-id.js";
-import type { EntryRef, Manifest } from "../manifest/manifest.js";
+import { entryId } from "../../manifest/entry-id.js";
+import type { EntryRef, Manifest } from "../../manifest/manifest.js";
 import { type Present, presentId } from "./save-scan.js";
 
 /** What a save makes of the entries it found against its parent key: pure, no store, no disk. */

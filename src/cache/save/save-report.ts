@@ -1,11 +1,11 @@
-import type { Manifest } from "../manifest/manifest.js";
-import type { WrittenPack } from "../pack/write/pack-writer.js";
-import type { Fault } from "./faults.js";
-import type { JobContext } from "./job-context.js";
+import type { Manifest } from "../../manifest/manifest.js";
+import type { WrittenPack } from "../../pack/write/pack-writer.js";
+import type { Fault } from "../faults.js";
+import type { JobContext } from "../job-context.js";
+import { emptyUsageReport, type UsageReport } from "../usage/save-usage.js";
+import type { Tally } from "../usage/working-set.js";
 import type { SavePlan } from "./save-plan.js";
 import type { Skipped } from "./save-scan.js";
-import { emptyUsageReport, type UsageReport } from "./save-usage.js";
-import type { Tally } from "./working-set.js";
 
 export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lost-race";
 

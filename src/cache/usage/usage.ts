@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { type CacheFolder, entryFilePath, type FoundEntry, KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
-import { entryId } from "../manifest/entry-id.js";
+import { type CacheFolder, entryFilePath, type FoundEntry, KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import { entryId } from "../../manifest/entry-id.js";
 
 /**
  * Which entries a job used, learnt from the file system's access times. A restore stamps each

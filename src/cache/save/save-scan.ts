@@ -1,15 +1,15 @@
 import fs from "node:fs";
-import { isTrustedScope } from "../keys/scope.js";
-import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../kinds/kind.js";
-import { entryId } from "../manifest/entry-id.js";
-import { EntryDigest } from "../pack/entry-digest.js";
-import { chunks, closeEntry, openEntry } from "../pack/write/entry-source.js";
-import { folderKind, scanFolder } from "./cache-folder.js";
-import { entrySignature } from "./entry-signature.js";
-import type { JobContext } from "./job-context.js";
-import type { LocalState } from "./local-state.js";
-import { keptBetweenJobs } from "./persistent/use-record.js";
-import type { Tally } from "./working-set.js";
+import { isTrustedScope } from "../../keys/scope.js";
+import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../../kinds/kind.js";
+import { entryId } from "../../manifest/entry-id.js";
+import { EntryDigest } from "../../pack/entry-digest.js";
+import { chunks, closeEntry, openEntry } from "../../pack/write/entry-source.js";
+import { folderKind, scanFolder } from "../cache-folder.js";
+import { entrySignature } from "../entry-signature.js";
+import type { JobContext } from "../job-context.js";
+import type { LocalState } from "../local-state.js";
+import { keptBetweenJobs } from "../persistent/use-record.js";
+import type { Tally } from "../usage/working-set.js";
 
 /** A complete entry found in a cache folder, as a save sees it. */
 export interface Present {

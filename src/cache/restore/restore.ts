@@ -1,19 +1,19 @@
 import { performance } from "node:perf_hooks";
-import { primaryKey } from "../keys/key.js";
-import type { CacheKind } from "../kinds/kind.js";
-import { entryId } from "../manifest/entry-id.js";
-import type { EntryRef } from "../manifest/manifest.js";
-import { withholdAutotune } from "./autotune/withhold.js";
-import { StrictFaultError } from "./faults.js";
-import type { JobContext } from "./job-context.js";
-import { writeState } from "./local-state.js";
-import { findExact, findManifest, type Match } from "./lookup.js";
-import type { BuiltJobFolder } from "./persistent/job-folder.js";
+import { primaryKey } from "../../keys/key.js";
+import type { CacheKind } from "../../kinds/kind.js";
+import { entryId } from "../../manifest/entry-id.js";
+import type { EntryRef } from "../../manifest/manifest.js";
+import { withholdAutotune } from "../autotune/withhold.js";
+import { StrictFaultError } from "../faults.js";
+import type { JobContext } from "../job-context.js";
+import { writeState } from "../local-state.js";
+import { findExact, findManifest, type Match } from "../lookup.js";
+import type { BuiltJobFolder } from "../persistent/job-folder.js";
+import { workingSetOf } from "../usage/working-set.js";
 import { prepareFolders, type WorkingFolders } from "./restore-folders.js";
 import { placeKey } from "./restore-place.js";
 import type { RestoreReport } from "./restore-report.js";
 import { stateAfterRestore } from "./restore-state.js";
-import { workingSetOf } from "./working-set.js";
 
 export type { RestoreReport } from "./restore-report.js";
 
