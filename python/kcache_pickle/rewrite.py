@@ -2,6 +2,8 @@
 
 Usage: python rewrite.py normalize [--out FILE] ROOT [ROOT...] < pickle > stored
        python rewrite.py relocate [--out FILE] ROOT < stored > pickle
+       python rewrite.py batch < jobs > results   (a restore's pickles, one process for all of them:
+           each input line {"mode", "roots", "in", "out"}, each output line {"size"} or {"error", "exit"})
 
 Inductor's FX graph and AOTAutograd cache entries are pickles that name the absolute cache folder
 (the generated modules' paths, the bundled Triton kernels' folders and group files). A byte
@@ -181,19 +183,57 @@ def rewrite(data, how, write):
         out.close_frame()
 
 
+def rewriter(mode, roots):
+    if mode == "normalize" and roots:
+        return normalizer(roots)
+    if mode == "relocate" and len(roots) == 1:
+        return relocator(roots[0])
+    return None
+
+
+def rewrite_file(data, how, out_file):
+    """Rewrites one pickle into out_file; exit 3's message when it cannot be rewritten exactly."""
+    with open(out_file, "wb") as out:
+        try:
+            rewrite(data, how, out.write)
+        except Exception as e:  # not a pickle, truncated, an opcode this does not know, or not exact
+            return "not a pickle kcache can rewrite: %s" % (e,)
+    return None
+
+
+def batch():
+    """Many rewrites in one process (a restore's pickles): a JSON job per input line, a JSON result per
+    output line, in order. A job that cannot be rewritten says why; the others go on."""
+    import json
+
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        job = json.loads(line)
+        how = rewriter(job["mode"], [os.fsencode(r) for r in job["roots"]])
+        if how is None:
+            result = {"error": "bad job %r" % (job["mode"],), "exit": 2}
+        else:
+            with open(job["in"], "rb") as f:
+                data = f.read()
+            error = rewrite_file(data, how, job["out"])
+            data = None
+            result = {"error": error, "exit": 3} if error else {"size": os.stat(job["out"]).st_size}
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+
+
 def main():
     args = sys.argv[1:]
+    if args == ["batch"]:
+        return batch()
     out_file = None
     if len(args) > 2 and args[1] == "--out":
         out_file = args.pop(2)
         args.pop(1)
-    mode, roots = args[0] if args else "", [os.fsencode(r) for r in args[1:]]
-    if mode == "normalize" and roots:
-        how = normalizer(roots)
-    elif mode == "relocate" and len(roots) == 1:
-        how = relocator(roots[0])
-    else:
-        sys.stderr.write("usage: rewrite.py normalize|relocate [--out FILE] ROOT [ROOT...]\n")
+    how = rewriter(args[0] if args else "", [os.fsencode(r) for r in args[1:]])
+    if how is None:
+        sys.stderr.write("usage: rewrite.py normalize|relocate [--out FILE] ROOT [ROOT...] | batch\n")
         sys.exit(2)
     data = sys.stdin.buffer.read()
     out = open(out_file, "wb") if out_file else sys.stdout.buffer

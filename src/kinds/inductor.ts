@@ -2,12 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { dirKind } from "./dir.js";
 import type { CacheKind, EntryFile, FoundEntry, ScanResult } from "./kind.js";
-import {
-  normalizePickle,
-  normalizePickleInto,
-  relocatePickle,
-  relocatePickleInto,
-} from "./pickle-rewriter.js";
+import { normalizePickle, normalizePickleInto, pickleRelocation, relocatePickle } from "./pickle-rewriter.js";
 import { normalizeText, relocateText } from "./root-placeholder.js";
 import { tritonKind } from "./triton.js";
 
@@ -120,9 +115,8 @@ export const inductorKind: CacheKind = {
     return normalizePickleInto(data, rootSpellings(root), out);
   },
 
-  relocateInto(root, entryName, _rel, data, out): number | null {
-    if (!PICKLED.test(entryName)) return null;
-    return relocatePickleInto(data, path.resolve(root), out);
+  relocation(root, entryName, _rel, data) {
+    return PICKLED.test(entryName) ? pickleRelocation(data, path.resolve(root)) : null;
   },
 
   // Inductor writes through write_atomic (a temp file renamed in) and its Triton folder through

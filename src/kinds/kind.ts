@@ -70,6 +70,8 @@ export interface CacheFolder {
  * A cache kind says what an entry is in one kind of cache directory: how to find entries, when one is
  * complete, and how its bytes differ between where it was saved and where it is restored.
  */
+import type { PickleRewrite } from "./pickle-rewriter.js";
+
 export interface CacheKind {
   readonly kind: CacheKindName;
   /** An entry is a top-level folder of files (`<cache>/<entry>/<file>` in a pack) or a single file (`<cache>/<path>`). */
@@ -95,12 +97,17 @@ export interface CacheKind {
   /** On-disk form of a relocatable file restored under `root`. */
   relocate(root: string, entryName: string, rel: string, data: Buffer): Buffer;
   /**
-   * `normalize` and `relocate` written straight to the file `out`, for files large enough that
-   * holding the result too would double kcache's memory (torch.compile's pickles, up to 256 MiB):
-   * the size written, or null where the other form is the same bytes (nothing written).
+   * `normalize` written straight to the file `out`, for files large enough that holding the result
+   * too would double kcache's memory (torch.compile's pickles, up to 256 MiB): the size written, or
+   * null where the stored form is the same bytes (nothing written).
    */
   normalizeInto?(root: string, entryName: string, rel: string, data: Buffer, out: string): number | null;
-  relocateInto?(root: string, entryName: string, rel: string, data: Buffer, out: string): number | null;
+  /**
+   * How a file's `relocate` runs in a child process, for kinds whose files are rewritten by one
+   * (torch.compile's pickles): a restore gathers them and runs them together, one process for all
+   * (pickle-rewriter.ts's runRewrites). Null where the file is placed as `relocate` gives it.
+   */
+  relocation?(root: string, entryName: string, rel: string, data: Buffer): PickleRewrite | null;
   /**
    * Whether a file may be shared by a hard link between the persistent folder and a job's own folder:
    * true only when every tool that writes it replaces it by rename (a new inode) and never opens the

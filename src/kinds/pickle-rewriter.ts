@@ -78,21 +78,26 @@ function rewriteInto(data: Buffer, args: [string, ...string[]], out: string, bou
       stdio: ["pipe", "ignore", "pipe"],
     });
   } catch (e) {
-    const err = e as NodeJS.ErrnoException & { status?: number; stderr?: Buffer };
-    if (err.code === "ENOENT" && err.path === current.python)
-      throw new RelocationError(
-        `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`,
-      );
-    const said = err.stderr?.toString("utf8").trim().split("\n").pop();
-    throw new RelocationError(
-      err.status === 3
-        ? `${said ?? "not a pickle kcache can rewrite"}`
-        : `the pickle rewriter (${current.python}) failed: ${said || err.message}`,
-    );
+    throw rewriterFailure(e);
   }
   const size = fs.statSync(out).size;
   if (size > bound) throw new RelocationError(`the rewrite gave ${size} bytes, more than it can (${bound})`);
   return size;
+}
+
+/** Why the rewriter process failed, as the entry's reason. */
+function rewriterFailure(e: unknown): RelocationError {
+  const err = e as NodeJS.ErrnoException & { status?: number; stderr?: Buffer | string };
+  if (err.code === "ENOENT" && err.path === current.python)
+    return new RelocationError(
+      `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`,
+    );
+  const said = err.stderr?.toString().trim().split("\n").pop();
+  return new RelocationError(
+    err.status === 3
+      ? `${said ?? "not a pickle kcache can rewrite"}`
+      : `the pickle rewriter (${current.python}) failed: ${said || err.message}`,
+  );
 }
 
 /** What `rewriteInto` wrote, read back: for callers that need the bytes. */
@@ -150,8 +155,56 @@ export function normalizePickleInto(data: Buffer, roots: string[], out: string):
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
 }
 
-/** relocatePickle written to the file `out` (its size), or null when the pickle is placed as it is. */
-export function relocatePickleInto(data: Buffer, root: string, out: string): number | null {
-  const how = relocating(data, root);
-  return how ? rewriteInto(data, how.args, out, how.bound) : null;
+/** A rewrite to run later with others (runRewrites): the rewriter's arguments and the most it may write. */
+export interface PickleRewrite {
+  args: [string, ...string[]];
+  bound: number;
+}
+
+/** How the stored pickle is relocated to `root` by runRewrites; null when it is placed as it is. */
+export function pickleRelocation(data: Buffer, root: string): PickleRewrite | null {
+  return relocating(data, root);
+}
+
+/**
+ * Runs many rewrites in one Python process (`rewrite.py batch`): each reads its stored pickle from
+ * the file `input` and writes the rewritten one to `out`. A restore's pickles each started a process
+ * of their own before, tens of milliseconds each. Per job: the size written, or why it could not be
+ * (RelocationError); the process failing as a whole fails every job with its reason.
+ */
+export function runRewrites(
+  jobs: (PickleRewrite & { input: string; out: string })[],
+): (number | RelocationError)[] {
+  if (jobs.length === 0) return [];
+  const lines = jobs.map((j) =>
+    JSON.stringify({ mode: j.args[0], roots: j.args.slice(1), in: j.input, out: j.out }),
+  );
+  let stdout: string;
+  try {
+    stdout = execFileSync(current.python, [rewriterScript(), "batch"], {
+      input: `${lines.join("\n")}\n`,
+      // Linear in the pickles' size (seconds for 64 MB each): minutes mean something is wrong.
+      timeout: 300_000 + 10_000 * jobs.length,
+      stdio: ["pipe", "pipe", "pipe"],
+      maxBuffer: 1024 * jobs.length + (1 << 20),
+      encoding: "utf8",
+    });
+  } catch (e) {
+    const err = rewriterFailure(e);
+    return jobs.map(() => err);
+  }
+  const results = stdout.split("\n").filter(Boolean);
+  return jobs.map((j, i) => {
+    let r: { size?: number; error?: string };
+    try {
+      r = JSON.parse(results[i] ?? "{}");
+    } catch {
+      r = {};
+    }
+    if (typeof r.size !== "number")
+      return new RelocationError(r.error ?? `the pickle rewriter (${current.python}) gave no result`);
+    if (r.size > j.bound)
+      return new RelocationError(`the rewrite gave ${r.size} bytes, more than it can (${j.bound})`);
+    return r.size;
+  });
 }

@@ -5,6 +5,7 @@ import { NOT_RELOCATABLE, RelocationError } from "../../kinds/pickle-rewriter.js
 import { EntryDigest } from "../entry-digest.js";
 import type { RestoreTarget, WantedEntry } from "../pack-request.js";
 import { writeFullySync } from "./checked-write.js";
+import { type DeferredRewrites, WAITING } from "./deferred-rewrites.js";
 import { ensureRealDirs } from "./real-dirs.js";
 import type { MemberSink } from "./tar-reader.js";
 
@@ -107,9 +108,10 @@ export class StagedEntry {
 
   /**
    * Verifies the entry and places it: null when it is now in the cache, else why it is not (and its
-   * staging place is gone).
+   * staging place is gone). A file its kind rewrites in a child process joins `later` and the entry
+   * waits (WAITING) until those run, together, at the end of the pack (`complete`).
    */
-  finish(): string | null {
+  finish(later: DeferredRewrites): string | null | typeof WAITING {
     this.closeFile();
     const w = this.wanted;
     let reason = this.bad;
@@ -127,19 +129,19 @@ export class StagedEntry {
           const stored = h.data?.subarray(0, h.bytes) ?? Buffer.alloc(0);
           h.data = null; // the stored form is not kept once the relocated one exists
           const dest = this.dest(h.rel);
-          const fd = fs.openSync(dest, "wx");
-          try {
-            const { kind, root } = this.target;
-            // Large pickles are rewritten straight into the staged file, never held twice.
-            const wrote = kind.relocateInto?.(root, this.entryName, h.rel, stored, dest) ?? null;
-            if (wrote !== null) this.written.set(h.rel, wrote);
-            else {
-              const data = kind.relocate(root, this.entryName, h.rel, stored);
-              this.written.set(h.rel, data.length);
+          const { kind, root } = this.target;
+          const how = kind.relocation?.(root, this.entryName, h.rel, stored) ?? null;
+          // Rewritten later, from a file: neither form is held meanwhile.
+          if (how) later.add(this, h.rel, how, stored, dest);
+          else {
+            const data = kind.relocate(root, this.entryName, h.rel, stored);
+            this.written.set(h.rel, data.length);
+            const fd = fs.openSync(dest, "wx");
+            try {
               writeFullySync(fd, data, dest);
+            } finally {
+              fs.closeSync(fd);
             }
-          } finally {
-            fs.closeSync(fd);
           }
         }
       } catch (e) {
@@ -149,6 +151,28 @@ export class StagedEntry {
             : `could not be written: ${(e as Error).message}`;
       }
     }
+    if (!reason && later.waits(this)) return WAITING;
+    later.drop(this);
+    return this.placeOrDiscard(reason);
+  }
+
+  /** The entry's deferred rewrites ran: each file's size written, or why it could not be. */
+  complete(rewritten: Map<string, number | Error>): string | null {
+    let reason: string | null = null;
+    for (const [rel, r] of rewritten) {
+      if (typeof r === "number") this.written.set(rel, r);
+      else
+        reason ??=
+          r instanceof RelocationError
+            ? `${NOT_RELOCATABLE}${r.message}`
+            : `could not be written: ${r.message}`;
+    }
+    return this.placeOrDiscard(reason);
+  }
+
+  /** Places the verified entry (reason null), or discards it: null when it is in the cache, else why not. */
+  private placeOrDiscard(why: string | null): string | null {
+    let reason = why;
     // What is on disk, not only what streamed: a file deleted under the staging place (by another
     // process) must never make a partial entry visible.
     if (!reason) reason = this.stagedDiffers();

@@ -6,6 +6,7 @@ import { setImmediate } from "node:timers/promises";
 import { entryId } from "../../manifest/entry-id.js";
 import type { PackReadResult, PromisedPack, RestoreTarget, WantedEntry } from "../pack-request.js";
 import { zstdEngine } from "../zstd/engines.js";
+import { DeferredRewrites, WAITING } from "./deferred-rewrites.js";
 import { StagedEntry } from "./entry-stager.js";
 import { locateMember } from "./member-policy.js";
 import { type MemberSink, type TarMember, TarReader } from "./tar-reader.js";
@@ -23,7 +24,9 @@ export function tarBytesLimit(pack: PromisedPack): number {
  * decompressed tar stream (`tar`), synchronously. Every member is checked before a byte is written
  * (see locateMember and StagedEntry); the pack may not run past its listed size, nor expand past its
  * entries' bytes plus tar overhead. Entries are verified and placed as the pack is read, one at a
- * time, so memory holds one decompression window and the entry's small relocatable files.
+ * time, so memory holds one decompression window and the entry's small relocatable files; entries
+ * with files rewritten by a child process (torch.compile's pickles) are placed at the pack's end,
+ * after one process rewrote all of them.
  */
 export class PackRestorer {
   readonly result: PackReadResult = { restored: [], bad: [], refused: [], packError: null, bytes: 0 };
@@ -35,6 +38,7 @@ export class PackRestorer {
   private tarBytes = 0;
   private current: StagedEntry | null = null;
   private currentId = "";
+  private readonly later = new DeferredRewrites();
 
   constructor(
     private readonly pack: PromisedPack,
@@ -94,6 +98,8 @@ export class PackRestorer {
       else if (got !== this.pack.sha256)
         r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
     }
+    // Entries verified whole before any fault: their rewrites run, then they are placed or discarded.
+    for (const { entry, reason } of this.later.run()) this.outcome(entry, reason);
     for (const w of this.wanted) {
       if (!this.seen.has(entryId(w))) {
         r.bad.push({
@@ -136,7 +142,11 @@ export class PackRestorer {
     const c = this.current;
     if (!c) return;
     this.current = null;
-    const reason = c.finish();
+    const reason = c.finish(this.later);
+    if (reason !== WAITING) this.outcome(c, reason);
+  }
+
+  private outcome(c: StagedEntry, reason: string | null): void {
     if (reason) this.result.bad.push({ entry: this.label(c), reason });
     else this.result.restored.push(c.wanted);
   }
