@@ -1,6 +1,9 @@
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { stateDir } from "../state-dir.js";
+import { findOnPath } from "./python-probe.js";
 
 export interface AcceleratorFacts {
   /** Distinct accelerator models, sorted ("NVIDIA H200", "Ascend910B3"). Informational. */
@@ -45,9 +48,11 @@ export function probeRoots(env: NodeJS.ProcessEnv): AcceleratorProbeRoots {
  * holds the card.
  */
 export async function probeAccelerator(roots: AcceleratorProbeRoots): Promise<AcceleratorFacts> {
-  const nvidia = (await nvidiaFromProc(roots.nvidiaProc)) ?? (await nvidiaFromSmi(roots.env));
-  if (nvidia) {
-    const caps = await nvidiaComputeCapabilities(roots.env);
+  const found: NvidiaFacts | null =
+    (await nvidiaFromProc(roots.nvidiaProc)) ?? (await nvidiaFromSmi(roots.env));
+  if (found) {
+    const { seen, ...nvidia } = found;
+    const caps = await nvidiaComputeCapabilities(roots.env, seen);
     return {
       ...nvidia,
       vendor: "nvidia",
@@ -70,7 +75,14 @@ export async function probeAccelerator(roots: AcceleratorProbeRoots): Promise<Ac
   return { models: [], driver: null, vendor: null, cann: null, cannHome: null };
 }
 
-async function nvidiaFromProc(dir: string): Promise<{ models: string[]; driver: string | null } | null> {
+/** The model and driver; `seen` is every driver file read (its text), which the capability cache keys on. */
+interface NvidiaFacts {
+  models: string[];
+  driver: string | null;
+  seen?: string;
+}
+
+async function nvidiaFromProc(dir: string): Promise<NvidiaFacts | null> {
   let versionText: string;
   try {
     versionText = await fs.promises.readFile(path.join(dir, "version"), "utf8");
@@ -79,13 +91,15 @@ async function nvidiaFromProc(dir: string): Promise<{ models: string[]; driver: 
   }
   const driver = /Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)/.exec(versionText)?.[1] ?? null;
   const models = new Set<string>();
-  const gpus = await fs.promises.readdir(path.join(dir, "gpus")).catch(() => [] as string[]);
+  const gpus = (await fs.promises.readdir(path.join(dir, "gpus")).catch(() => [] as string[])).sort();
+  const seen = [versionText];
   for (const g of gpus) {
     const info = await fs.promises.readFile(path.join(dir, "gpus", g, "information"), "utf8").catch(() => "");
+    seen.push(g, info);
     const model = /^Model:\s*(.+)$/m.exec(info)?.[1]?.trim();
     if (model) models.add(model);
   }
-  return { models: [...models].sort(), driver };
+  return { models: [...models].sort(), driver, seen: seen.join("\0") };
 }
 
 /** Runs a tool with a timeout; null when it is missing or fails. */
@@ -110,14 +124,61 @@ async function nvidiaFromSmi(
   };
 }
 
-/** The GPUs' compute capabilities ("9.0"), from nvidia-smi; null when it is missing or says nothing usable. */
-async function nvidiaComputeCapabilities(env: NodeJS.ProcessEnv): Promise<string[] | null> {
-  const out = await runTool("nvidia-smi", ["--query-gpu=compute_cap", "--format=csv,noheader"], env);
-  const caps = (out ?? "")
+/**
+ * The GPUs' compute capabilities ("9.0"), from nvidia-smi; null when it is missing or says nothing
+ * usable. nvidia-smi takes tens of milliseconds or more, on every command: its answer is kept in the
+ * state folder and reused while the driver's files (`seen`: its version, each GPU's bus and model)
+ * and nvidia-smi itself are unchanged. Where PATH has no nvidia-smi, none is started.
+ */
+async function nvidiaComputeCapabilities(env: NodeJS.ProcessEnv, seen?: string): Promise<string[] | null> {
+  const smi = findOnPath("nvidia-smi", env);
+  if (!smi) return null;
+  const cache = seen === undefined ? null : capabilityCache(env, smi, seen);
+  const kept = cache ? readKept(cache) : undefined;
+  if (kept !== undefined) return kept;
+  const out = await runTool(smi, ["--query-gpu=compute_cap", "--format=csv,noheader"], env);
+  const found = (out ?? "")
     .split("\n")
     .map((l) => l.trim())
     .filter((l) => /^\d+\.\d+$/.test(l));
-  return caps.length ? [...new Set(caps)].sort() : null;
+  const caps = found.length ? [...new Set(found)].sort() : null;
+  // Only an answer is kept: a failed run (a busy or resetting GPU) is asked again next time.
+  if (cache && caps) keep(cache, caps);
+  return caps;
+}
+
+function capabilityCache(env: NodeJS.ProcessEnv, smi: string, seen: string): string | null {
+  const st = fs.statSync(smi, { throwIfNoEntry: false, bigint: true });
+  if (!st) return null;
+  const id = createHash("sha256")
+    .update(`${smi}\0${st.mtimeNs}\0${st.size}\0${seen}`)
+    .digest("hex")
+    .slice(0, 20);
+  return path.join(stateDir(env), "accelerator-probe", `${id}.json`);
+}
+
+function readKept(file: string): string[] | undefined {
+  try {
+    const caps = JSON.parse(fs.readFileSync(file, "utf8")) as unknown;
+    return Array.isArray(caps) &&
+      caps.length > 0 &&
+      caps.every((c) => typeof c === "string" && /^\d+\.\d+$/.test(c))
+      ? caps
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function keep(file: string, caps: string[]): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify(caps));
+    fs.renameSync(tmp, file);
+  } catch {
+    // Kept only to save time: without it the next command asks nvidia-smi again.
+  }
 }
 
 /**

@@ -195,13 +195,64 @@ describe("stack probe", () => {
       '#!/bin/sh\ncase "$*" in *compute_cap*) printf "9.0\\n9.0\\n" ;; *) echo "NVIDIA H200, 570.124.06" ;; esac\n',
       { mode: 0o755 },
     );
-    const acc = await probeAccelerator({ nvidiaProc: proc, ascend: tempDir("none"), env: { PATH: bin } });
+    const env = { PATH: bin, KCACHE_STATE_DIR: tempDir("state") };
+    const acc = await probeAccelerator({ nvidiaProc: proc, ascend: tempDir("none"), env });
     expect(acc.computeCapabilities).toEqual(["9.0"]);
     const py = { ...TEST_PYTHON, torchCuda: "13.0" };
     const h200 = fingerprintFrom(py, acc, {});
     expect(h200.components["cuda-arch"]).toBe("9.0");
     expect(fingerprintFrom(py, { ...acc, models: ["NVIDIA H100 80GB HBM3"] }, {}).stackId).toBe(h200.stackId);
     expect(fingerprintFrom(py, { ...acc, computeCapabilities: ["10.0"] }, {}).stackId).not.toBe(h200.stackId);
+  });
+
+  it("asks nvidia-smi once: its answer is reused until the driver, the GPUs or nvidia-smi change, and none is started where PATH has none", async () => {
+    const proc = tempDir("proc");
+    const version = path.join(proc, "version");
+    fs.writeFileSync(
+      version,
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.124.06  Release Build\n",
+    );
+    fs.mkdirSync(path.join(proc, "gpus", "0000:19:00.0"), { recursive: true });
+    fs.writeFileSync(path.join(proc, "gpus", "0000:19:00.0", "information"), "Model: \t\t NVIDIA H200\n");
+    const bin = tempDir("bin");
+    const calls = path.join(bin, "calls");
+    const smi = (cap: string) =>
+      fs.writeFileSync(
+        path.join(bin, "nvidia-smi"),
+        `#!/bin/sh\necho "$*" >> ${calls}\ncase "$*" in *compute_cap*) echo ${cap} ;; *) echo "NVIDIA H200, 570.124.06" ;; esac\n`,
+        { mode: 0o755 },
+      );
+    smi("9.0");
+    const env = { PATH: bin, KCACHE_STATE_DIR: tempDir("state") };
+    const probe = () => probeAccelerator({ nvidiaProc: proc, ascend: tempDir("none"), env });
+    const asked = () => (fs.existsSync(calls) ? fs.readFileSync(calls, "utf8").trim().split("\n").length : 0);
+    expect((await probe()).computeCapabilities).toEqual(["9.0"]);
+    expect((await probe()).computeCapabilities).toEqual(["9.0"]);
+    expect(asked()).toBe(1);
+    // A new driver: asked again.
+    fs.writeFileSync(
+      version,
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.1  Release Build\n",
+    );
+    expect((await probe()).computeCapabilities).toEqual(["9.0"]);
+    expect(asked()).toBe(2);
+    // Another GPU in the machine: asked again.
+    fs.mkdirSync(path.join(proc, "gpus", "0000:2a:00.0"), { recursive: true });
+    fs.writeFileSync(path.join(proc, "gpus", "0000:2a:00.0", "information"), "Model: \t\t NVIDIA B200\n");
+    expect((await probe()).computeCapabilities).toEqual(["9.0"]);
+    expect(asked()).toBe(3);
+    // nvidia-smi replaced (its size and time change): asked again, and its answer is the one used.
+    smi("10.0");
+    expect((await probe()).computeCapabilities).toEqual(["10.0"]);
+    expect(asked()).toBe(4);
+    // No nvidia-smi on PATH: nothing is started, and no capability is claimed.
+    const none = await probeAccelerator({
+      nvidiaProc: proc,
+      ascend: tempDir("none"),
+      env: { ...env, PATH: tempDir("empty") },
+    });
+    expect(none.computeCapabilities).toBeUndefined();
+    expect(asked()).toBe(4);
   });
 
   it("reads the CANN version and Ascend driver from their install files", async () => {
