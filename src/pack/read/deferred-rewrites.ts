@@ -3,13 +3,19 @@ import fs from "node:fs";
 import path from "node:path";
 import { type PickleRewrite, runRewrites } from "../../kinds/pickle-rewriter.js";
 import { writeFullySync } from "./checked-write.js";
-import type { StagedEntry } from "./entry-stager.js";
 
 /** What StagedEntry.finish says of an entry whose files wait for their rewrites. */
 export const WAITING = Symbol("waiting for its rewrites");
 
-interface Job extends PickleRewrite {
-  entry: StagedEntry;
+/** An entry whose files wait (entry-stager.ts's StagedEntry): placed or discarded once they are rewritten. */
+export interface Waiting {
+  readonly target: { staging: string };
+  /** Each file's size written, or why it could not be: null once placed, else why not. */
+  complete(rewritten: Map<string, number | Error>): string | null;
+}
+
+interface Job<E> extends PickleRewrite {
+  entry: E;
   rel: string;
   input: string;
   out: string;
@@ -21,11 +27,11 @@ interface Job extends PickleRewrite {
  * the restore's private staging folder, not in memory; its entry is placed (or discarded) once its
  * rewrites ran.
  */
-export class DeferredRewrites {
-  private readonly jobs: Job[] = [];
+export class DeferredRewrites<E extends Waiting> {
+  private readonly jobs: Job<E>[] = [];
 
   /** Queues `stored` to be rewritten into `out`: written to a file beside the entry's staging place. */
-  add(entry: StagedEntry, rel: string, how: PickleRewrite, stored: Buffer, out: string): void {
+  add(entry: E, rel: string, how: PickleRewrite, stored: Buffer, out: string): void {
     const input = path.join(entry.target.staging, `stored-${randomBytes(8).toString("hex")}`);
     const fd = fs.openSync(input, "wx");
     try {
@@ -37,14 +43,14 @@ export class DeferredRewrites {
   }
 
   /** Whether `entry` has rewrites queued. */
-  waits(entry: StagedEntry): boolean {
+  waits(entry: E): boolean {
     return this.jobs.some((j) => j.entry === entry);
   }
 
   /** Forgets `entry`'s rewrites (it failed before they ran), with their stored files. */
-  drop(entry: StagedEntry): void {
+  drop(entry: E): void {
     for (let i = this.jobs.length - 1; i >= 0; i--) {
-      const j = this.jobs[i] as Job;
+      const j = this.jobs[i] as Job<E>;
       if (j.entry !== entry) continue;
       fs.rmSync(j.input, { force: true });
       this.jobs.splice(i, 1);
@@ -52,7 +58,7 @@ export class DeferredRewrites {
   }
 
   /** Runs every queued rewrite at once; then each waiting entry is placed or discarded: its reason, or null. */
-  run(): { entry: StagedEntry; reason: string | null }[] {
+  run(): { entry: E; reason: string | null }[] {
     const jobs = this.jobs.splice(0);
     let results: (number | Error)[];
     try {
@@ -60,7 +66,7 @@ export class DeferredRewrites {
     } finally {
       for (const j of jobs) fs.rmSync(j.input, { force: true });
     }
-    const byEntry = new Map<StagedEntry, Map<string, number | Error>>();
+    const byEntry = new Map<E, Map<string, number | Error>>();
     jobs.forEach((j, i) => {
       const m = byEntry.get(j.entry) ?? new Map<string, number | Error>();
       m.set(j.rel, results[i] as number | Error);

@@ -111,7 +111,7 @@ export class StagedEntry {
    * staging place is gone). A file its kind rewrites in a child process joins `later` and the entry
    * waits (WAITING) until those run, together, at the end of the pack (`complete`).
    */
-  finish(later: DeferredRewrites): string | null | typeof WAITING {
+  finish(later: DeferredRewrites<StagedEntry>): string | null | typeof WAITING {
     this.closeFile();
     const w = this.wanted;
     let reason = this.bad;

@@ -38,7 +38,7 @@ export class PackRestorer {
   private tarBytes = 0;
   private current: StagedEntry | null = null;
   private currentId = "";
-  private readonly later = new DeferredRewrites();
+  private readonly later = new DeferredRewrites<StagedEntry>();
 
   constructor(
     private readonly pack: PromisedPack,
