@@ -1,5 +1,5 @@
 import { IntegrityError, KcacheError, StoreError, UsageError } from "../errors.js";
-import { ZstdUnavailableError } from "../pack/zstd/engines.js";
+import { ZstdUnavailableError } from "../pack/zstd/zstd-unavailable.js";
 import { StalledError } from "../store/idle-timeout.js";
 
 /**

@@ -1,6 +1,6 @@
 import { Strictness } from "../cache/faults.js";
 import { parseDuration, parseSize } from "../config/durations.js";
-import type { Config } from "../config/load.js";
+import type { Config } from "../config/resolve.js";
 import { UsageError } from "../errors.js";
 import { buildJob, type Job, type JobOverrides, jobConfig, parseKind } from "../job/build-job.js";
 import type { CacheFolder } from "../kinds/kind.js";
@@ -41,9 +41,10 @@ export function durationOption(text: string, flag: string): number {
 }
 
 /** The caches this command line names (kcache.yml's, or --path's), without probing the stack. */
-export function commandCaches(o: GlobalOptions): { caches: CacheFolder[]; log: Log } {
+export async function commandCaches(o: GlobalOptions): Promise<{ caches: CacheFolder[]; log: Log }> {
   const log = createLog({ verbose: o.verbose, quiet: o.quiet });
-  return { caches: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log }).config.caches, log };
+  const { config } = await jobConfig({ configFile: o.config, overrides: overridesFrom(o), log });
+  return { caches: config.caches, log };
 }
 
 /**
@@ -51,12 +52,10 @@ export function commandCaches(o: GlobalOptions): { caches: CacheFolder[]; log: L
  * no key and touch no cache folder: a cache path naming a variable this shell lacks ($CACHE_ROOT of
  * a CI job) does not stop `kcache ls` on a laptop.
  */
-export function commandBasics(o: GlobalOptions): { config: Config; log: Log } {
+export async function commandBasics(o: GlobalOptions): Promise<{ config: Config; log: Log }> {
   const log = createLog({ verbose: o.verbose, quiet: o.quiet });
-  return {
-    config: jobConfig({ configFile: o.config, overrides: overridesFrom(o), log, cachesUnused: true }).config,
-    log,
-  };
+  const req = { configFile: o.config, overrides: overridesFrom(o), log, cachesUnused: true };
+  return { config: (await jobConfig(req)).config, log };
 }
 
 /**

@@ -1,20 +1,16 @@
 import * as z from "zod";
 import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 import { parseDuration, parseSize } from "./durations.js";
+import { keyPartProblem } from "./key-part.js";
 import { profileSchema } from "./profile-schema.js";
 
-/** A key prefix's limit: with "-<12-hex stack id>-" and a 100-character revision it fits 255 bytes. */
-export const MAX_PREFIX_BYTES = 128;
-
-/** A cache prefix or restore prefix (and the action's key input): GitHub's key rules (no commas) plus a sane length. */
+/** A cache prefix or restore prefix (and the action's key input): key-part.ts's rules. */
 export const keyPart = z
   .string()
   .min(1)
-  .refine((s) => !s.includes(","), {
-    message: "must not contain a comma (GitHub cache keys cannot): use - or _ instead, e.g. fla-kda-bench",
-  })
-  .refine((s) => encodeURIComponent(s).length <= MAX_PREFIX_BYTES, {
-    message: `is too long: at most ${MAX_PREFIX_BYTES} bytes once percent-encoded, so that <prefix>-<stack>-<revision> fits a store's 255-byte names; shorten it`,
+  .superRefine((s, ctx) => {
+    const problem = s.length > 0 ? keyPartProblem(s) : null;
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
   });
 
 const cacheName = z

@@ -1,5 +1,5 @@
 import { stringify } from "yaml";
-import type { Config } from "../config/load.js";
+import type { Config } from "../config/resolve.js";
 import { ConfigError } from "../errors.js";
 
 /**

@@ -1,6 +1,6 @@
 import { stringify } from "yaml";
-import type { Config } from "../config/load.js";
 import type { GithubSpec, ProfileSpec } from "../config/profile-schema.js";
+import type { Config } from "../config/resolve.js";
 import { ConfigError } from "../errors.js";
 import { commandSteps } from "./command-steps.js";
 import { isTimeZone, jitterMinute, toUtcCron } from "./schedule.js";

@@ -1,9 +1,9 @@
 import { Strictness } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
-import type { Config } from "../config/load.js";
+import { keyPartProblem } from "../config/key-part.js";
 import type { ProfileSpec } from "../config/profile-schema.js";
-import { keyPart } from "../config/schema.js";
+import type { Config } from "../config/resolve.js";
 import { hostEnvironment, runtimeSettings } from "../environment.js";
 import { ConfigError, StackMismatchError } from "../errors.js";
 import { primaryKey, stackPrefix } from "../keys/key.js";
@@ -145,9 +145,8 @@ function resolvedKey(
   const tail = `-${revision}`;
   const named = key.endsWith(tail) ? /^(.+)-([0-9a-f]{12})$/.exec(key.slice(0, -tail.length)) : null;
   const prefix = named?.[1] ?? key;
-  const checked = keyPart.safeParse(prefix);
-  if (!checked.success)
-    throw new ConfigError(`key "${prefix}": ${checked.error.issues[0]?.message ?? "is not a valid key"}`);
+  const problem = keyPartProblem(prefix);
+  if (problem) throw new ConfigError(`key "${prefix}": ${problem}`);
   const keyStack = named?.[2] ?? null;
   if (keyStack !== null && keyStack !== stackId)
     log.warn(

@@ -3,9 +3,10 @@ import { Strictness } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
 import { persistentFolderOf } from "../cache/persistent/job-folder.js";
-import { type Config, loadConfig, profileConfig } from "../config/load.js";
 import type { ProfileSpec } from "../config/profile-schema.js";
+import { type Config, configFile, configText, profileConfig, resolveParsed } from "../config/resolve.js";
 import { storeFromText } from "../config/store-config.js";
+import { validatedConfig } from "../config/validated-config.js";
 import { hostEnvironment } from "../environment.js";
 import { UsageError } from "../errors.js";
 import type { CacheFolder } from "../kinds/kind.js";
@@ -72,13 +73,11 @@ export interface Job {
 }
 
 /** kcache.yml with the overrides and the profile applied, in that order of precedence: overrides win. */
-export function jobConfig(req: JobRequest): { config: Config; profile: Job["profile"] } {
+export async function jobConfig(req: JobRequest): Promise<{ config: Config; profile: Job["profile"] }> {
   const env = req.env ?? hostEnvironment();
   const cwd = req.cwd ?? process.cwd();
   const o = req.overrides ?? {};
-  let config =
-    req.config ??
-    loadConfig({ file: req.configFile, env, cwd, store: o.store, cachesUnused: req.cachesUnused });
+  let config = req.config ?? (await loadJobConfig(req.configFile, env, cwd, o.store, req.cachesUnused));
   if (req.config && o.store !== undefined)
     config = { ...config, store: storeFromText(o.store, "store", env, cwd) };
   let profile: Job["profile"] = null;
@@ -92,6 +91,19 @@ export function jobConfig(req: JobRequest): { config: Config; profile: Job["prof
   }
   if (o.restoreKeys?.length) config = { ...config, key: { ...config.key, restorePrefixes: o.restoreKeys } };
   return { config: { ...config, caches: config.caches.map((c) => persistentCache(c, o)) }, profile };
+}
+
+/** kcache.yml (or the defaults) as validated before, else validated now (config/validated-config.ts). */
+async function loadJobConfig(
+  file: string | undefined,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  store: string | undefined,
+  cachesUnused: boolean | undefined,
+): Promise<Config> {
+  const found = configFile({ file, cwd, env });
+  const parsed = await validatedConfig(found, found ? configText(found) : null, env);
+  return resolveParsed(parsed, found ?? "(defaults)", env, cwd, { store, cachesUnused });
 }
 
 /**
@@ -117,7 +129,7 @@ export async function buildJob(req: JobRequest): Promise<Job> {
   let env = req.env ?? hostEnvironment();
   const cwd = req.cwd ?? process.cwd();
   const o = req.overrides ?? {};
-  const { config, profile } = jobConfig(req);
+  const { config, profile } = await jobConfig(req);
   // A profile's source: scripts (set_env.sh) make the environment everything after runs in, the
   // stack probe included (CANN's location and the codegen variables are key parts).
   if (profile?.spec.source.length) {

@@ -1,6 +1,7 @@
 import os from "node:os";
 import path from "node:path";
-import { type CacheConfig, checkCachePaths } from "../config/load.js";
+import { checkCachePaths } from "../config/cache-paths.js";
+import type { CacheConfig } from "../config/resolve.js";
 import { ConfigError } from "../errors.js";
 import type { CacheKindName } from "../kinds/kind.js";
 import { tritonKind } from "../kinds/triton.js";

@@ -5,114 +5,138 @@ import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 
 export const MANIFEST_FORMAT = "kcache-manifest/1";
 
-const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
-
-export const packRefSchema = z.object({
-  /** Store object name of the pack. */
-  object: z.string().min(1),
-  sha256,
-  /** Compressed bytes. */
-  size: z.number().int().nonnegative(),
-  /** Uncompressed bytes of all entries the pack holds, live or not. */
-  entryBytes: z.number().int().nonnegative(),
-  entries: z.number().int().nonnegative(),
-  /** Key of the save that wrote the pack; packs of one save count once in the chain length. */
-  savedBy: z.string(),
-});
-
-export const entryRefSchema = z.object({
-  cache: z.string().min(1),
-  name: z.string().min(1),
-  sha256,
-  /** Uncompressed bytes of the entry's files. */
-  size: z.number().int().nonnegative(),
-  files: z.number().int().positive(),
-  /** Index into `packs`. */
-  pack: z.number().int().nonnegative(),
-  /**
-   * The generation of the save at which a job last used the entry (`uses` has its revision and time);
-   * carried over from the parent while unused. Absent in manifests written before usage was recorded.
-   */
-  usedIn: z.number().int().nonnegative().optional(),
-  /** An autotune result's producer: the `id` of one of the manifest's `tunings`. Absent: unknown. */
-  tunedBy: z.number().int().nonnegative().optional(),
-  /**
-   * An autotune result's salt: the sources that can change a winner without changing Triton's key
-   * (the Python package of the kernel's module), as paths relative to the job's folder, and their digest.
-   */
-  salt: z
-    .object({ paths: z.array(z.string().min(1).max(512)).min(1).max(64), digest: sha256 })
-    .strict()
-    .optional(),
-});
-
-const isoTime = z
-  .string()
-  .max(64)
-  .refine((s) => !Number.isNaN(Date.parse(s)), { message: "not a date" });
-
-/**
- * Who produced autotune results (docs/benchmarks.md): the profile, whether it is a benchmark's, the
- * device model as the driver names it, the values of the variables that shape timing, the revision
- * and time of the run. Bounded: a manifest is refused as damaged past these sizes.
- */
-export const tuningSchema = z
-  .object({
-    id: z.number().int().nonnegative(),
-    profile: z.string().max(128),
-    benchmark: z.boolean(),
-    device: z.string().max(256),
-    env: z
-      .record(z.string().min(1).max(128), z.string().max(1024))
-      .refine((e) => Object.keys(e).length <= 32, { message: "more than 32 variables" }),
-    revision: z.string().max(200),
-    at: isoTime,
-  })
-  .strict();
-
-/** A save some entry was last used at: its generation in the key's chain, revision and time. */
-export const useSchema = z
-  .object({
-    generation: z.number().int().nonnegative(),
-    revision: z.string().max(200),
-    at: z
-      .string()
-      .max(64)
-      .refine((v) => !Number.isNaN(Date.parse(v)), { message: "not a date" }),
-  })
-  .strict();
-
 /** At most this many uses a manifest may list (each is some entry's last use, so never more than its entries). */
 export const MAX_USES = 10_000;
 
-export const manifestSchema = z.object({
-  format: z.literal(MANIFEST_FORMAT),
-  key: z.string().min(1),
-  prefix: z.string(),
-  stackId: z.string(),
-  stack: z.record(z.string(), z.string()),
-  revision: z.string(),
-  scope: z.string(),
-  createdAt: z.string(),
-  producer: z.string(),
-  /** Key of the manifest this one was saved on top of (delta save), if any. */
-  parent: z.string().nullable(),
-  caches: z.array(z.object({ name: z.string(), kind: z.enum(CACHE_KIND_NAMES) })),
-  packs: z.array(packRefSchema),
-  entries: z.array(entryRefSchema),
-  /** This save's number in its chain of saves (the parent's plus one); absent before usage was recorded. */
-  generation: z.number().int().nonnegative().optional(),
-  /** The saves the entries were last used at, each once (entries' `usedIn` point here). */
-  uses: z.array(useSchema).max(MAX_USES).optional(),
-  /** The producers of the autotune results among the entries (entries' `tunedBy` point here). */
-  tunings: z.array(tuningSchema).max(1000).optional(),
-});
+function refSchemas() {
+  const sha256 = z.string().regex(/^[0-9a-f]{64}$/);
 
-export type Manifest = z.infer<typeof manifestSchema>;
-export type PackRef = z.infer<typeof packRefSchema>;
-export type EntryRef = z.infer<typeof entryRefSchema>;
-export type Use = z.infer<typeof useSchema>;
-export type Tuning = z.infer<typeof tuningSchema>;
+  const packRefSchema = z.object({
+    /** Store object name of the pack. */
+    object: z.string().min(1),
+    sha256,
+    /** Compressed bytes. */
+    size: z.number().int().nonnegative(),
+    /** Uncompressed bytes of all entries the pack holds, live or not. */
+    entryBytes: z.number().int().nonnegative(),
+    entries: z.number().int().nonnegative(),
+    /** Key of the save that wrote the pack; packs of one save count once in the chain length. */
+    savedBy: z.string(),
+  });
+
+  const entryRefSchema = z.object({
+    cache: z.string().min(1),
+    name: z.string().min(1),
+    sha256,
+    /** Uncompressed bytes of the entry's files. */
+    size: z.number().int().nonnegative(),
+    files: z.number().int().positive(),
+    /** Index into `packs`. */
+    pack: z.number().int().nonnegative(),
+    /**
+     * The generation of the save at which a job last used the entry (`uses` has its revision and time);
+     * carried over from the parent while unused. Absent in manifests written before usage was recorded.
+     */
+    usedIn: z.number().int().nonnegative().optional(),
+    /** An autotune result's producer: the `id` of one of the manifest's `tunings`. Absent: unknown. */
+    tunedBy: z.number().int().nonnegative().optional(),
+    /**
+     * An autotune result's salt: the sources that can change a winner without changing Triton's key
+     * (the Python package of the kernel's module), as paths relative to the job's folder, and their digest.
+     */
+    salt: z
+      .object({ paths: z.array(z.string().min(1).max(512)).min(1).max(64), digest: sha256 })
+      .strict()
+      .optional(),
+  });
+
+  return { sha256, packRefSchema, entryRefSchema };
+}
+
+function recordSchemas() {
+  const isoTime = z
+    .string()
+    .max(64)
+    .refine((s) => !Number.isNaN(Date.parse(s)), { message: "not a date" });
+
+  /**
+   * Who produced autotune results (docs/benchmarks.md): the profile, whether it is a benchmark's, the
+   * device model as the driver names it, the values of the variables that shape timing, the revision
+   * and time of the run. Bounded: a manifest is refused as damaged past these sizes.
+   */
+  const tuningSchema = z
+    .object({
+      id: z.number().int().nonnegative(),
+      profile: z.string().max(128),
+      benchmark: z.boolean(),
+      device: z.string().max(256),
+      env: z
+        .record(z.string().min(1).max(128), z.string().max(1024))
+        .refine((e) => Object.keys(e).length <= 32, { message: "more than 32 variables" }),
+      revision: z.string().max(200),
+      at: isoTime,
+    })
+    .strict();
+
+  /** A save some entry was last used at: its generation in the key's chain, revision and time. */
+  const useSchema = z
+    .object({
+      generation: z.number().int().nonnegative(),
+      revision: z.string().max(200),
+      at: z
+        .string()
+        .max(64)
+        .refine((v) => !Number.isNaN(Date.parse(v)), { message: "not a date" }),
+    })
+    .strict();
+
+  return { tuningSchema, useSchema };
+}
+
+function buildSchemas() {
+  const { packRefSchema, entryRefSchema } = refSchemas();
+  const { tuningSchema, useSchema } = recordSchemas();
+  const manifestSchema = z.object({
+    format: z.literal(MANIFEST_FORMAT),
+    key: z.string().min(1),
+    prefix: z.string(),
+    stackId: z.string(),
+    stack: z.record(z.string(), z.string()),
+    revision: z.string(),
+    scope: z.string(),
+    createdAt: z.string(),
+    producer: z.string(),
+    /** Key of the manifest this one was saved on top of (delta save), if any. */
+    parent: z.string().nullable(),
+    caches: z.array(z.object({ name: z.string(), kind: z.enum(CACHE_KIND_NAMES) })),
+    packs: z.array(packRefSchema),
+    entries: z.array(entryRefSchema),
+    /** This save's number in its chain of saves (the parent's plus one); absent before usage was recorded. */
+    generation: z.number().int().nonnegative().optional(),
+    /** The saves the entries were last used at, each once (entries' `usedIn` point here). */
+    uses: z.array(useSchema).max(MAX_USES).optional(),
+    /** The producers of the autotune results among the entries (entries' `tunedBy` point here). */
+    tunings: z.array(tuningSchema).max(1000).optional(),
+  });
+  return { packRefSchema, entryRefSchema, tuningSchema, useSchema, manifestSchema };
+}
+
+/**
+ * The manifest's schemas, built on first use: zod builds a schema's parser when it is declared, and
+ * a command that never reads a manifest (a key, a miss) should not pay for it.
+ */
+let schemas: ReturnType<typeof buildSchemas> | undefined;
+const manifestSchemas = () => {
+  schemas ??= buildSchemas();
+  return schemas;
+};
+type Schemas = ReturnType<typeof buildSchemas>;
+
+export type Manifest = z.infer<Schemas["manifestSchema"]>;
+export type PackRef = z.infer<Schemas["packRefSchema"]>;
+export type EntryRef = z.infer<Schemas["entryRefSchema"]>;
+export type Use = z.infer<Schemas["useSchema"]>;
+export type Tuning = z.infer<Schemas["tuningSchema"]>;
 
 /**
  * Serialises a manifest with an integrity line: the body's sha256, so a flipped byte that still
@@ -146,7 +170,7 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
   } catch {
     throw new IntegrityError(`${where}: manifest body does not parse`);
   }
-  const r = manifestSchema.safeParse(parsed);
+  const r = manifestSchemas().manifestSchema.safeParse(parsed);
   if (!r.success) {
     const issue = r.error.issues[0];
     throw new IntegrityError(`${where}: manifest field ${issue?.path.join(".")}: ${issue?.message}`);

@@ -112,7 +112,10 @@ export function runTool(cmd: string, args: string[], env: NodeJS.ProcessEnv): Pr
 async function nvidiaFromSmi(
   env: NodeJS.ProcessEnv,
 ): Promise<{ models: string[]; driver: string | null } | null> {
-  const out = await runTool("nvidia-smi", ["--query-gpu=name,driver_version", "--format=csv,noheader"], env);
+  // No nvidia-smi on PATH: nothing to start (a failed spawn still costs milliseconds).
+  const smi = findOnPath("nvidia-smi", env);
+  if (!smi) return null;
+  const out = await runTool(smi, ["--query-gpu=name,driver_version", "--format=csv,noheader"], env);
   if (!out?.trim()) return null;
   const rows = out
     .trim()

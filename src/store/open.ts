@@ -1,4 +1,4 @@
-import type { Config } from "../config/load.js";
+import type { Config } from "../config/resolve.js";
 import { DEFAULT_GHA_TIMEOUT_MS, ghaStore } from "./gha.js";
 import { localStore } from "./local.js";
 import { s3Store } from "./s3.js";

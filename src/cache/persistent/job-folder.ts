@@ -1,6 +1,5 @@
 import fs from "node:fs";
 import path from "node:path";
-import { performance } from "node:perf_hooks";
 import { type CacheKind, entryFilePath, type FoundEntry, KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
 import { ensureRealDirs } from "../../pack/read/real-dirs.js";
 import { type OwnerRule, ownedName, ownerGone } from "../../pack/read/staging-owner.js";

@@ -1,6 +1,5 @@
 import fs from "node:fs";
 import path from "node:path";
-import { performance } from "node:perf_hooks";
 import { type CacheKind, entryFilePath, type FoundEntry } from "../../kinds/kind.js";
 import { place } from "../../pack/read/entry-stager.js";
 import { makeStaging } from "../../pack/read/staging-owner.js";

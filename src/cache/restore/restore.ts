@@ -1,4 +1,3 @@
-import { performance } from "node:perf_hooks";
 import { primaryKey } from "../../keys/key.js";
 import type { CacheKind } from "../../kinds/kind.js";
 import { entryId } from "../../manifest/entry-id.js";

@@ -1,4 +1,3 @@
-import { performance } from "node:perf_hooks";
 import { inLanes } from "../../bounded-lanes.js";
 import { formatBytes } from "../../format.js";
 import { saveThreads, ThreadPool } from "../../pack/threads/thread-pool.js";

@@ -1,4 +1,3 @@
-import { performance } from "node:perf_hooks";
 import { StoreError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import { type EntryRef, encodeManifest, type Manifest } from "../../manifest/manifest.js";

@@ -11,7 +11,7 @@ import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function inspectCommand(key: string, o: GlobalOptions & { scope?: string; entries?: boolean }) {
-  const { config } = commandBasics(o);
+  const { config } = await commandBasics(o);
   const store = openStore(config, hostEnvironment());
   // A store that cannot list everything (GitHub's cache without a REST token) is asked for the key
   // itself, in each scope a restore here would read, as `restore --lookup-only` does.

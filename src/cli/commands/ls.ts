@@ -7,7 +7,7 @@ import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function lsCommand(o: GlobalOptions & { prefix?: string }) {
-  const { config } = commandBasics(o);
+  const { config } = await commandBasics(o);
   const store = openStore(config, hostEnvironment());
   if (!store.capabilities.listAll) {
     throw new UsageError(

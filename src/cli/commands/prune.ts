@@ -9,7 +9,7 @@ import { commandBasics, durationOption, printJson, sizeOption } from "../setup.j
 export async function pruneCommand(
   o: GlobalOptions & { keep?: string; olderThan?: string; maxSize?: string; grace: string; dryRun?: boolean },
 ) {
-  const { config, log } = commandBasics(o);
+  const { config, log } = await commandBasics(o);
   let keep: number | undefined;
   if (o.keep !== undefined) {
     keep = Number(o.keep);

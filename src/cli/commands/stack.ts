@@ -1,4 +1,3 @@
-import { performance } from "node:perf_hooks";
 import { Strictness } from "../../cache/faults.js";
 import { hostEnvironment } from "../../environment.js";
 import { reportStack } from "../../job/build-context.js";
@@ -8,7 +7,7 @@ import { commandBasics, printJson } from "../setup.js";
 
 /** `kcache stack`: the key parts (which make the stack id) and the informational parts, marked. */
 export async function stackCommand(o: GlobalOptions) {
-  const { config, log } = commandBasics(o);
+  const { config, log } = await commandBasics(o);
   const t0 = performance.now();
   const fp = await probeStack({
     python: config.stack.python,

@@ -20,7 +20,7 @@ import { commandBasics, printJson } from "../setup.js";
 export async function statsCommand(
   o: GlobalOptions & { prefix?: string; since?: string; allScopes?: boolean; html?: string },
 ) {
-  const { config } = commandBasics(o);
+  const { config } = await commandBasics(o);
   const store = openStore(config, hostEnvironment());
   if (!store.capabilities.listAll)
     throw new UsageError(

@@ -10,7 +10,7 @@ import { commandCaches, durationOption, printJson, sizeOption } from "../setup.j
  * --older-than, least recently used first; never an entry a running job may read (cache/persistent/trim.ts).
  */
 export async function trimCommand(o: GlobalOptions & { olderThan?: string; dryRun?: boolean }) {
-  const { caches, log } = commandCaches({ ...o, maxSize: undefined });
+  const { caches, log } = await commandCaches({ ...o, maxSize: undefined });
   const maxSize = o.maxSize === undefined ? undefined : sizeOption(o.maxSize, "--max-size");
   const olderThanMs = o.olderThan === undefined ? null : durationOption(o.olderThan, "--older-than");
   const bounded = caches.filter((c) => (maxSize ?? c.maxSize ?? null) !== null || olderThanMs !== null);

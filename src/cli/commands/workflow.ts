@@ -18,7 +18,7 @@ export async function workflowCommand(
     step?: boolean;
   },
 ) {
-  const { config, log } = commandBasics(o);
+  const { config, log } = await commandBasics(o);
   const configPath =
     path.relative(process.cwd(), config.source === "(defaults)" ? "kcache.yml" : config.source) ||
     "kcache.yml";

@@ -1,7 +1,6 @@
 import { spawn, spawnSync } from "node:child_process";
 import { Duplex, PassThrough } from "node:stream";
 import zlib from "node:zlib";
-import { StoreError } from "../../errors.js";
 import {
   type ChunkCompressor,
   type ChunkDecompressor,
@@ -11,6 +10,7 @@ import {
 } from "./chunk-codecs.js";
 import { guardedDecompressor, guardedStream } from "./frame-guard.js";
 import { FrameCompressor, JsDecompressor, loadWasm, loadXxhash, wasmFile } from "./portable.js";
+import { ZstdUnavailableError } from "./zstd-unavailable.js";
 
 /**
  * Which Zstandard engine compresses and decompresses packs here, best first:
@@ -36,8 +36,7 @@ export interface ZstdEngine {
   decompressStream(): Duplex;
 }
 
-/** No Zstandard engine works here: restores miss and saves skip (a store fault: exit 3 under --strict). */
-export class ZstdUnavailableError extends StoreError {}
+export { ZstdUnavailableError } from "./zstd-unavailable.js";
 
 /** Node 22.15+'s zstd (node:zlib), which Node 20's type definitions lack. */
 interface ZlibZstd {
