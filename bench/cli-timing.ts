@@ -33,11 +33,11 @@ export const q = (p: string) => JSON.stringify(p);
 
 let configs = 0;
 /** A kcache.yml of its own for one cache path and store. */
-export function config(dir: string, cache: string, store: string): string {
+export function config(dir: string, cache: string, store: string, kind = "triton"): string {
   const file = path.join(dir, `kcache-${configs++}.yml`);
   fs.writeFileSync(
     file,
-    `caches:\n  - name: triton\n    kind: triton\n    path: ${cache}\nstore:\n  path: ${store}\nkey:\n  prefix: bench\n`,
+    `caches:\n  - name: ${kind}\n    kind: ${kind}\n    path: ${cache}\nstore:\n  path: ${store}\nkey:\n  prefix: bench\n`,
   );
   return file;
 }

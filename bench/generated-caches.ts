@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { fingerprintFrom } from "../src/stack/fingerprint.js";
+import { generateInductorCache } from "../test/fixtures/inductor-cache.js";
 import { generateTritonCache } from "../test/fixtures/triton-cache.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
@@ -13,7 +14,31 @@ export const SIZES = {
 export type Size = keyof typeof SIZES;
 /** The sizes KCACHE_BENCH_SIZES asks for (default both). */
 export const chosenSizes = (): Size[] =>
-  (process.env.KCACHE_BENCH_SIZES ?? "small,large").split(",") as Size[];
+  (process.env.KCACHE_BENCH_SIZES ?? "small,large").split(",").filter((s) => s in SIZES) as Size[];
+/** Whether KCACHE_BENCH_SIZES asks for the Inductor row (default yes). */
+export const inductorChosen = (): boolean =>
+  (process.env.KCACHE_BENCH_SIZES ?? "small,large,inductor").split(",").includes("inductor");
+
+/**
+ * torch.compile's cache for the Inductor row: $KCACHE_BENCH_INDUCTOR_CACHE where a real one was made
+ * (bench/gpu/speed-on-device.sh runs examples/torch-compile/model.py cold on the GPU), else one
+ * generated in its shape (test/fixtures/inductor-cache.ts: Triton kernel folders, generated modules,
+ * autotune results and two pickles naming the folder), as many files as the real one had (797), and
+ * none of the debris a save leaves out (locks, temp files).
+ */
+export function inductorCache(): { dir: string; source: string } {
+  const real = process.env.KCACHE_BENCH_INDUCTOR_CACHE;
+  if (real) return { dir: real, source: "torch.compile's own (examples/torch-compile/model.py, cold)" };
+  const dir = path.join(DATA, "inductor-cache");
+  if (!fs.existsSync(path.join(dir, ".complete"))) {
+    rm(dir);
+    console.error("generating the Inductor-shaped cache...");
+    const made = generateInductorCache(dir, { kernels: 98 });
+    for (const f of made.debris) fs.rmSync(path.join(dir, f));
+    fs.writeFileSync(path.join(dir, ".complete"), "");
+  }
+  return { dir, source: "generated in its shape (test/fixtures/inductor-cache.ts)" };
+}
 /** A fixed stack, so benchmarks do not probe this machine's Python. */
 export const BENCH_STACK = fingerprintFrom(
   null,

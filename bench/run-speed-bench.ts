@@ -7,19 +7,21 @@
  * uncompressed tar, sha256 of its bytes). Every restore goes into a fresh folder and nothing is
  * deleted inside a timed round. Not a test: nothing here asserts a time.
  *
- *   KCACHE_BENCH_SIZES=small,large (default)   KCACHE_BENCH_ROUNDS=5
+ *   KCACHE_BENCH_SIZES=small,large,inductor (default)   KCACHE_BENCH_ROUNDS=5
+ *   KCACHE_BENCH_INDUCTOR_CACHE=<a torch.compile cache folder> (default: one generated in its shape)
  *   KCACHE_BIN=<kcache entry script> (default bin/kcache.js)   KCACHE_BENCH_OUT=<raw JSON path>
  */
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { config, interleave, kcache as kcacheWith, q, sh, timed } from "./cli-timing.js";
+import { config as configOf, interleave, kcache as kcacheWith, q, sh, timed } from "./cli-timing.js";
 import {
   chosenSizes,
   DATA,
   generatedCache,
+  inductorCache,
+  inductorChosen,
   rm,
-  type SIZES,
   writeBenchmarkSection,
 } from "./generated-caches.js";
 import { machineLine, median } from "./measure.js";
@@ -29,14 +31,21 @@ const ROOT = path.resolve(import.meta.dirname, "../..");
 const ROUNDS = Number(process.env.KCACHE_BENCH_ROUNDS ?? 5);
 const BIN = process.env.KCACHE_BIN ?? path.join(ROOT, "bin", "kcache.js");
 const kcache = (args: string[], cfg: string, state: string) => kcacheWith(BIN, args, cfg, state);
-function benchSize(size: keyof typeof SIZES): SpeedRaw["sizes"][number] {
-  const src = generatedCache(size);
+/** One cache's rows: full saves and restores beside tar + zstd, floors, and (small) the fixed costs. */
+function benchCache(size: string, src: string, kind = "triton", source?: string): SpeedRaw["sizes"][number] {
+  const config = (dir: string, cache: string, store: string) => configOf(dir, cache, store, kind);
   const work = fs.mkdtempSync(path.join(DATA, `${size}-speed-`));
   const archive = path.join(work, "cache.tar.zst");
   const plainTar = path.join(work, "cache.tar");
   const store = path.join(work, "store");
   const bytes = Number(spawnSync("du", ["-sb", src]).stdout.toString().split("\t")[0]);
-  const entries = fs.readdirSync(src).filter((n) => !n.startsWith(".")).length;
+  // What a restore brings back, counted as files (an Inductor cache's entries are nested).
+  const files = (dir: string) =>
+    fs
+      .readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile() && !e.name.startsWith(".")).length;
+  const entries =
+    kind === "triton" ? fs.readdirSync(src).filter((n) => !n.startsWith(".")).length : files(src);
   try {
     const srcCfg = config(work, src, store);
     // Full saves: kcache into a fresh empty store each round, tar | zstd into a fresh file.
@@ -61,8 +70,9 @@ function benchSize(size: keyof typeof SIZES): SpeedRaw["sizes"][number] {
         const cfg = config(work, dest, store);
         const run = kcache(["restore", "--revision", "f".repeat(40)], cfg, path.join(work, `rs-${i}`));
         // A benchmark of a restore that restored nothing would measure nothing.
-        const got = fs.readdirSync(dest).filter((n) => !n.startsWith(".")).length;
-        if (got !== entries) throw new Error(`kcache restored ${got} of ${entries} entries into ${dest}`);
+        const got =
+          kind === "triton" ? fs.readdirSync(dest).filter((n) => !n.startsWith(".")).length : files(dest);
+        if (got !== entries) throw new Error(`kcache restored ${got} of ${entries} into ${dest}`);
         return run;
       },
       (i) => {
@@ -96,17 +106,24 @@ function benchSize(size: keyof typeof SIZES): SpeedRaw["sizes"][number] {
       const node: number[] = [];
       const key: number[] = [];
       const miss: number[] = [];
+      const missKept: number[] = [];
       const nothingNew: number[] = [];
       for (let i = 0; i < ROUNDS * 2; i++) {
         node.push(timed([process.execPath, "-e", "0"]).s);
         key.push(kcache(["key", "--revision", "a".repeat(40)], srcCfg, path.join(work, "key-state")).s);
+        // A job's first command (a state folder of its own: nothing kept from an earlier command) ...
         miss.push(kcache(["restore", "--revision", "b".repeat(40)], missCfg, path.join(work, `miss-${i}`)).s);
+        // ... and a later one, or any on a runner that keeps its state folder.
+        missKept.push(
+          kcache(["restore", "--revision", "b".repeat(40)], missCfg, path.join(work, "miss-kept")).s,
+        );
         nothingNew.push(kcache(["save", "--revision", `${i}`.padStart(40, "c")], ncCfg, ncState).s);
       }
-      fixed = { node, key, miss, nothingNew };
+      fixed = { node, key, miss, missKept, nothingNew };
     }
     return {
       size,
+      ...(source ? { source } : {}),
       entries,
       bytes,
       save: { kcache: save.a, tar: save.b },
@@ -123,8 +140,16 @@ const raw: SpeedRaw = {
   machine: machineLine(),
   command: process.env.KCACHE_BENCH_COMMAND ?? "npm run bench",
   rounds: ROUNDS,
-  sizes: chosenSizes().map((s) => benchSize(s)),
+  sizes: [
+    ...chosenSizes().map((s) => benchCache(s, generatedCache(s))),
+    ...(inductorChosen() ? [inductorRow()] : []),
+  ],
 };
+
+function inductorRow(): SpeedRaw["sizes"][number] {
+  const { dir, source } = inductorCache();
+  return benchCache("inductor", dir, "inductor", source);
+}
 if (process.env.KCACHE_BENCH_OUT) {
   fs.writeFileSync(process.env.KCACHE_BENCH_OUT, `${JSON.stringify(raw, null, 1)}\n`);
 } else {

@@ -13,7 +13,8 @@ K="$PWD/.device/bin/kcache.js"
 REV=$(printf 'f%.0s' {1..40})
 profile() { # name kind(cpu|heap) cache-folder store command...
   local name=$1 kind=$2 cache=$3 store=$4; shift 4
-  printf 'caches:\n  - name: triton\n    kind: triton\n    path: %s\nstore:\n  path: %s\nkey:\n  prefix: prof\n' "$cache" "$store" > "$W/$name.yml"
+  local ck=${CACHE_KIND:-triton}
+  printf 'caches:\n  - name: %s\n    kind: %s\n    path: %s\nstore:\n  path: %s\nkey:\n  prefix: prof\n' "$ck" "$ck" "$cache" "$store" > "$W/$name.yml"
   mkdir -p "$W/prof-$name"
   KCACHE_CONFIG="$W/$name.yml" KCACHE_STATE_DIR="$W/state-$name" \
     node "--$kind-prof" "--$kind-prof-dir=$W/prof-$name" "$K" "$@" --revision "$REV" > /dev/null 2>> "$OUT/profile.log"
@@ -31,4 +32,11 @@ profile restore-small cpu "$W/dest-small" "$W/store-small" restore
 profile save-small cpu "$PWD/bench/.data/small-cache" "$W/store-small-2" save
 profile restore-large heap "$W/dest-large" "$W/store-large" restore
 profile save-large heap "$PWD/bench/.data/large-cache" "$W/store-large-2" save
+# torch.compile's cache (speed-on-device.sh made it where torch is installed): its restore, profiled.
+if [ -n "${KCACHE_BENCH_INDUCTOR_CACHE:-}" ] && [ -d "$KCACHE_BENCH_INDUCTOR_CACHE" ]; then
+  printf 'caches:\n  - name: inductor\n    kind: inductor\n    path: %s\nstore:\n  path: %s\nkey:\n  prefix: prof\n' \
+    "$KCACHE_BENCH_INDUCTOR_CACHE" "$W/store-inductor" > "$W/seed-inductor.yml"
+  KCACHE_CONFIG="$W/seed-inductor.yml" KCACHE_STATE_DIR="$W/seed-state-inductor" node "$K" save --revision "$REV" > /dev/null 2>&1
+  CACHE_KIND=inductor profile restore-inductor cpu "$W/dest-inductor" "$W/store-inductor" restore
+fi
 node bench/profile-summary.mjs "$OUT"/prof/* > "$OUT/profiles.json"
