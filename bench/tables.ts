@@ -193,6 +193,59 @@ export function issue35Table(raw: SpeedRaw): string[] {
   return [...lines, ...rssRows];
 }
 
+/** The fixed cost of each command before and after, as medians of per-round ratios to `node -e 0`. */
+export function fixedBeforeAfter(before: SpeedRaw, after: SpeedRaw): string[] {
+  const fixed = (raw: SpeedRaw) => raw.sizes.find((z) => z.fixed)?.fixed ?? null;
+  const b = fixed(before);
+  const a = fixed(after);
+  if (!b || !a) return [];
+  const cell = (f: NonNullable<SpeedRaw["sizes"][number]["fixed"]>, xs: number[]) =>
+    `${fmtSeconds(median(xs))} (${median(xs.map((v, i) => v / (f.node[i] as number))).toFixed(2)}x)`;
+  const lines = [
+    "| command | before: kcache (x node -e 0) | after: kcache (x node -e 0) |",
+    "|---|---:|---:|",
+  ];
+  for (const [name, k] of [
+    ["kcache key", "key"],
+    ["a restore that misses (a job's first command)", "miss"],
+    ["a save with nothing new", "nothingNew"],
+  ] as const)
+    lines.push(`| ${name} | ${cell(b, b[k])} | ${cell(a, a[k])} |`);
+  lines.push(`| node -e 0 | ${fmtSeconds(median(b.node))} | ${fmtSeconds(median(a.node))} |`);
+  return lines;
+}
+
+/** bench/gpu/fla-share-on-device.sh's rows: FLA's chunk_kda job cold, then warm two ways. */
+export interface FlaShareRow {
+  label: string;
+  wall: number;
+  /** kcache run's own wall time (its report's seconds); absent for three separate steps. */
+  job?: number;
+  restore: number | null;
+  save: number | null;
+  command: number;
+  exit: number;
+  compiled?: number | null;
+  cubins?: number;
+}
+
+/** kcache's share of FLA's warm job: its restore and save over the job's wall time, per way of running it. */
+export function flaShareTable(rows: FlaShareRow[]): string[] {
+  const lines = [
+    "| run | job wall time | the benchmark command | kcache restore | kcache save | kcache's share | kernels compiled |",
+    "|---|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const r of rows) {
+    const wall = r.job ?? r.wall;
+    const kc = (r.restore ?? 0) + (r.save ?? 0);
+    const compiled = r.compiled ?? (r.cubins !== undefined ? `not counted (${r.cubins} cubins after)` : "-");
+    lines.push(
+      `| ${r.label} | ${wall.toFixed(1)} s | ${r.command.toFixed(1)} s | ${fmtSeconds(r.restore ?? 0)} | ${fmtSeconds(r.save ?? 0)} | ${r.label === "cold" ? "-" : `${((kc / wall) * 100).toFixed(1)}%`} | ${compiled} |`,
+    );
+  }
+  return lines;
+}
+
 /** One history of the working-set benchmark: a churn rate, with eviction by use at its defaults or off. */
 export interface WorkingSetRow {
   label: "defaults" | "off";
@@ -519,7 +572,7 @@ export function profileTable(p: ProfileSummary): string[] {
     "| command | main thread sampled | loading modules | garbage collection | idle (waiting) | worker threads | each worker loading modules (median) |",
     "|---|---:|---:|---:|---:|---:|---:|",
   ];
-  for (const name of ["key", "miss", "restore-small", "save-small"]) {
+  for (const name of ["key", "miss", "restore-small", "save-small", "restore-inductor"]) {
     const files = Object.entries(p).filter(([f, v]) => f.startsWith(`${name}-CPU.`) && v.ms);
     const main = files.find(([f]) => /\.0\.001\.cpuprofile$/.test(f))?.[1].ms;
     if (!main) continue;

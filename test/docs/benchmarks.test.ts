@@ -402,3 +402,23 @@ describe("BENCHMARKS.md's issue-35 tables are the GPU profiles and the speed run
     );
   });
 });
+
+describe("BENCHMARKS.md's issue-35 goal table is the raw runs rendered", () => {
+  const raw = (f: string) => JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results", f), "utf8"));
+
+  it("the GPU machine's and this machine's goal tables, the fixed costs before and after, the profiles and FLA's share", async () => {
+    const { issue35Table, fixedBeforeAfter, profileTable, flaShareTable } = await import(
+      "../../bench/tables.js"
+    );
+    const gpu = raw("gpu-speed-2026-12-02b.json");
+    expect(doc()).toContain(issue35Table(gpu).join("\n"));
+    expect(doc()).toContain(issue35Table(raw("bench-speed.json").rows).join("\n"));
+    expect(doc()).toContain(fixedBeforeAfter(raw("gpu-issue35-after-2026-12-02.json"), gpu).join("\n"));
+    expect(doc()).toContain(profileTable(raw("gpu-profiles-2026-12-02b.json")).join("\n"));
+    expect(doc()).toContain(flaShareTable(raw("gpu-fla-share-2026-12-02.json").rows).join("\n"));
+    // The GPU machine's Inductor row is torch.compile's own cache, not one generated in its shape.
+    expect(gpu.sizes.find((z: { size: string }) => z.size === "inductor").source).toMatch(
+      /torch\.compile's own/,
+    );
+  });
+});
