@@ -698,6 +698,41 @@ const MUTANTS = [
     replace: 'return has("bash") ? "bash" : null;',
     tests: ["test/pipeline/run-shell.test.ts", "test/process/run-command.test.ts"],
   },
+  {
+    name: "a kept kcache.yml answer reused after the file was edited (the digest leaves out the text)",
+    file: "src/config/validated-config.ts",
+    find: '.update(`${build()}\\0${file ?? "(defaults)"}\\0${text ?? "(defaults)"}`)',
+    replace: '.update(`${build()}\\0${file ?? "(defaults)"}`)',
+    tests: ["test/config/validated-config.test.ts"],
+  },
+  {
+    name: "nvidia-smi's kept answer reused after the driver changed",
+    file: "src/stack/accelerator-probe.ts",
+    find: "const cache = seen === undefined ? null : capabilityCache(env, smi, seen);",
+    replace: 'const cache = seen === undefined ? null : capabilityCache(env, smi, "");',
+    tests: ["test/stack/probe.test.ts"],
+  },
+  {
+    name: "the restore command reads the local state again to find the job's folders",
+    file: "src/cli/commands/restore.ts",
+    find: "exportJobFolders(restoredContext(ctx, report), ctx, log);",
+    replace: "exportJobFolders(restoredContext(ctx, null), ctx, log);",
+    tests: ["test/cache/local-state-io.test.ts"],
+  },
+  {
+    name: "a restore's pickles never rewritten (the entries waiting for them are never placed)",
+    file: "src/pack/read/entry-stager.ts",
+    find: "if (!reason && later.waits(this)) return WAITING;",
+    replace: "if (!reason && later.waits(this)) later.drop(this);",
+    tests: ["test/kinds/pickle-rewriter.test.ts"],
+  },
+  {
+    name: "the pickle rewriter drops the unchanged bytes after the last rewritten value",
+    file: "python/kcache_pickle/rewrite.py",
+    find: "    copy_to(len(data))\n",
+    replace: "\n",
+    tests: ["test/kinds/inductor.test.ts"],
+  },
 ];
 
 /** The working tree's files (tracked and new, not ignored), copied into a fresh folder. */
