@@ -1594,19 +1594,22 @@ function rewriteInto(data, args, out, bound) {
       stdio: ["pipe", "ignore", "pipe"]
     });
   } catch (e2) {
-    const err2 = e2;
-    if (err2.code === "ENOENT" && err2.path === current.python)
-      throw new RelocationError(
-        `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`
-      );
-    const said = err2.stderr?.toString("utf8").trim().split("\n").pop();
-    throw new RelocationError(
-      err2.status === 3 ? `${said ?? "not a pickle kcache can rewrite"}` : `the pickle rewriter (${current.python}) failed: ${said || err2.message}`
-    );
+    throw rewriterFailure(e2);
   }
   const size = fs.statSync(out).size;
   if (size > bound) throw new RelocationError(`the rewrite gave ${size} bytes, more than it can (${bound})`);
   return size;
+}
+function rewriterFailure(e2) {
+  const err2 = e2;
+  if (err2.code === "ENOENT" && err2.path === current.python)
+    return new RelocationError(
+      `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`
+    );
+  const said = err2.stderr?.toString().trim().split("\n").pop();
+  return new RelocationError(
+    err2.status === 3 ? `${said ?? "not a pickle kcache can rewrite"}` : `the pickle rewriter (${current.python}) failed: ${said || err2.message}`
+  );
 }
 function rewritten(data, args, bound) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-rewrite-"));
@@ -1649,9 +1652,43 @@ function normalizePickleInto(data, roots, out) {
   const how = normalizing(data, roots);
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
 }
-function relocatePickleInto(data, root, out) {
-  const how = relocating(data, root);
-  return how ? rewriteInto(data, how.args, out, how.bound) : null;
+function pickleRelocation(data, root) {
+  return relocating(data, root);
+}
+function runRewrites(jobs) {
+  if (jobs.length === 0) return [];
+  const lines = jobs.map(
+    (j2) => JSON.stringify({ mode: j2.args[0], roots: j2.args.slice(1), in: j2.input, out: j2.out })
+  );
+  let stdout;
+  try {
+    stdout = execFileSync(current.python, [rewriterScript(), "batch"], {
+      input: `${lines.join("\n")}
+`,
+      // Linear in the pickles' size (seconds for 64 MB each): minutes mean something is wrong.
+      timeout: 3e5 + 1e4 * jobs.length,
+      stdio: ["pipe", "pipe", "pipe"],
+      maxBuffer: 1024 * jobs.length + (1 << 20),
+      encoding: "utf8"
+    });
+  } catch (e2) {
+    const err2 = rewriterFailure(e2);
+    return jobs.map(() => err2);
+  }
+  const results = stdout.split("\n").filter(Boolean);
+  return jobs.map((j2, i) => {
+    let r;
+    try {
+      r = JSON.parse(results[i] ?? "{}");
+    } catch {
+      r = {};
+    }
+    if (typeof r.size !== "number")
+      return new RelocationError(r.error ?? `the pickle rewriter (${current.python}) gave no result`);
+    if (r.size > j2.bound)
+      return new RelocationError(`the rewrite gave ${r.size} bytes, more than it can (${j2.bound})`);
+    return r.size;
+  });
 }
 
 // src/kinds/dir.ts
@@ -1983,9 +2020,8 @@ var inductorKind = {
     if (!PICKLED.test(entryName)) return null;
     return normalizePickleInto(data, rootSpellings(root), out);
   },
-  relocateInto(root, entryName, _rel, data, out) {
-    if (!PICKLED.test(entryName)) return null;
-    return relocatePickleInto(data, path5.resolve(root), out);
+  relocation(root, entryName, _rel, data) {
+    return PICKLED.test(entryName) ? pickleRelocation(data, path5.resolve(root)) : null;
   },
   // Inductor writes through write_atomic (a temp file renamed in) and its Triton folder through
   // FileCacheManager, except `.best_config`: PyTorch before 2.6 wrote it with open(path, "wb") over
@@ -2009,7 +2045,7 @@ function cacheKind(kind) {
 
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs10 from "node:fs";
+import fs11 from "node:fs";
 import { Transform as Transform2, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -2410,10 +2446,12 @@ var JsDecompressor = class {
   }
 };
 
-// src/pack/zstd/engines.ts
-var ZSTD_ENGINES = ["napi", "zlib", "system", "wasm"];
+// src/pack/zstd/zstd-unavailable.ts
 var ZstdUnavailableError = class extends StoreError {
 };
+
+// src/pack/zstd/engines.ts
+var ZSTD_ENGINES = ["napi", "zlib", "system", "wasm"];
 var chosen = /* @__PURE__ */ new Map();
 function zstdEngine(forced) {
   let found = chosen.get(forced);
@@ -2574,10 +2612,78 @@ function processDuplex(cmd, args) {
   return duplex;
 }
 
-// src/pack/read/entry-stager.ts
+// src/pack/read/deferred-rewrites.ts
 import { randomBytes } from "node:crypto";
-import fs9 from "node:fs";
-import path8 from "node:path";
+import fs8 from "node:fs";
+import path7 from "node:path";
+
+// src/pack/read/checked-write.ts
+import fs7 from "node:fs";
+function noProgress(file) {
+  const e2 = new Error(`${file}: write made no progress (disk full?)`);
+  e2.code = "ENOSPC";
+  return e2;
+}
+function writeFullySync(fd, data, file) {
+  let off = 0;
+  while (off < data.length) {
+    const n = fs7.writeSync(fd, data, off, data.length - off);
+    if (n <= 0) throw noProgress(file);
+    off += n;
+  }
+}
+
+// src/pack/read/deferred-rewrites.ts
+var WAITING = /* @__PURE__ */ Symbol("waiting for its rewrites");
+var DeferredRewrites = class {
+  jobs = [];
+  /** Queues `stored` to be rewritten into `out`: written to a file beside the entry's staging place. */
+  add(entry, rel, how, stored, out) {
+    const input = path7.join(entry.target.staging, `stored-${randomBytes(8).toString("hex")}`);
+    const fd = fs8.openSync(input, "wx");
+    try {
+      writeFullySync(fd, stored, input);
+    } finally {
+      fs8.closeSync(fd);
+    }
+    this.jobs.push({ ...how, entry, rel, input, out });
+  }
+  /** Whether `entry` has rewrites queued. */
+  waits(entry) {
+    return this.jobs.some((j2) => j2.entry === entry);
+  }
+  /** Forgets `entry`'s rewrites (it failed before they ran), with their stored files. */
+  drop(entry) {
+    for (let i = this.jobs.length - 1; i >= 0; i--) {
+      const j2 = this.jobs[i];
+      if (j2.entry !== entry) continue;
+      fs8.rmSync(j2.input, { force: true });
+      this.jobs.splice(i, 1);
+    }
+  }
+  /** Runs every queued rewrite at once; then each waiting entry is placed or discarded: its reason, or null. */
+  run() {
+    const jobs = this.jobs.splice(0);
+    let results;
+    try {
+      results = runRewrites(jobs);
+    } finally {
+      for (const j2 of jobs) fs8.rmSync(j2.input, { force: true });
+    }
+    const byEntry = /* @__PURE__ */ new Map();
+    jobs.forEach((j2, i) => {
+      const m2 = byEntry.get(j2.entry) ?? /* @__PURE__ */ new Map();
+      m2.set(j2.rel, results[i]);
+      byEntry.set(j2.entry, m2);
+    });
+    return [...byEntry].map(([entry, rewritten2]) => ({ entry, reason: entry.complete(rewritten2) }));
+  }
+};
+
+// src/pack/read/entry-stager.ts
+import { randomBytes as randomBytes2 } from "node:crypto";
+import fs10 from "node:fs";
+import path9 from "node:path";
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -2598,40 +2704,24 @@ var EntryDigest = class {
   }
 };
 
-// src/pack/read/checked-write.ts
-import fs7 from "node:fs";
-function noProgress(file) {
-  const e2 = new Error(`${file}: write made no progress (disk full?)`);
-  e2.code = "ENOSPC";
-  return e2;
-}
-function writeFullySync(fd, data, file) {
-  let off = 0;
-  while (off < data.length) {
-    const n = fs7.writeSync(fd, data, off, data.length - off);
-    if (n <= 0) throw noProgress(file);
-    off += n;
-  }
-}
-
 // src/pack/read/real-dirs.ts
-import fs8 from "node:fs";
-import path7 from "node:path";
+import fs9 from "node:fs";
+import path8 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
   for (const part of rel.split("/").filter(Boolean)) {
-    at2 = path7.join(at2, part);
+    at2 = path8.join(at2, part);
     let st2;
     try {
-      st2 = fs8.lstatSync(at2);
+      st2 = fs9.lstatSync(at2);
     } catch (e2) {
       if (e2.code !== "ENOENT") throw e2;
       try {
-        fs8.mkdirSync(at2);
+        fs9.mkdirSync(at2);
       } catch (m2) {
         if (m2.code !== "EEXIST") throw m2;
       }
-      st2 = fs8.lstatSync(at2);
+      st2 = fs9.lstatSync(at2);
     }
     if (st2.isSymbolicLink())
       throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
@@ -2647,7 +2737,7 @@ var StagedEntry = class {
     this.entryName = entryName;
     this.target = target;
     this.bad = bad;
-    this.staged = path8.join(target.staging, "e", entryName);
+    this.staged = path9.join(target.staging, "e", entryName);
   }
   wanted;
   entryName;
@@ -2700,7 +2790,7 @@ var StagedEntry = class {
     this.written.set(rel, size);
     try {
       this.prepare();
-      this.fd = fs9.openSync(dest, "wx");
+      this.fd = fs10.openSync(dest, "wx");
     } catch (e2) {
       this.fail(`could not be written: ${e2.message}`);
     }
@@ -2724,9 +2814,10 @@ var StagedEntry = class {
   }
   /**
    * Verifies the entry and places it: null when it is now in the cache, else why it is not (and its
-   * staging place is gone).
+   * staging place is gone). A file its kind rewrites in a child process joins `later` and the entry
+   * waits (WAITING) until those run, together, at the end of the pack (`complete`).
    */
-  finish() {
+  finish(later) {
     this.closeFile();
     const w2 = this.wanted;
     let reason = this.bad;
@@ -2744,24 +2835,41 @@ var StagedEntry = class {
           const stored = h.data?.subarray(0, h.bytes) ?? Buffer.alloc(0);
           h.data = null;
           const dest = this.dest(h.rel);
-          const fd = fs9.openSync(dest, "wx");
-          try {
-            const { kind, root } = this.target;
-            const wrote = kind.relocateInto?.(root, this.entryName, h.rel, stored, dest) ?? null;
-            if (wrote !== null) this.written.set(h.rel, wrote);
-            else {
-              const data = kind.relocate(root, this.entryName, h.rel, stored);
-              this.written.set(h.rel, data.length);
+          const { kind, root } = this.target;
+          const how = kind.relocation?.(root, this.entryName, h.rel, stored) ?? null;
+          if (how) later.add(this, h.rel, how, stored, dest);
+          else {
+            const data = kind.relocate(root, this.entryName, h.rel, stored);
+            this.written.set(h.rel, data.length);
+            const fd = fs10.openSync(dest, "wx");
+            try {
               writeFullySync(fd, data, dest);
+            } finally {
+              fs10.closeSync(fd);
             }
-          } finally {
-            fs9.closeSync(fd);
           }
         }
       } catch (e2) {
         reason = e2 instanceof RelocationError ? `${NOT_RELOCATABLE}${e2.message}` : `could not be written: ${e2.message}`;
       }
     }
+    if (!reason && later.waits(this)) return WAITING;
+    later.drop(this);
+    return this.placeOrDiscard(reason);
+  }
+  /** The entry's deferred rewrites ran: each file's size written, or why it could not be. */
+  complete(rewritten2) {
+    let reason = null;
+    for (const [rel, r] of rewritten2) {
+      if (typeof r === "number") this.written.set(rel, r);
+      else
+        reason ??= r instanceof RelocationError ? `${NOT_RELOCATABLE}${r.message}` : `could not be written: ${r.message}`;
+    }
+    return this.placeOrDiscard(reason);
+  }
+  /** Places the verified entry (reason null), or discards it: null when it is in the cache, else why not. */
+  placeOrDiscard(why) {
+    let reason = why;
     if (!reason) reason = this.stagedDiffers();
     if (!reason) {
       try {
@@ -2778,21 +2886,21 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs9.rmSync(this.staged, { recursive: true, force: true });
+    fs10.rmSync(this.staged, { recursive: true, force: true });
   }
   /** Why the staged files on disk are not exactly the ones written, or null when they are. */
   stagedDiffers() {
     if (this.target.kind.entryShape !== "folder") {
       const size = this.written.get("");
       try {
-        return fs9.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+        return fs10.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
       } catch {
         return "staged file vanished before placing";
       }
     }
     let names;
     try {
-      names = fs9.readdirSync(this.staged);
+      names = fs10.readdirSync(this.staged);
     } catch {
       return "staged entry vanished before placing";
     }
@@ -2801,7 +2909,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs9.statSync(path8.join(this.staged, n)).size;
+        size = fs10.statSync(path9.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -2810,12 +2918,12 @@ var StagedEntry = class {
     return null;
   }
   dest(rel) {
-    return rel ? path8.join(this.staged, rel) : this.staged;
+    return rel ? path9.join(this.staged, rel) : this.staged;
   }
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs9.mkdirSync(isDir ? this.staged : path8.dirname(this.staged), { recursive: true });
+    fs10.mkdirSync(isDir ? this.staged : path9.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -2823,47 +2931,47 @@ var StagedEntry = class {
     const fd = this.fd;
     this.fd = null;
     try {
-      fs9.closeSync(fd);
+      fs10.closeSync(fd);
     } catch (e2) {
       this.bad ??= `could not be written: ${e2.message}`;
     }
   }
 };
 function place(staged, root, entryName, staging) {
-  ensureRealDirs(root, path8.posix.dirname(entryName) === "." ? "" : path8.posix.dirname(entryName));
-  const dest = path8.join(root, entryName);
+  ensureRealDirs(root, path9.posix.dirname(entryName) === "." ? "" : path9.posix.dirname(entryName));
+  const dest = path9.join(root, entryName);
   for (let attempt = 0; ; attempt++) {
     try {
-      fs9.renameSync(staged, dest);
+      fs10.renameSync(staged, dest);
       return;
     } catch (e2) {
       const code = e2.code;
       if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e2;
     }
     if (sameTree(staged, dest)) {
-      fs9.rmSync(staged, { recursive: true, force: true });
+      fs10.rmSync(staged, { recursive: true, force: true });
       return;
     }
     if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
-    const aside = path8.join(staging, `old-${randomBytes(6).toString("hex")}`);
+    const aside = path9.join(staging, `old-${randomBytes2(6).toString("hex")}`);
     try {
-      fs9.renameSync(dest, aside);
+      fs10.renameSync(dest, aside);
     } catch (e2) {
       if (e2.code !== "ENOENT") throw e2;
       continue;
     }
-    fs9.rmSync(aside, { recursive: true, force: true });
+    fs10.rmSync(aside, { recursive: true, force: true });
   }
 }
 function sameTree(a, b2) {
   try {
-    const sa = fs9.statSync(a);
-    const sb = fs9.statSync(b2);
+    const sa = fs10.statSync(a);
+    const sb = fs10.statSync(b2);
     if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs9.readFileSync(a).equals(fs9.readFileSync(b2));
-    const na = fs9.readdirSync(a).sort();
-    const nb = fs9.readdirSync(b2).sort();
-    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path8.join(a, n), path8.join(b2, n)));
+    if (!sa.isDirectory()) return sa.size === sb.size && fs10.readFileSync(a).equals(fs10.readFileSync(b2));
+    const na = fs10.readdirSync(a).sort();
+    const nb = fs10.readdirSync(b2).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path9.join(a, n), path9.join(b2, n)));
   } catch {
     return false;
   }
@@ -3084,6 +3192,7 @@ var PackRestorer = class {
   tarBytes = 0;
   current = null;
   currentId = "";
+  later = new DeferredRewrites();
   /** Compressed bytes as read from the store: counted, hashed and bounded by the manifest. */
   compressed(chunk) {
     this.result.bytes += chunk.length;
@@ -3130,6 +3239,7 @@ var PackRestorer = class {
       else if (got !== this.pack.sha256)
         r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
     }
+    for (const { entry, reason } of this.later.run()) this.outcome(entry, reason);
     for (const w2 of this.wanted) {
       if (!this.seen.has(entryId(w2))) {
         r.bad.push({
@@ -3170,7 +3280,10 @@ var PackRestorer = class {
     const c = this.current;
     if (!c) return;
     this.current = null;
-    const reason = c.finish();
+    const reason = c.finish(this.later);
+    if (reason !== WAITING) this.outcome(c, reason);
+  }
+  outcome(c, reason) {
     if (reason) this.result.bad.push({ entry: this.label(c), reason });
     else this.result.restored.push(c.wanted);
   }
@@ -3179,18 +3292,18 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs10.openSync(file, "r");
+  const fd = fs11.openSync(file, "r");
   try {
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs10.readSync(fd, buf, 0, buf.length, null);
+      const n = fs11.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs10.closeSync(fd);
+    fs11.closeSync(fd);
   }
 }
 async function readPack(read) {
@@ -3245,12 +3358,12 @@ async function readPack(read) {
 }
 
 // src/pack/write/pack-builder.ts
-import fs13 from "node:fs";
+import fs14 from "node:fs";
 
 // src/pack/write/entry-source.ts
-import fs11 from "node:fs";
+import fs12 from "node:fs";
 import os2 from "node:os";
-import path9 from "node:path";
+import path10 from "node:path";
 function openEntry(kind, root, entry) {
   const opened = [];
   try {
@@ -3267,7 +3380,7 @@ function openEntry(kind, root, entry) {
         continue;
       }
       const fd = openUnseen(p2);
-      opened.push({ rel: f2.rel, size: fs11.fstatSync(fd).size, data: null, fd });
+      opened.push({ rel: f2.rel, size: fs12.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch (e2) {
@@ -3277,18 +3390,18 @@ function openEntry(kind, root, entry) {
   }
 }
 function normalizedFile(kind, root, entry, rel, raw) {
-  const dir = fs11.mkdtempSync(path9.join(os2.tmpdir(), "kcache-stored-"));
+  const dir = fs12.mkdtempSync(path10.join(os2.tmpdir(), "kcache-stored-"));
   try {
-    const out = path9.join(dir, "stored");
+    const out = path10.join(dir, "stored");
     const size = kind.normalizeInto?.(root, entry.name, rel, raw, out) ?? null;
-    return size === null ? null : { rel, size, data: null, fd: fs11.openSync(out, "r") };
+    return size === null ? null : { rel, size, data: null, fd: fs12.openSync(out, "r") };
   } finally {
-    fs11.rmSync(dir, { recursive: true, force: true });
+    fs12.rmSync(dir, { recursive: true, force: true });
   }
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs11.closeSync(f2.fd);
+    if (f2.fd !== null) fs12.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -5230,7 +5343,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs12 = /* @__PURE__ */ Symbol("ondrain");
+var fs13 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -5264,8 +5377,8 @@ var wt = class extends A {
       if ((t2.gzip ? 1 : 0) + (t2.brotli ? 1 : 0) + (t2.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t2.gzip && (typeof t2.gzip != "object" && (t2.gzip = {}), this.portable && (t2.gzip.portable = true), this.zip = new ze(t2.gzip)), t2.brotli && (typeof t2.brotli != "object" && (t2.brotli = {}), this.zip = new We(t2.brotli)), t2.zstd && (typeof t2.zstd != "object" && (t2.zstd = {}), this.zip = new Ye(t2.zstd)), !this.zip) throw new Error("impossible");
       let e2 = this.zip;
-      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs12]()), this.on("resume", () => e2.resume());
-    } else this.on("drain", this[fs12]);
+      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs13]()), this.on("resume", () => e2.resume());
+    } else this.on("drain", this[fs13]);
     this.noDirRecurse = !!t2.noDirRecurse, this.follow = !!t2.follow, this.noMtime = !!t2.noMtime, t2.mtime && (this.mtime = t2.mtime), this.filter = typeof t2.filter == "function" ? t2.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t2.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t2) {
@@ -5378,7 +5491,7 @@ var wt = class extends A {
       this.emit("error", e2);
     }
   }
-  [fs12]() {
+  [fs13]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t2) {
@@ -6342,14 +6455,14 @@ function* buildPack(inputs, kindOf, compressor, result) {
           let pos = 0;
           while (pos < f2.size) {
             const want = Math.min(BATCH - fill2, f2.size - pos);
-            const n = fs13.readSync(f2.fd, batch, fill2, want, pos);
+            const n = fs14.readSync(f2.fd, batch, fill2, want, pos);
             if (n === 0) throw new Error(`${input.entry.name}/${f2.rel} shrank while being packed`);
             digest.update(batch.subarray(fill2, fill2 + n));
             fill2 += n;
             pos += n;
             if (fill2 === BATCH) yield* flush();
           }
-          fs13.closeSync(f2.fd);
+          fs14.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);
