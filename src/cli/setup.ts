@@ -43,7 +43,12 @@ export function durationOption(text: string, flag: string): number {
 /** The caches this command line names (kcache.yml's, or --path's), without probing the stack. */
 export async function commandCaches(o: GlobalOptions): Promise<{ caches: CacheFolder[]; log: Log }> {
   const log = createLog({ verbose: o.verbose, quiet: o.quiet });
-  const { config } = await jobConfig({ configFile: o.config, overrides: overridesFrom(o), log });
+  const { config } = await jobConfig({
+    configFile: o.config,
+    overrides: overridesFrom(o),
+    log,
+    writesNoState: true,
+  });
   return { caches: config.caches, log };
 }
 
@@ -54,7 +59,13 @@ export async function commandCaches(o: GlobalOptions): Promise<{ caches: CacheFo
  */
 export async function commandBasics(o: GlobalOptions): Promise<{ config: Config; log: Log }> {
   const log = createLog({ verbose: o.verbose, quiet: o.quiet });
-  const req = { configFile: o.config, overrides: overridesFrom(o), log, cachesUnused: true };
+  const req = {
+    configFile: o.config,
+    overrides: overridesFrom(o),
+    log,
+    cachesUnused: true,
+    writesNoState: true,
+  };
   return { config: (await jobConfig(req)).config, log };
 }
 

@@ -1,4 +1,5 @@
 import { parseDocument } from "yaml";
+import * as z from "zod";
 import { ConfigError } from "../errors.js";
 import { formatIssues } from "./config-issues.js";
 import { type Config, configFile, configText, defaultRawConfig, resolveParsed } from "./resolve.js";
@@ -53,6 +54,8 @@ function readYaml(text: string, file: string): unknown {
 }
 
 function validate(raw: unknown, source: string): ParsedConfig {
+  // One parse per command: zod's generated fast path would cost more to build than it saves.
+  z.config({ jitless: true });
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw new ConfigError(formatIssues(source, parsed.error.issues, configSchema));
   return parsed.data;

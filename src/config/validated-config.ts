@@ -20,13 +20,15 @@ export async function validatedConfig(
   file: string | undefined,
   text: string | null,
   env: NodeJS.ProcessEnv,
+  opts: { keep?: boolean } = {},
 ): Promise<ParsedConfig> {
   const kept = keptFile(file, text, env);
   const found = kept ? readKept(kept) : null;
   if (found) return found;
   const { parseConfig } = await import("./load.js");
   const parsed = parseConfig(text, file ?? "(defaults)");
-  if (kept) keep(kept, parsed);
+  // Commands that write nothing on this machine (ls, prune, ...) use a kept answer but keep none.
+  if (kept && opts.keep !== false) keep(kept, parsed);
   return parsed;
 }
 

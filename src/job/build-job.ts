@@ -50,6 +50,11 @@ export interface JobRequest {
   overrides?: JobOverrides;
   /** The command touches no cache folder: caches whose path cannot be expanded here are left out. */
   cachesUnused?: boolean;
+  /**
+   * The command writes nothing on this machine but what it is asked to (ls, inspect, stats, prune,
+   * trim, workflow, stack): kcache.yml's validation is not kept in the state folder.
+   */
+  writesNoState?: boolean;
   log: Log;
   env?: NodeJS.ProcessEnv;
   cwd?: string;
@@ -77,7 +82,7 @@ export async function jobConfig(req: JobRequest): Promise<{ config: Config; prof
   const env = req.env ?? hostEnvironment();
   const cwd = req.cwd ?? process.cwd();
   const o = req.overrides ?? {};
-  let config = req.config ?? (await loadJobConfig(req.configFile, env, cwd, o.store, req.cachesUnused));
+  let config = req.config ?? (await loadJobConfig(req, env, cwd, o.store));
   if (req.config && o.store !== undefined)
     config = { ...config, store: storeFromText(o.store, "store", env, cwd) };
   let profile: Job["profile"] = null;
@@ -95,15 +100,15 @@ export async function jobConfig(req: JobRequest): Promise<{ config: Config; prof
 
 /** kcache.yml (or the defaults) as validated before, else validated now (config/validated-config.ts). */
 async function loadJobConfig(
-  file: string | undefined,
+  req: JobRequest,
   env: NodeJS.ProcessEnv,
   cwd: string,
   store: string | undefined,
-  cachesUnused: boolean | undefined,
 ): Promise<Config> {
-  const found = configFile({ file, cwd, env });
-  const parsed = await validatedConfig(found, found ? configText(found) : null, env);
-  return resolveParsed(parsed, found ?? "(defaults)", env, cwd, { store, cachesUnused });
+  const found = configFile({ file: req.configFile, cwd, env });
+  const text = found ? configText(found) : null;
+  const parsed = await validatedConfig(found, text, env, { keep: req.writesNoState !== true });
+  return resolveParsed(parsed, found ?? "(defaults)", env, cwd, { store, cachesUnused: req.cachesUnused });
 }
 
 /**

@@ -55,6 +55,10 @@ describe("kcache.yml validated once per text (config/validated-config.ts)", () =
     const cfg = path.join(repo, "kcache.yml");
     const env = { PATH: process.env.PATH, HOME: repo, KCACHE_STATE_DIR: state };
     fs.writeFileSync(cfg, VALID);
+    // A command that only reads (ls, prune, stats...) keeps nothing on this machine.
+    const listed = await runCli(["ls", "--store", path.join(repo, "store")], { env, cwd: repo });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(fs.existsSync(path.join(state, "config"))).toBe(false);
     const ok = await runCli(["key", "--revision", "a".repeat(40)], { env, cwd: repo });
     expect(ok.code, ok.stderr).toBe(0);
     fs.writeFileSync(cfg, VALID.replace("max-chain: 4", "max-chain: many"));
