@@ -51,9 +51,13 @@ function keptFile(file: string | undefined, text: string | null, env: NodeJS.Pro
   }
 }
 
+/** A kept answer, or null where there is none or it is not one kcache wrote whole (then validated again). */
 function readKept(file: string): ParsedConfig | null {
   try {
-    return JSON.parse(fs.readFileSync(file, "utf8")) as ParsedConfig;
+    const kept = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<ParsedConfig> | null;
+    return kept && Array.isArray(kept.caches) && kept.key && kept.save && kept.stack && kept.profiles
+      ? (kept as ParsedConfig)
+      : null;
   } catch {
     return null;
   }

@@ -47,6 +47,8 @@ describe("kcache.yml validated once per text (config/validated-config.ts)", () =
     // A damaged kept answer is never used: validated again.
     fs.writeFileSync(keptFile, "{ not json");
     expect(await validatedConfig(file, VALID, env)).toEqual(first);
+    fs.writeFileSync(keptFile, "{}");
+    expect(await validatedConfig(file, VALID, env)).toEqual(first);
   });
 
   it("never keeps an invalid file: each command names the file, the field and the fix", async () => {
