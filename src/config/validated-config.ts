@@ -1,9 +1,9 @@
-import { createHash, randomBytes } from "node:crypto";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { stateDir } from "../state-dir.js";
+import { keepAnswer, readKept, stateDir } from "../state-dir.js";
 import { VERSION } from "../version.js";
 import type { ParsedConfig } from "./schema.js";
 
@@ -23,7 +23,7 @@ export async function validatedConfig(
   opts: { keep?: boolean } = {},
 ): Promise<ParsedConfig> {
   const kept = keptFile(file, text, env);
-  const found = kept ? readKept(kept) : null;
+  const found = kept ? keptConfig(kept) : null;
   if (found) return found;
   const { parseConfig } = await import("./load.js");
   const parsed = parseConfig(text, file ?? "(defaults)");
@@ -52,29 +52,17 @@ function keptFile(file: string | undefined, text: string | null, env: NodeJS.Pro
 }
 
 /** A kept answer, or null where there is none or it is not one kcache wrote whole (then validated again). */
-function readKept(file: string): ParsedConfig | null {
-  try {
-    const kept = JSON.parse(fs.readFileSync(file, "utf8")) as Partial<ParsedConfig> | null;
-    return kept && Array.isArray(kept.caches) && kept.key && kept.save && kept.stack && kept.profiles
-      ? (kept as ParsedConfig)
-      : null;
-  } catch {
-    return null;
-  }
+function keptConfig(file: string): ParsedConfig | null {
+  const kept = readKept(file) as Partial<ParsedConfig> | null | undefined;
+  return kept && Array.isArray(kept.caches) && kept.key && kept.save && kept.stack && kept.profiles
+    ? (kept as ParsedConfig)
+    : null;
 }
 
 /** Kept only when JSON gives back exactly what the schema gave (a plain object): else validated each time. */
 function keep(file: string, parsed: ParsedConfig): void {
-  try {
-    const text = JSON.stringify(parsed);
-    if (!isDeepStrictEqual(JSON.parse(text), withoutUndefined(parsed))) return;
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-    fs.writeFileSync(tmp, text);
-    fs.renameSync(tmp, file);
-  } catch {
-    // Kept only to save time: the next command validates again.
-  }
+  if (isDeepStrictEqual(JSON.parse(JSON.stringify(parsed)), withoutUndefined(parsed)))
+    keepAnswer(file, parsed);
 }
 
 /** The value as JSON keeps it: object fields that are undefined are left out. */

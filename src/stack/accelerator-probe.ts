@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { stateDir } from "../state-dir.js";
+import { keepAnswer, readKept, stateDir } from "../state-dir.js";
 import { findOnPath } from "./python-probe.js";
 
 export interface AcceleratorFacts {
@@ -137,7 +137,7 @@ async function nvidiaComputeCapabilities(env: NodeJS.ProcessEnv, seen?: string):
   const smi = findOnPath("nvidia-smi", env);
   if (!smi) return null;
   const cache = seen === undefined ? null : capabilityCache(env, smi, seen);
-  const kept = cache ? readKept(cache) : undefined;
+  const kept = cache ? keptCapabilities(cache) : undefined;
   if (kept !== undefined) return kept;
   const out = await runTool(smi, ["--query-gpu=compute_cap", "--format=csv,noheader"], env);
   const found = (out ?? "")
@@ -146,7 +146,7 @@ async function nvidiaComputeCapabilities(env: NodeJS.ProcessEnv, seen?: string):
     .filter((l) => /^\d+\.\d+$/.test(l));
   const caps = found.length ? [...new Set(found)].sort() : null;
   // Only an answer is kept: a failed run (a busy or resetting GPU) is asked again next time.
-  if (cache && caps) keep(cache, caps);
+  if (cache && caps) keepAnswer(cache, caps);
   return caps;
 }
 
@@ -160,28 +160,14 @@ function capabilityCache(env: NodeJS.ProcessEnv, smi: string, seen: string): str
   return path.join(stateDir(env), "accelerator-probe", `${id}.json`);
 }
 
-function readKept(file: string): string[] | undefined {
-  try {
-    const caps = JSON.parse(fs.readFileSync(file, "utf8")) as unknown;
-    return Array.isArray(caps) &&
-      caps.length > 0 &&
-      caps.every((c) => typeof c === "string" && /^\d+\.\d+$/.test(c))
-      ? caps
-      : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function keep(file: string, caps: string[]): void {
-  try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(caps));
-    fs.renameSync(tmp, file);
-  } catch {
-    // Kept only to save time: without it the next command asks nvidia-smi again.
-  }
+/** The kept capabilities, where they are a non-empty list of "9.0"s; else undefined (asked again). */
+function keptCapabilities(file: string): string[] | undefined {
+  const caps = readKept(file);
+  return Array.isArray(caps) &&
+    caps.length > 0 &&
+    caps.every((c) => typeof c === "string" && /^\d+\.\d+$/.test(c))
+    ? caps
+    : undefined;
 }
 
 /**

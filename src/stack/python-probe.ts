@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { stateDir } from "../state-dir.js";
+import { keepAnswer, readKept, stateDir } from "../state-dir.js";
 
 /**
  * What the interpreter reports about itself and its installed packages. The script reads dist-info
@@ -170,7 +170,7 @@ export function probePython(python: string, env: NodeJS.ProcessEnv): Promise<Pyt
     p = cached
       ? Promise.resolve(cached)
       : runProbe(python, env).then((facts) => {
-          if (cache) writeCached(cache.file, cache.id, facts);
+          if (cache) keepAnswer(cache.file, { id: cache.id, facts });
           return facts;
         });
     p.catch(() => {});
@@ -207,29 +207,14 @@ export function findOnPath(cmd: string, env: NodeJS.ProcessEnv): string | null {
 }
 
 function readCached(file: string, id: string): PythonFacts | null {
-  try {
-    const saved = JSON.parse(fs.readFileSync(file, "utf8")) as { id: string; facts: PythonFacts };
-    const from = saved.facts.readFrom;
-    if (saved.id !== id || !from || Object.keys(from).length === 0) return null;
-    for (const [p, mtime] of Object.entries(from)) {
-      const st = fs.statSync(p, { bigint: true, throwIfNoEntry: false });
-      if ((st ? Number(st.mtimeNs) : -1) !== mtime) return null;
-    }
-    return saved.facts;
-  } catch {
-    return null;
+  const saved = readKept(file) as { id?: string; facts?: PythonFacts } | undefined;
+  const from = saved?.facts?.readFrom;
+  if (saved?.id !== id || !from || Object.keys(from).length === 0) return null;
+  for (const [p, mtime] of Object.entries(from)) {
+    const st = fs.statSync(p, { bigint: true, throwIfNoEntry: false });
+    if ((st ? Number(st.mtimeNs) : -1) !== mtime) return null;
   }
-}
-
-function writeCached(file: string, id: string, facts: PythonFacts): void {
-  try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ id, facts }));
-    fs.renameSync(tmp, file);
-  } catch {
-    // A cache of the probe only saves time: without one the next command probes again.
-  }
+  return saved.facts as PythonFacts;
 }
 
 function runProbe(python: string, env: NodeJS.ProcessEnv): Promise<PythonFacts> {
