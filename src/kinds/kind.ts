@@ -1,4 +1,5 @@
 import path from "node:path";
+import type { PickleRewrite } from "./pickle-rewriter.js";
 
 /** One file of a cache entry as found on disk. */
 export interface EntryFile {
@@ -70,8 +71,6 @@ export interface CacheFolder {
  * A cache kind says what an entry is in one kind of cache directory: how to find entries, when one is
  * complete, and how its bytes differ between where it was saved and where it is restored.
  */
-import type { PickleRewrite } from "./pickle-rewriter.js";
-
 export interface CacheKind {
   readonly kind: CacheKindName;
   /** An entry is a top-level folder of files (`<cache>/<entry>/<file>` in a pack) or a single file (`<cache>/<path>`). */

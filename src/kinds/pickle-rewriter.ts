@@ -112,10 +112,14 @@ function rewritten(data: Buffer, args: [string, ...string[]], bound: number): Bu
   }
 }
 
-type Rewrite = { args: [string, ...string[]]; bound: number } | null;
+/** A rewrite of one pickle: the rewriter's arguments and the most it may write. */
+export interface PickleRewrite {
+  args: [string, ...string[]];
+  bound: number;
+}
 
 /** How a pickle is normalized: null when it names none of `roots` (kept as it is). */
-function normalizing(data: Buffer, roots: string[]): Rewrite {
+function normalizing(data: Buffer, roots: string[]): PickleRewrite | null {
   if (!namesAny(data, [...roots, MARK])) return null;
   if (data[0] !== 0x80) throw new RelocationError("names its cache folder but is not a pickle (protocol 2+)");
   const shortest = Math.min(MARK.length, ...roots.map((r) => Buffer.byteLength(r)));
@@ -125,8 +129,11 @@ function normalizing(data: Buffer, roots: string[]): Rewrite {
   };
 }
 
-/** How a stored pickle is relocated: null when it holds no placeholder (placed as it is). */
-function relocating(data: Buffer, root: string): Rewrite {
+/**
+ * How a stored pickle is relocated to `root` (by relocatePickle, or by runRewrites with others): null
+ * when it holds no placeholder (placed as it is).
+ */
+export function pickleRelocation(data: Buffer, root: string): PickleRewrite | null {
   if (!data.includes(MARK)) return null;
   if (data[0] !== 0x80)
     throw new RelocationError("holds kcache's placeholder but is not a pickle (protocol 2+)");
@@ -145,7 +152,7 @@ export function normalizePickle(data: Buffer, roots: string[]): Buffer {
 
 /** The stored pickle with `root` in place of the placeholder; as it is when it holds none. */
 export function relocatePickle(data: Buffer, root: string): Buffer {
-  const how = relocating(data, root);
+  const how = pickleRelocation(data, root);
   return how ? rewritten(data, how.args, how.bound) : data;
 }
 
@@ -153,17 +160,6 @@ export function relocatePickle(data: Buffer, root: string): Buffer {
 export function normalizePickleInto(data: Buffer, roots: string[], out: string): number | null {
   const how = normalizing(data, roots);
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
-}
-
-/** A rewrite to run later with others (runRewrites): the rewriter's arguments and the most it may write. */
-export interface PickleRewrite {
-  args: [string, ...string[]];
-  bound: number;
-}
-
-/** How the stored pickle is relocated to `root` by runRewrites; null when it is placed as it is. */
-export function pickleRelocation(data: Buffer, root: string): PickleRewrite | null {
-  return relocating(data, root);
 }
 
 /**

@@ -21,3 +21,13 @@ export function writeFullySync(fd: number, data: Buffer, file: string): void {
     off += n;
   }
 }
+
+/** Creates `file` (it must not exist) holding every byte of `data`. */
+export function writeNewFileSync(file: string, data: Buffer): void {
+  const fd = fs.openSync(file, "wx");
+  try {
+    writeFullySync(fd, data, file);
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { type PickleRewrite, runRewrites } from "../../kinds/pickle-rewriter.js";
-import { writeFullySync } from "./checked-write.js";
+import { writeNewFileSync } from "./checked-write.js";
 
 /** What StagedEntry.finish says of an entry whose files wait for their rewrites. */
 export const WAITING = Symbol("waiting for its rewrites");
@@ -33,12 +33,7 @@ export class DeferredRewrites<E extends Waiting> {
   /** Queues `stored` to be rewritten into `out`: written to a file beside the entry's staging place. */
   add(entry: E, rel: string, how: PickleRewrite, stored: Buffer, out: string): void {
     const input = path.join(entry.target.staging, `stored-${randomBytes(8).toString("hex")}`);
-    const fd = fs.openSync(input, "wx");
-    try {
-      writeFullySync(fd, stored, input);
-    } finally {
-      fs.closeSync(fd);
-    }
+    writeNewFileSync(input, stored);
     this.jobs.push({ ...how, entry, rel, input, out });
   }
 

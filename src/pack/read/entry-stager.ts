@@ -4,7 +4,7 @@ import path from "node:path";
 import { NOT_RELOCATABLE, RelocationError } from "../../kinds/pickle-rewriter.js";
 import { EntryDigest } from "../entry-digest.js";
 import type { RestoreTarget, WantedEntry } from "../pack-request.js";
-import { writeFullySync } from "./checked-write.js";
+import { writeFullySync, writeNewFileSync } from "./checked-write.js";
 import { type DeferredRewrites, WAITING } from "./deferred-rewrites.js";
 import { ensureRealDirs } from "./real-dirs.js";
 import type { MemberSink } from "./tar-reader.js";
@@ -136,12 +136,7 @@ export class StagedEntry {
           else {
             const data = kind.relocate(root, this.entryName, h.rel, stored);
             this.written.set(h.rel, data.length);
-            const fd = fs.openSync(dest, "wx");
-            try {
-              writeFullySync(fd, data, dest);
-            } finally {
-              fs.closeSync(fd);
-            }
+            writeNewFileSync(dest, data);
           }
         }
       } catch (e) {
