@@ -50,7 +50,7 @@ function refSchemas() {
       .optional(),
   });
 
-  return { sha256, packRefSchema, entryRefSchema };
+  return { packRefSchema, entryRefSchema };
 }
 
 function recordSchemas() {
@@ -83,10 +83,7 @@ function recordSchemas() {
     .object({
       generation: z.number().int().nonnegative(),
       revision: z.string().max(200),
-      at: z
-        .string()
-        .max(64)
-        .refine((v) => !Number.isNaN(Date.parse(v)), { message: "not a date" }),
+      at: isoTime,
     })
     .strict();
 
@@ -127,10 +124,12 @@ function buildSchemas() {
  */
 let schemas: ReturnType<typeof buildSchemas> | undefined;
 const manifestSchemas = () => {
-  // A command parses one manifest or a few: zod's generated fast path costs more to build than it
-  // saves (a 220-entry manifest's first parse: ~20 ms jitless, ~40 ms with it).
-  z.config({ jitless: true });
-  schemas ??= buildSchemas();
+  if (!schemas) {
+    // A command parses one manifest or a few: zod's generated fast path costs more to build than it
+    // saves (a 220-entry manifest's first parse: ~20 ms jitless, ~40 ms with it).
+    z.config({ jitless: true });
+    schemas = buildSchemas();
+  }
   return schemas;
 };
 type Schemas = ReturnType<typeof buildSchemas>;
