@@ -260,13 +260,12 @@ def rewriter(mode, roots):
     return None
 
 
-def rewrite_file(data, how, out_file):
-    """Rewrites one pickle into out_file; exit 3's message when it cannot be rewritten exactly."""
-    with open(out_file, "wb") as out:
-        try:
-            rewrite(data, how, out.write)
-        except Exception as e:  # not a pickle, truncated, an opcode this does not know, or not exact
-            return "not a pickle kcache can rewrite: %s" % (e,)
+def refusal(data, how, write):
+    """Rewrites one pickle to `write`: None, or exit 3's message where it cannot be rewritten exactly."""
+    try:
+        rewrite(data, how, write)
+    except Exception as e:  # not a pickle, truncated, an opcode this does not know, or not exact
+        return "not a pickle kcache can rewrite: %s" % (e,)
     return None
 
 
@@ -285,7 +284,8 @@ def batch():
         else:
             with open(job["in"], "rb") as f:
                 data = f.read()
-            error = rewrite_file(data, how, job["out"])
+            with open(job["out"], "wb") as out:
+                error = refusal(data, how, out.write)
             data = None
             result = {"error": error, "exit": 3} if error else {"size": os.stat(job["out"]).st_size}
         sys.stdout.write(json.dumps(result) + "\n")
@@ -306,10 +306,9 @@ def main():
         sys.exit(2)
     data = sys.stdin.buffer.read()
     out = open(out_file, "wb") if out_file else sys.stdout.buffer
-    try:
-        rewrite(data, how, out.write)
-    except Exception as e:  # not a pickle, truncated, an opcode this does not know, or not exact
-        sys.stderr.write("not a pickle kcache can rewrite: %s\n" % (e,))
+    error = refusal(data, how, out.write)
+    if error:
+        sys.stderr.write(error + "\n")
         sys.exit(3)
     out.flush()
 
