@@ -53,6 +53,11 @@ export function median(xs: number[]): number {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 }
 
+/** The median of per-round ratios a[i] / b[i]: rounds interleaved, so each ratio compares like with like. */
+export function medianRatio(a: number[], b: number[]): number {
+  return median(a.map((v, i) => v / (b[i] as number)));
+}
+
 /** The machine a table was measured on, in one line. */
 export function machineLine(): string {
   const cpu = os.cpus()[0]?.model.trim() ?? "unknown CPU";

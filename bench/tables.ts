@@ -4,7 +4,7 @@
  * a test checks that BENCHMARKS.md still says what its raw files say.
  */
 import { fmtMB, fmtSeconds } from "./generated-caches.js";
-import { median } from "./measure.js";
+import { median, medianRatio } from "./measure.js";
 
 /** One operation on one cache size, kcache and tar+zstd back to back in each round. */
 export interface StoreRow {
@@ -99,7 +99,7 @@ export function speedTable(raw: SpeedRaw): string[] {
     ] as const) {
       const k = pair.kcache.map((r) => r.s);
       const t = pair.tar.map((r) => r.s);
-      const ratio = median(k.map((v, i) => v / (t[i] as number)));
+      const ratio = medianRatio(k, t);
       lines.push(
         `| ${label} | ${op} (vs ${ref}) | ${fmtSeconds(median(k))} (${fmtSeconds(Math.min(...k))}–${fmtSeconds(Math.max(...k))}) | ${fmtSeconds(median(t))} | ${ratio.toFixed(2)}x | ${goal} | ${mb(median(pair.kcache.map((r) => r.rss)))} | ${mb(median(pair.tar.map((r) => r.rss)))} |`,
       );
@@ -149,9 +149,8 @@ export function issue35Table(raw: SpeedRaw): string[] {
     "| measure | kcache | reference | kcache / reference | goal | met |",
     "|---|---:|---:|---:|---:|---|",
   ];
-  const ratio = (k: number[], r: number[]) => median(k.map((v, i) => v / (r[i] as number)));
   const row = (what: string, k: number[], r: number[], goal: number, refName: string) => {
-    const x = ratio(k, r);
+    const x = medianRatio(k, r);
     lines.push(
       `| ${what} | ${fmtSeconds(median(k))} | ${fmtSeconds(median(r))} (${refName}) | ${x.toFixed(2)}x | ≤ ${goal.toFixed(1)}x | ${x <= goal ? "yes" : "no"} |`,
     );
@@ -172,7 +171,7 @@ export function issue35Table(raw: SpeedRaw): string[] {
     } else {
       const k = median(s(z.restore.kcache));
       lines.push(
-        `| restore, ${label} | ${fmtSeconds(k)} | ${fmtSeconds(median(s(z.restore.tar)))} (zstd -d \\| tar -x) | ${ratio(s(z.restore.kcache), s(z.restore.tar)).toFixed(2)}x | ≤ 0.25 s | ${k <= 0.25 ? "yes" : "no"} |`,
+        `| restore, ${label} | ${fmtSeconds(k)} | ${fmtSeconds(median(s(z.restore.tar)))} (zstd -d \\| tar -x) | ${medianRatio(s(z.restore.kcache), s(z.restore.tar)).toFixed(2)}x | ≤ 0.25 s | ${k <= 0.25 ? "yes" : "no"} |`,
       );
     }
     for (const op of ["restore", "save"] as const) {
@@ -200,7 +199,7 @@ export function fixedBeforeAfter(before: SpeedRaw, after: SpeedRaw): string[] {
   const a = fixed(after);
   if (!b || !a) return [];
   const cell = (f: NonNullable<SpeedRaw["sizes"][number]["fixed"]>, xs: number[]) =>
-    `${fmtSeconds(median(xs))} (${median(xs.map((v, i) => v / (f.node[i] as number))).toFixed(2)}x)`;
+    `${fmtSeconds(median(xs))} (${medianRatio(xs, f.node).toFixed(2)}x)`;
   const lines = [
     "| command | before: kcache (x node -e 0) | after: kcache (x node -e 0) |",
     "|---|---:|---:|",
@@ -549,7 +548,7 @@ export function threadsBySizeTable(before: SpeedRaw, after: SpeedRaw): string[] 
       const cell = (z: SpeedRaw["sizes"][number]) => {
         const k = z[op].kcache.map((r) => r.s);
         const t = z[op].tar.map((r) => r.s);
-        const ratio = median(k.map((v, i) => v / (t[i] as number)));
+        const ratio = medianRatio(k, t);
         return `${fmtSeconds(median(k))} (${ratio.toFixed(2)}x) | ${mb(median(z[op].kcache.map((r) => r.rss)))}`;
       };
       lines.push(
