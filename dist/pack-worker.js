@@ -1630,7 +1630,7 @@ function normalizing(data, roots) {
     bound: outputBound(data.length, shortest, ROOT_PLACEHOLDER.length)
   };
 }
-function relocating(data, root) {
+function pickleRelocation(data, root) {
   if (!data.includes(MARK)) return null;
   if (data[0] !== 128)
     throw new RelocationError("holds kcache's placeholder but is not a pickle (protocol 2+)");
@@ -1645,15 +1645,12 @@ function normalizePickle(data, roots) {
   return how ? rewritten(data, how.args, how.bound) : data;
 }
 function relocatePickle(data, root) {
-  const how = relocating(data, root);
+  const how = pickleRelocation(data, root);
   return how ? rewritten(data, how.args, how.bound) : data;
 }
 function normalizePickleInto(data, roots, out) {
   const how = normalizing(data, roots);
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
-}
-function pickleRelocation(data, root) {
-  return relocating(data, root);
 }
 function runRewrites(jobs) {
   if (jobs.length === 0) return [];
@@ -2632,6 +2629,14 @@ function writeFullySync(fd, data, file) {
     off += n;
   }
 }
+function writeNewFileSync(file, data) {
+  const fd = fs7.openSync(file, "wx");
+  try {
+    writeFullySync(fd, data, file);
+  } finally {
+    fs7.closeSync(fd);
+  }
+}
 
 // src/pack/read/deferred-rewrites.ts
 var WAITING = /* @__PURE__ */ Symbol("waiting for its rewrites");
@@ -2640,12 +2645,7 @@ var DeferredRewrites = class {
   /** Queues `stored` to be rewritten into `out`: written to a file beside the entry's staging place. */
   add(entry, rel, how, stored, out) {
     const input = path7.join(entry.target.staging, `stored-${randomBytes(8).toString("hex")}`);
-    const fd = fs8.openSync(input, "wx");
-    try {
-      writeFullySync(fd, stored, input);
-    } finally {
-      fs8.closeSync(fd);
-    }
+    writeNewFileSync(input, stored);
     this.jobs.push({ ...how, entry, rel, input, out });
   }
   /** Whether `entry` has rewrites queued. */
@@ -2841,12 +2841,7 @@ var StagedEntry = class {
           else {
             const data = kind.relocate(root, this.entryName, h.rel, stored);
             this.written.set(h.rel, data.length);
-            const fd = fs10.openSync(dest, "wx");
-            try {
-              writeFullySync(fd, data, dest);
-            } finally {
-              fs10.closeSync(fd);
-            }
+            writeNewFileSync(dest, data);
           }
         }
       } catch (e2) {
