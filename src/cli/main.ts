@@ -30,6 +30,11 @@ export async function main(argv: string[]): Promise<void> {
       );
     if (opts.revision)
       cmd.option("--revision <rev>", "revision for the key (default: $GITHUB_SHA, then git HEAD)");
+    if (opts.revision)
+      cmd.option(
+        "--scope <scope>",
+        "declare this build's scope where its CI cannot say (kcache.yml's key.scope): default-branch (this runner builds only the default branch), branch/<name>, tag/<name>, pr/<n>; refused where the CI's facts say otherwise (docs/other-ci.md)",
+      );
     if (opts.store || opts.overrides)
       cmd.option("--store <store>", "the store, replacing kcache.yml's: a folder, s3://bucket/prefix or gha");
     // The action's inputs of the same names; see docs/github-actions.md.

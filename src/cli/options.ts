@@ -7,6 +7,8 @@ export interface GlobalOptions {
   verbose?: boolean;
   quiet?: boolean;
   revision?: string;
+  /** This build's declared scope (restore, save, key, run): kcache.yml's key.scope. */
+  scope?: string;
   /** Overrides of kcache.yml (the action's inputs of the same names): see job/build-job.ts. */
   store?: string;
   path?: string[];

@@ -18,6 +18,7 @@ export function overridesFrom(o: GlobalOptions, profile?: string): JobOverrides 
     restoreKeys: o.restoreKey,
     profile,
     revision: o.revision,
+    scope: o.scope,
     strict: Strictness.parse(o.strict),
     isolate: o.isolate,
     trustLocal: o.trustLocal,
@@ -61,7 +62,8 @@ export async function commandBasics(o: GlobalOptions): Promise<{ config: Config;
   const log = createLog({ verbose: o.verbose, quiet: o.quiet });
   const req = {
     configFile: o.config,
-    overrides: overridesFrom(o),
+    // Their --scope (inspect, ls) chooses what to show; it declares nothing.
+    overrides: overridesFrom({ ...o, scope: undefined }),
     log,
     cachesUnused: true,
     writesNoState: true,

@@ -14,3 +14,16 @@ export function keyPartProblem(s: string): string | null {
     return `is too long: at most ${MAX_PREFIX_BYTES} bytes once percent-encoded, so that <prefix>-<stack>-<revision> fits a store's 255-byte names; shorten it`;
   return null;
 }
+
+/** key.scope's (and --scope's) word for "this runner builds only the default branch" (keys/scope.ts). */
+export const DEFAULT_BRANCH_ONLY = "default-branch";
+
+/** Why a declared scope (key.scope, --scope) is not one kcache can write; null when it is. */
+export function scopeProblem(scope: string): string | null {
+  if (scope === DEFAULT_BRANCH_ONLY) return null;
+  const m = /^(branch|tag|pr|untrusted)\/(.+)$/.exec(scope);
+  const bad = !m?.[2] || /[\s,]|\.\.|\/\/|\/$/.test(m[2]) || [...scope].some((c) => c.charCodeAt(0) < 0x20);
+  if (bad || scope.length > 200)
+    return `is not a scope: write ${DEFAULT_BRANCH_ONLY} (this runner builds only the default branch), branch/<name>, tag/<name>, pr/<number> or untrusted/<name>`;
+  return null;
+}

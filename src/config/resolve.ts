@@ -22,7 +22,13 @@ export interface Config {
   source: string;
   caches: CacheConfig[];
   store: StoreConfig;
-  key: { prefix: string; restorePrefixes: string[]; defaultBranch: string | undefined };
+  key: {
+    prefix: string;
+    restorePrefixes: string[];
+    defaultBranch: string | undefined;
+    /** A declared scope (key.scope, or --scope over it) and where it was declared. */
+    scope?: { scope: string; source: string };
+  };
   save: {
     maxChain: number;
     maxDeadShare: number;
@@ -141,6 +147,9 @@ export function resolveParsed(
       prefix: cfg.key.prefix,
       restorePrefixes: cfg.key["restore-prefixes"],
       defaultBranch: cfg.key["default-branch"],
+      ...(cfg.key.scope !== undefined
+        ? { scope: { scope: cfg.key.scope, source: `${source}: key.scope` } }
+        : {}),
     },
     save: {
       maxChain: cfg.save["max-chain"],
@@ -160,7 +169,7 @@ export function resolveParsed(
 }
 
 /** The variable that points a job at a cache of each kind, unless the cache names its own. */
-const DEFAULT_ENV: Partial<Record<string, string>> = {
+export const DEFAULT_ENV: Partial<Record<string, string>> = {
   triton: "TRITON_CACHE_DIR",
   inductor: "TORCHINDUCTOR_CACHE_DIR",
 };

@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 import { parseDuration, parseSize } from "./durations.js";
-import { keyPartProblem } from "./key-part.js";
+import { keyPartProblem, scopeProblem } from "./key-part.js";
 import { profileSchema } from "./profile-schema.js";
 
 /** A cache prefix or restore prefix (and the action's key input): key-part.ts's rules. */
@@ -98,6 +98,17 @@ export const keySchema = z
     prefix: keyPart.default("kcache"),
     "restore-prefixes": z.array(keyPart).default([]),
     "default-branch": z.string().min(1).optional(),
+    /**
+     * This build's scope, declared where its CI cannot say (docs/other-ci.md): taken only where no
+     * fact contradicts it (keys/scope.ts).
+     */
+    scope: z
+      .string()
+      .superRefine((s, ctx) => {
+        const problem = scopeProblem(s);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      })
+      .optional(),
   })
   .strict();
 

@@ -8,7 +8,8 @@ import { hostEnvironment, runtimeSettings } from "../environment.js";
 import { ConfigError, StackMismatchError } from "../errors.js";
 import { primaryKey, stackPrefix } from "../keys/key.js";
 import { checkRevision, currentRevision } from "../keys/revision.js";
-import { scopePlan } from "../keys/scope.js";
+import { runIdentity } from "../keys/run-identity.js";
+import { type ScopePlan, ScopeRefusal, scopePlan } from "../keys/scope.js";
 import { usePickleInterpreter } from "../kinds/pickle-rewriter.js";
 import type { Log } from "../log.js";
 import { jobAnchorPid } from "../process/job-anchor.js";
@@ -79,13 +80,18 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
   const { config, log } = opts;
   const strict = opts.strict ?? Strictness.none;
   const stack = opts.stack ?? (await probeJobStack(config, log, env, strict));
+  const scopes = await jobScopes(config, env, cwd, log);
   let revision =
     opts.revision !== undefined ? checkRevision(opts.revision, "--revision") : currentRevision(env, cwd);
   if (revision !== null && revision !== "" && opts.revision === undefined) {
     revision = checkRevision(revision, env.GITHUB_SHA ? "$GITHUB_SHA" : "git HEAD");
   }
+  // Not a checkout: the commit the CI says it built (CI_COMMIT_SHA, BUILDKITE_COMMIT, GIT_COMMIT).
+  revision ||= scopes.identity.commit;
   if (!revision) {
-    log.warn("no revision: GITHUB_SHA is unset and this is not a git checkout; using revision 'none'");
+    log.warn(
+      "no revision: GITHUB_SHA is unset, this is not a git checkout and no CI names a commit; using revision 'none'",
+    );
     revision = "none";
   }
   const explicit = opts.key !== undefined ? resolvedKey(opts.key, stack.stackId, revision, log) : null;
@@ -112,7 +118,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
       log,
     }),
     revision,
-    scopes: scopePlan(env, cwd, config.key.defaultBranch),
+    scopes,
     key: primaryKey(prefix, keyStack, revision),
     stackKeyPrefix: stackPrefix(prefix, keyStack),
     stateFile: stateFile(
@@ -126,6 +132,33 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     runtime: runtimeSettings(env),
     progress: opts.progress,
   };
+}
+
+/**
+ * The scopes this build writes and reads, from what its CI says (keys/run-identity.ts) and the
+ * declared key.scope; one warning where the build cannot be placed, a ConfigError where the
+ * declaration contradicts the facts.
+ */
+export async function jobScopes(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  log: Log,
+): Promise<ScopePlan> {
+  const identity = await runIdentity(env, cwd);
+  let scopes: ScopePlan;
+  try {
+    scopes = scopePlan(identity, {
+      configuredDefault: config.key.defaultBranch,
+      declared: config.key.scope,
+      cwd,
+    });
+  } catch (e) {
+    if (e instanceof ScopeRefusal) throw new ConfigError(e.message);
+    throw e;
+  }
+  if (scopes.unplaced) log.warn(scopes.unplaced);
+  return scopes;
 }
 
 /**

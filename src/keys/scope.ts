@@ -1,72 +1,25 @@
-import fs from "node:fs";
+import type { RunIdentity } from "./ci-facts.js";
 import { fromRefs } from "./git-refs.js";
+import { resolveRevision } from "./revision.js";
+import { runIdentity } from "./run-identity.js";
 
 /**
  * Where a run may write and read. A pull request writes only its own scope; the default branch never
- * reads a pull request's scope, so a PR cannot poison what main restores.
+ * reads a pull request's scope, so a PR cannot poison what main restores. A build kcache cannot place
+ * writes a scope of its own (untrusted/...) and reads the default branch's.
  */
 export interface ScopePlan {
-  /** The scope this run saves into ("pr/123", "branch/main", "tag/v1", "untrusted/<event>-<run>"). */
+  /** The scope this run saves into ("pr/123", "branch/main", "tag/v1", "untrusted/<ci>-<build>"). */
   write: string;
   /** Scopes searched on restore, in order: own, then base branch, then default branch. */
   read: string[];
   defaultBranch: string;
-}
-
-/** Events whose run may execute a pull request's code, whatever GITHUB_REF says. */
-const PR_EVENTS = new Set([
-  "pull_request",
-  "pull_request_target",
-  "pull_request_review",
-  "pull_request_review_comment",
-]);
-
-/**
- * Events that only ever run the repository's own code at GITHUB_REF. Any event not listed here, or
- * listed but whose payload names a pull request, is treated like a pull request.
- */
-const TRUSTED_EVENTS = new Set([
-  "push",
-  "schedule",
-  "workflow_dispatch",
-  "repository_dispatch",
-  "release",
-  "create",
-  "delete",
-  "merge_group",
-  "deployment",
-  "deployment_status",
-  "page_build",
-  "registry_package",
-  "issues",
-  "issue_comment",
-  "discussion",
-  "discussion_comment",
-  "label",
-  "milestone",
-  "project",
-  "project_card",
-  "project_column",
-  "public",
-  "gollum",
-  "watch",
-  "fork",
-  "status",
-  "branch_protection_rule",
-  "check_run",
-  "check_suite",
-  "workflow_run",
-]);
-
-/** What the event payload says about pull requests. */
-interface EventFacts {
-  /** The pull request the run is about, when the payload names one. */
-  pr: number | null;
-  /** The run may execute code from a pull request (or a fork) even if no number is known. */
-  untrusted: boolean;
-  /** The pull request's base branch, when known. */
-  base: string | null;
-  defaultBranch: string | null;
+  /** What the CI said this build is, and the facts it was read from (`kcache key` shows them). */
+  identity: RunIdentity;
+  /** Why this build writes an untrusted scope, and how to declare it; null where it was placed. */
+  unplaced: string | null;
+  /** The scope was declared (key.scope or --scope) and the facts allowed it. */
+  declared: boolean;
 }
 
 /** The scope the default branch's runs write and everyone reads ("branch/main"). */
@@ -77,133 +30,150 @@ export function defaultBranchScope(defaultBranch: string): string {
 /**
  * Whether a scope's runs ran the repository's own code at a branch or tag (push, schedule,
  * workflow_dispatch): only those may evict entries they did not use. A pull request's, an
- * untrusted event's or another ref's scope never does.
+ * untrusted build's or another ref's scope never does.
  */
 export function isTrustedScope(scope: string): boolean {
   return scope.startsWith("branch/") || scope.startsWith("tag/");
 }
 
-/** Works out the scopes from GitHub's variables and event payload, or from git outside GitHub. */
-export function scopePlan(env: NodeJS.ProcessEnv, cwd: string, configuredDefault?: string): ScopePlan {
-  const facts = eventFacts(env);
-  const defaultBranch = configuredDefault ?? facts.defaultBranch ?? "main";
-  const def = defaultBranchScope(defaultBranch);
-  const uniq = (xs: string[]) => [...new Set(xs)];
+/**
+ * The value of key.scope / --scope that says "this runner builds only the default branch"
+ * (config/key-part.ts checks a declared scope's spelling when kcache.yml is loaded).
+ */
+export const DEFAULT_BRANCH_ONLY = "default-branch";
 
-  const ref = env.GITHUB_REF ?? "";
-  const event = env.GITHUB_EVENT_NAME ?? "";
-  if (env.GITHUB_ACTIONS === "true" || env.GITHUB_REF) {
-    const refPr = /^refs\/pull\/(\d+)\//.exec(ref)?.[1];
-    const pr = facts.pr ?? (refPr ? Number(refPr) : null);
-    const prLike =
-      pr !== null || facts.untrusted || PR_EVENTS.has(event) || (event !== "" && !TRUSTED_EVENTS.has(event));
-    if (prLike) {
-      const baseRef = env.GITHUB_BASE_REF || facts.base;
-      const base = baseRef ? `branch/${baseRef}` : def;
-      const own = pr !== null ? `pr/${pr}` : `untrusted/${event || "unknown"}-${env.GITHUB_RUN_ID || "run"}`;
-      return { write: own, read: uniq([own, base, def]), defaultBranch };
-    }
-    if (ref.startsWith("refs/heads/")) {
-      const own = `branch/${ref.slice("refs/heads/".length)}`;
-      return { write: own, read: uniq([own, def]), defaultBranch };
-    }
-    if (ref.startsWith("refs/tags/")) {
-      const own = `tag/${ref.slice("refs/tags/".length)}`;
-      return { write: own, read: uniq([own, def]), defaultBranch };
-    }
-    // merge_group and other refs: their own scope, reading the default branch.
-    const own = `ref/${ref.replace(/^refs\//, "") || "unknown"}`;
-    return { write: own, read: uniq([own, def]), defaultBranch };
-  }
-  // Outside GitHub there is no payload naming the default branch: the clone's origin/HEAD does.
-  const outsideDefault = configuredDefault ?? facts.defaultBranch ?? gitDefaultBranch(cwd) ?? "main";
-  const outsideDef = defaultBranchScope(outsideDefault);
-  const branch = gitBranch(cwd) ?? outsideDefault;
-  const own = `branch/${branch}`;
-  return { write: own, read: uniq([own, outsideDef]), defaultBranch: outsideDefault };
+export interface ScopeOptions {
+  /** kcache.yml's key.default-branch. */
+  configuredDefault?: string;
+  /** A declared scope (key.scope, --scope) and where it was declared, for errors. */
+  declared?: { scope: string; source: string };
+  cwd: string;
 }
 
 /**
- * Reads GITHUB_EVENT_PATH. A pull request number anywhere GitHub puts one makes the run a pull
- * request's: `pull_request.number` (pull_request_target too, whose GITHUB_REF is the base branch),
- * `issue.pull_request` (a comment on a pull request), `workflow_run.pull_requests` and a
- * `workflow_run` started by a pull request event or from a fork, `check_suite`/`check_run` pull requests.
+ * The scopes of a build from what its CI says (keys/run-identity.ts). A declared scope may take a
+ * build to a trusted scope only where no fact says otherwise: never a pull request's build, and a
+ * branch only where a fact names it; `default-branch` is the user's word that the runner builds only
+ * the default branch, taken where no fact contradicts it. Anything else is a ConfigError-worthy
+ * refusal, thrown as `Error` with the message for the caller to wrap.
  */
-function eventFacts(env: NodeJS.ProcessEnv): EventFacts {
-  const facts: EventFacts = { pr: null, untrusted: false, base: null, defaultBranch: null };
-  if (!env.GITHUB_EVENT_PATH) return facts;
-  let e: Payload;
-  try {
-    e = JSON.parse(fs.readFileSync(env.GITHUB_EVENT_PATH, "utf8")) as Payload;
-  } catch {
-    // Under GitHub Actions the payload is always there; one that cannot be read proves nothing trusted.
-    facts.untrusted = env.GITHUB_ACTIONS === "true";
-    return facts;
-  }
-  if (!e || typeof e !== "object") return facts;
-  facts.defaultBranch = str(e.repository?.default_branch);
-  const prs: Pr[] = [];
-  if (e.pull_request) prs.push(e.pull_request);
-  if (e.issue?.pull_request && num(e.issue.number) !== null) prs.push({ number: e.issue.number });
-  for (const holder of [e.workflow_run, e.check_suite, e.check_run, e.check_run?.check_suite]) {
-    if (Array.isArray(holder?.pull_requests)) prs.push(...holder.pull_requests);
-  }
-  const first = prs.find((p) => num(p?.number) !== null);
-  if (first) {
-    facts.pr = num(first.number);
-    facts.base = str(first.base?.ref);
-  } else if (num(e.number) !== null && PR_EVENTS.has(env.GITHUB_EVENT_NAME ?? "")) {
-    facts.pr = num(e.number);
-  }
-  const run = e.workflow_run;
-  if (run) {
-    const fromFork =
-      str(run.head_repository?.full_name) !== null &&
-      str(e.repository?.full_name) !== null &&
-      run.head_repository?.full_name !== e.repository?.full_name;
-    // A workflow_run runs the default branch's workflow, but often on the triggering run's code or
-    // artifacts: only a run triggered on the default branch itself, from this repository, is trusted.
-    const otherBranch =
-      str(run.head_branch) !== null &&
-      facts.defaultBranch !== null &&
-      run.head_branch !== facts.defaultBranch;
-    if (
-      PR_EVENTS.has(str(run.event) ?? "") ||
-      fromFork ||
-      otherBranch ||
-      (run.event && !TRUSTED_EVENTS.has(run.event))
-    )
-      facts.untrusted = true;
-  }
-  return facts;
+export function scopePlan(identity: RunIdentity, opts: ScopeOptions): ScopePlan {
+  const defaultBranch =
+    opts.configuredDefault ?? identity.defaultBranch ?? gitDefaultBranch(opts.cwd) ?? "main";
+  const def = defaultBranchScope(defaultBranch);
+  const plan = (write: string, extra: string[] = []): ScopePlan => ({
+    write,
+    read: [...new Set([write, ...extra, def])],
+    defaultBranch,
+    identity,
+    unplaced: null,
+    declared: false,
+  });
+  const placed = placedPlan(identity, plan, def);
+  const declared = opts.declared;
+  if (!declared) return placed;
+  const refusal = declarationRefusal(identity, placed, declared.scope, defaultBranch, opts.cwd);
+  if (refusal) throw new ScopeRefusal(`${declared.source}: ${declared.scope} refused: ${refusal}`);
+  const scope = declared.scope === DEFAULT_BRANCH_ONLY ? def : declared.scope;
+  if (scope === placed.write) return { ...placed, declared: true };
+  return { ...plan(scope), declared: true };
 }
 
-interface Pr {
-  number?: unknown;
-  base?: { ref?: unknown };
+/** The scopes of the build this environment describes (runIdentity, then scopePlan). */
+export async function scopesOf(
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+  opts: Omit<ScopeOptions, "cwd"> = {},
+): Promise<ScopePlan> {
+  return scopePlan(await runIdentity(env, cwd), { ...opts, cwd });
 }
 
-interface Payload {
-  number?: unknown;
-  repository?: { default_branch?: unknown; full_name?: unknown };
-  pull_request?: Pr;
-  issue?: { number?: unknown; pull_request?: unknown };
-  workflow_run?: {
-    event?: string;
-    head_branch?: unknown;
-    pull_requests?: Pr[];
-    head_repository?: { full_name?: unknown };
-  };
-  check_suite?: { pull_requests?: Pr[] };
-  check_run?: { pull_requests?: Pr[]; check_suite?: { pull_requests?: Pr[] } };
+/** A declared scope the facts contradict. */
+export class ScopeRefusal extends Error {}
+
+function placedPlan(
+  identity: RunIdentity,
+  plan: (write: string, extra?: string[]) => ScopePlan,
+  def: string,
+): ScopePlan {
+  const ref = identity.ref;
+  switch (ref.kind) {
+    case "branch":
+      return plan(`branch/${ref.name}`);
+    case "tag":
+      return plan(`tag/${ref.name}`);
+    case "pr":
+      return plan(`pr/${ref.id}`, ref.base ? [`branch/${ref.base}`] : []);
+    case "ref":
+      return plan(`ref/${ref.name}`);
+    case "local":
+      return plan(def);
+    case "unplaced": {
+      const write = `untrusted/${ref.name}`;
+      const p = plan(write);
+      return {
+        ...p,
+        unplaced: `${identity.system ? `${identity.system}: ` : ""}${ref.reason}: this build saves only into its own scope ${write}, which the default branch never reads. ${
+          ref.prSignal
+            ? "It may be a pull request's, so no declaration makes it trusted."
+            : `To save where the default branch restores, declare the scope (key.scope in kcache.yml, or --scope): ${DEFAULT_BRANCH_ONLY} where this runner builds only the default branch, or branch/<name> where a fact names that branch (docs/other-ci.md).`
+        }`,
+      };
+    }
+  }
 }
 
-function num(v: unknown): number | null {
-  return typeof v === "number" && Number.isInteger(v) && v > 0 ? v : null;
+function declarationRefusal(
+  identity: RunIdentity,
+  placed: ScopePlan,
+  scope: string,
+  defaultBranch: string,
+  cwd: string,
+): string | null {
+  const target = scope === DEFAULT_BRANCH_ONLY ? defaultBranchScope(defaultBranch) : scope;
+  // Less trust than the facts give is always allowed.
+  if (!isTrustedScope(target) || target === placed.write) return null;
+  const ref = identity.ref;
+  const said = `${identity.system ?? "git"} says ${describe(identity)}`;
+  if (ref.kind === "pr" || (ref.kind === "unplaced" && ref.prSignal))
+    return `${said}; a pull request's build never writes a branch's or tag's scope`;
+  if (ref.kind !== "unplaced") return `${said}, so it writes ${placed.write}; leave the scope undeclared`;
+  if (scope === DEFAULT_BRANCH_ONLY) return null;
+  const branch = target.startsWith("branch/") ? target.slice("branch/".length) : null;
+  if (branch !== null && (ref.hints.includes(branch) || headIsTipOf(branch, cwd))) return null;
+  return `no fact names ${target} (${ref.reason}); where this runner builds only the default branch, declare ${DEFAULT_BRANCH_ONLY}`;
 }
 
-function str(v: unknown): string | null {
-  return typeof v === "string" && v !== "" ? v : null;
+function describe(identity: RunIdentity): string {
+  const ref = identity.ref;
+  switch (ref.kind) {
+    case "branch":
+      return `branch ${ref.name}`;
+    case "tag":
+      return `tag ${ref.name}`;
+    case "pr":
+      return `pull request ${ref.id}${ref.fork ? " from a fork" : ""}${ref.base ? ` into ${ref.base}` : ""}`;
+    case "ref":
+      return `ref ${ref.name}`;
+    case "local":
+      return "no CI and no git checkout";
+    case "unplaced":
+      return ref.reason;
+  }
+}
+
+/** What `kcache key` says the build is. */
+export function describeIdentity(identity: RunIdentity): string {
+  return `${identity.system ?? "no CI recognised"}: ${describe(identity)}`;
+}
+
+/** HEAD is the commit that branch's tip is, as the clone knows it (origin's, else a local branch). */
+function headIsTipOf(branch: string, cwd: string): boolean {
+  const head = fromRefs(cwd, (r) => r.headCommit(), ["rev-parse", "HEAD"]);
+  if (!head) return false;
+  return [`refs/remotes/origin/${branch}`, `refs/heads/${branch}`].some(
+    (ref) => resolveRevision(ref, cwd) === head,
+  );
 }
 
 /** The branch origin/HEAD points at ("master" in a repository made before "main"), when git knows it. */
@@ -214,17 +184,6 @@ function gitDefaultBranch(cwd: string): string | undefined {
     (r) => r.originDefault() ?? "",
     ["symbolic-ref", "--short", "refs/remotes/origin/HEAD"],
     (out) => (out.startsWith("origin/") ? out.slice("origin/".length) : ""),
-  );
-  return branch || undefined;
-}
-
-/** The branch checked out; none when HEAD is detached. */
-function gitBranch(cwd: string): string | undefined {
-  const branch = fromRefs(
-    cwd,
-    (r) => r.headBranch() ?? "",
-    ["rev-parse", "--abbrev-ref", "HEAD"],
-    (out) => (out === "HEAD" ? "" : out),
   );
   return branch || undefined;
 }

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import picomatch from "picomatch";
 import { goneSummary, keyWholeness } from "../cache/key-wholeness.js";
 import { findManifest } from "../cache/lookup.js";
-import { defaultBranchScope } from "../keys/scope.js";
+import { defaultBranchScope, describeIdentity } from "../keys/scope.js";
 import { manifestObject } from "../store/layout.js";
 import { type RunOptions, type RunReport, runProfile } from "./run-profile.js";
 
@@ -38,9 +38,8 @@ export async function prewarm(opts: RunOptions & { ifChanged?: string[] }): Prom
 
   const defaultScope = defaultBranchScope(ctx.scopes.defaultBranch);
   if (ctx.scopes.write !== defaultScope) {
-    const event = opts.job.env.GITHUB_EVENT_NAME;
     ctx.log.warn(
-      `prewarm fills only the default branch's cache (push, schedule or workflow_dispatch on ${ctx.scopes.defaultBranch}); this run${event ? ` (event ${event})` : ""} writes scope ${ctx.scopes.write}: nothing run, nothing saved`,
+      `prewarm fills only the default branch's cache (a push, schedule or manual run on ${ctx.scopes.defaultBranch}); this run (${describeIdentity(ctx.scopes.identity)}${ctx.scopes.identity.event ? `, event ${ctx.scopes.identity.event}` : ""}) writes scope ${ctx.scopes.write}: nothing run, nothing saved`,
     );
     return {
       outcome: "refused",

@@ -4,7 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { GitRefs } from "../../src/keys/git-refs.js";
 import { currentRevision } from "../../src/keys/revision.js";
-import { scopePlan } from "../../src/keys/scope.js";
+import { scopesOf } from "../../src/keys/scope.js";
 import { tempDir } from "../helpers/sandbox.js";
 
 const git = (cwd: string, ...args: string[]) =>
@@ -30,7 +30,7 @@ function repos() {
 }
 
 describe("git refs read from the repository's files, as git reads them", () => {
-  it("agrees with git on HEAD's commit and branch and origin/HEAD, loose, packed, in a worktree, in a subfolder, detached", () => {
+  it("agrees with git on HEAD's commit and branch and origin/HEAD, loose, packed, in a worktree, in a subfolder, detached", async () => {
     const { origin, clone, wt } = repos();
     const sub = path.join(clone, "deep", "er");
     fs.mkdirSync(sub, { recursive: true });
@@ -48,7 +48,7 @@ describe("git refs read from the repository's files, as git reads them", () => {
     expect(currentRevision({}, clone)).toBe(git(clone, "rev-parse", "HEAD"));
     // The scope outside GitHub: the branch and the clone's default branch, with no git process.
     git(clone, "checkout", "-q", "feature");
-    const plan = scopePlan({ PATH: "/nonexistent" }, sub);
+    const plan = await scopesOf({ PATH: "/nonexistent" }, sub);
     expect(plan).toMatchObject({ write: "branch/feature", defaultBranch: "trunk" });
     expect(currentRevision({ PATH: "/nonexistent" }, wt)).toBe(git(wt, "rev-parse", "HEAD"));
   });

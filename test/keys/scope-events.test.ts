@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore/restore.js";
 import { save } from "../../src/cache/save/save.js";
-import { scopePlan } from "../../src/keys/scope.js";
+import { scopesOf } from "../../src/keys/scope.js";
 import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
 import { entryNames } from "../helpers/entry-compare.js";
 import { sandbox, tempDir } from "../helpers/sandbox.js";
@@ -73,7 +73,7 @@ const PR_LIKE: [string, () => NodeJS.ProcessEnv, string][] = [
 describe("scopes from the event payload: no pull request's run writes the default branch's scope", () => {
   it.each(PR_LIKE)("%s saves into its own scope, never branch/main", async (_name, makeEnv, scope) => {
     const env = makeEnv();
-    const plan = scopePlan(env, "/", undefined);
+    const plan = await scopesOf(env, "/");
     expect(plan.write).toBe(scope);
     expect(plan.read).not.toContain(undefined);
     expect(plan.read.at(-1)).toBe("branch/main");
@@ -96,23 +96,29 @@ describe("scopes from the event payload: no pull request's run writes the defaul
     expect(main.matchedKey).toBeNull();
   });
 
-  it("keeps trusted events in their branch or tag scope, and reads the default branch from the payload", () => {
-    expect(scopePlan(githubEnv("push", {}), "/").write).toBe("branch/main");
-    expect(scopePlan(githubEnv("schedule", {}), "/").write).toBe("branch/main");
-    expect(scopePlan(githubEnv("workflow_dispatch", {}, "refs/heads/dev"), "/")).toMatchObject({
+  it("keeps trusted events in their branch or tag scope, and reads the default branch from the payload", async () => {
+    expect((await scopesOf(githubEnv("push", {}), "/")).write).toBe("branch/main");
+    expect((await scopesOf(githubEnv("schedule", {}), "/")).write).toBe("branch/main");
+    expect(await scopesOf(githubEnv("workflow_dispatch", {}, "refs/heads/dev"), "/")).toMatchObject({
       write: "branch/dev",
       read: ["branch/dev", "branch/main"],
     });
-    expect(scopePlan(githubEnv("push", {}, "refs/tags/v1.0"), "/").write).toBe("tag/v1.0");
+    expect((await scopesOf(githubEnv("push", {}, "refs/tags/v1.0"), "/")).write).toBe("tag/v1.0");
     const trunk = githubEnv("push", { repository: { default_branch: "trunk" } }, "refs/heads/feature");
-    expect(scopePlan(trunk, "/")).toMatchObject({
+    expect(await scopesOf(trunk, "/")).toMatchObject({
       write: "branch/feature",
       read: ["branch/feature", "branch/trunk"],
     });
-    expect(scopePlan(githubEnv("issue_comment", { issue: { number: 3 } }), "/").write).toBe("branch/main");
+    expect((await scopesOf(githubEnv("issue_comment", { issue: { number: 3 } }), "/")).write).toBe(
+      "branch/main",
+    );
     expect(
-      scopePlan(githubEnv("workflow_run", { workflow_run: { event: "push", head_branch: "main" } }), "/")
-        .write,
+      (
+        await scopesOf(
+          githubEnv("workflow_run", { workflow_run: { event: "push", head_branch: "main" } }),
+          "/",
+        )
+      ).write,
     ).toBe("branch/main");
   });
 

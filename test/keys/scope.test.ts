@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { restore } from "../../src/cache/restore/restore.js";
 import { save } from "../../src/cache/save/save.js";
 import { restoreOrder } from "../../src/keys/key.js";
-import { scopePlan } from "../../src/keys/scope.js";
+import { scopesOf } from "../../src/keys/scope.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { sandbox, tempDir } from "../helpers/sandbox.js";
 
@@ -18,45 +18,47 @@ const PR_ENV = {
 };
 
 describe("scopes", () => {
-  it("outside GitHub, takes the default branch from the clone's origin/HEAD (a repository whose default is master)", () => {
+  it("outside GitHub, takes the default branch from the clone's origin/HEAD (a repository whose default is master)", async () => {
     const repo = tempDir("master-repo");
     const git = (...args: string[]) => execFileSync("git", args, { cwd: repo, stdio: "pipe" });
     git("init", "-q", "-b", "feature");
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x");
     git("update-ref", "refs/remotes/origin/master", "HEAD");
     git("symbolic-ref", "refs/remotes/origin/HEAD", "refs/remotes/origin/master");
-    expect(scopePlan({}, repo)).toEqual({
+    expect(await scopesOf({}, repo)).toMatchObject({
       write: "branch/feature",
       read: ["branch/feature", "branch/master"],
       defaultBranch: "master",
     });
     // kcache.yml's key.default-branch still wins, and a clone without origin/HEAD falls back to main.
-    expect(scopePlan({}, repo, "trunk").defaultBranch).toBe("trunk");
-    expect(scopePlan({}, tempDir("no-git")).defaultBranch).toBe("main");
+    expect((await scopesOf({}, repo, { configuredDefault: "trunk" })).defaultBranch).toBe("trunk");
+    expect((await scopesOf({}, tempDir("no-git"))).defaultBranch).toBe("main");
   });
 
-  it("puts a pull request in its own scope, reading its base and then the default branch", () => {
-    expect(scopePlan(PR_ENV, "/", "main")).toEqual({
+  it("puts a pull request in its own scope, reading its base and then the default branch", async () => {
+    expect(await scopesOf(PR_ENV, "/", { configuredDefault: "main" })).toMatchObject({
       write: "pr/42",
       read: ["pr/42", "branch/release", "branch/main"],
       defaultBranch: "main",
     });
     expect(
-      scopePlan(
+      await scopesOf(
         { GITHUB_ACTIONS: "true", GITHUB_REF: "refs/heads/main", GITHUB_EVENT_NAME: "push" },
         "/",
-        "main",
+        { configuredDefault: "main" },
       ),
-    ).toEqual({
+    ).toMatchObject({
       write: "branch/main",
       read: ["branch/main"],
       defaultBranch: "main",
     });
     expect(
-      scopePlan(
-        { GITHUB_ACTIONS: "true", GITHUB_REF: "refs/heads/dev", GITHUB_EVENT_NAME: "schedule" },
-        "/",
-        "main",
+      (
+        await scopesOf(
+          { GITHUB_ACTIONS: "true", GITHUB_REF: "refs/heads/dev", GITHUB_EVENT_NAME: "schedule" },
+          "/",
+          { configuredDefault: "main" },
+        )
       ).read,
     ).toEqual(["branch/dev", "branch/main"]);
   });

@@ -3,7 +3,7 @@ import { lastUseOf, workingSetOf } from "../../cache/usage/working-set.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes, textTable } from "../../format.js";
-import { scopePlan } from "../../keys/scope.js";
+import { jobScopes } from "../../job/build-context.js";
 import type { EntryRef, Manifest } from "../../manifest/manifest.js";
 import { manifestObject } from "../../store/layout.js";
 import { openStore } from "../../store/open.js";
@@ -11,7 +11,7 @@ import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
 export async function inspectCommand(key: string, o: GlobalOptions & { scope?: string; entries?: boolean }) {
-  const { config } = await commandBasics(o);
+  const { config, log } = await commandBasics(o);
   const store = openStore(config, hostEnvironment());
   // A store that cannot list everything (GitHub's cache without a REST token) is asked for the key
   // itself, in each scope a restore here would read, as `restore --lookup-only` does.
@@ -19,10 +19,9 @@ export async function inspectCommand(key: string, o: GlobalOptions & { scope?: s
     ? await readCatalog(store)
     : await readCatalogItems(
         store,
-        (o.scope
-          ? [o.scope]
-          : scopePlan(hostEnvironment(), process.cwd(), config.key.defaultBranch).read
-        ).map((s) => manifestObject(s, key)),
+        (o.scope ? [o.scope] : (await jobScopes(config, hostEnvironment(), process.cwd(), log)).read).map(
+          (s) => manifestObject(s, key),
+        ),
       );
   const found = items.filter((i) => i.key === key && (!o.scope || i.scope === o.scope));
   if (found.length === 0)

@@ -7,7 +7,9 @@ import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import { readRunRecords, type WeekStats, weeklyStats } from "../../history/stats.js";
 import { type PrefixWorkingSet, workingSets } from "../../history/working-sets.js";
-import { defaultBranchScope, scopePlan } from "../../keys/scope.js";
+import { jobScopes } from "../../job/build-context.js";
+import { defaultBranchScope } from "../../keys/scope.js";
+import { silentLog } from "../../log.js";
 import { statsHtml } from "../../report/stats-html.js";
 import { openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
@@ -29,9 +31,8 @@ export async function statsCommand(
   const sinceMs = o.since ? parseDuration(o.since) : null;
   if (o.since && sinceMs === null)
     throw new UsageError(`--since ${o.since}: use a number and a unit, like 30d or 12h`);
-  const defaultScope = defaultBranchScope(
-    scopePlan(hostEnvironment(), process.cwd(), config.key.defaultBranch).defaultBranch,
-  );
+  const scopes = await jobScopes(config, hostEnvironment(), process.cwd(), silentLog());
+  const defaultScope = defaultBranchScope(scopes.defaultBranch);
   const { records, unreadable } = await readRunRecords(store);
   const chosen = records.filter(
     (r) =>

@@ -1,0 +1,162 @@
+import { type BuildRef, fullCommit, pick, type RunIdentity, runNumber, slug } from "./ci-facts.js";
+import { otherCiIdentity } from "./ci-other.js";
+import { buildkiteIdentity, gitlabIdentity, jenkinsIdentity } from "./ci-systems.js";
+import { fromRefs } from "./git-refs.js";
+import { eventFacts, PR_EVENTS, TRUSTED_EVENTS } from "./github-event.js";
+
+/**
+ * Variables that say "a CI runs this" without naming one: ci-info's generic rule (CI, and the build
+ * ids many CIs set), plus the markers of the systems read below. A run with none of them is a
+ * person's: its checked-out branch is its scope.
+ */
+const CI_MARKERS = [
+  "CI",
+  "CONTINUOUS_INTEGRATION",
+  "BUILD_ID",
+  "BUILD_NUMBER",
+  "RUN_ID",
+  "CI_APP_ID",
+  "CI_BUILD_ID",
+  "CI_BUILD_NUMBER",
+  "CI_NAME",
+];
+
+/** The systems whose every fact kcache reads itself (keys/ci-systems.ts says why not env-ci's). */
+const SYSTEMS = [
+  { marker: (env: NodeJS.ProcessEnv) => !!env.GITLAB_CI, read: gitlabIdentity },
+  { marker: (env: NodeJS.ProcessEnv) => !!env.BUILDKITE, read: buildkiteIdentity },
+  { marker: (env: NodeJS.ProcessEnv) => !!(env.JENKINS_URL || env.JENKINS_HOME), read: jenkinsIdentity },
+];
+
+/** Reads what this build is from the environment and, where no CI says, from git. */
+export async function runIdentity(env: NodeJS.ProcessEnv, cwd: string): Promise<RunIdentity> {
+  if (env.GITHUB_ACTIONS === "true" || (env.GITHUB_REF && !anotherCi(env))) return githubIdentity(env);
+  const found = SYSTEMS.filter((s) => s.marker(env));
+  if (found.length > 1) {
+    const names = found.map((s) => s.read(env).system).join(" and ");
+    return unplacedIn(
+      null,
+      env,
+      `variables of ${names} are all set; kcache cannot tell which ran this build`,
+      true,
+    );
+  }
+  const one = found[0];
+  if (one) return againstCheckout(one.read(env), env, cwd);
+  const markers = CI_MARKERS.filter((m) => env[m] && env[m] !== "false");
+  if (markers.length > 0) return otherCiIdentity(env, cwd, markers);
+  return localIdentity(cwd);
+}
+
+function anotherCi(env: NodeJS.ProcessEnv): boolean {
+  return SYSTEMS.some((s) => s.marker(env));
+}
+
+/** GitHub Actions: the event payload decides, not only GITHUB_REF (DESIGN.md: pull_request_target). */
+function githubIdentity(env: NodeJS.ProcessEnv): RunIdentity {
+  const facts = eventFacts(env);
+  const ref = env.GITHUB_REF ?? "";
+  const event = env.GITHUB_EVENT_NAME ?? "";
+  const shown = pick(env, ["GITHUB_EVENT_NAME", "GITHUB_REF", "GITHUB_BASE_REF", "GITHUB_RUN_ID"]);
+  const identity = (r: BuildRef): RunIdentity => ({
+    system: "GitHub Actions",
+    facts: {
+      ...shown,
+      ...(facts.pr !== null ? { "event payload: pull request": String(facts.pr) } : {}),
+      ...(facts.untrusted ? { "event payload: may run a pull request's code": "yes" } : {}),
+    },
+    ref: r,
+    defaultBranch: facts.defaultBranch,
+    event: event || null,
+    commit: fullCommit(env.GITHUB_SHA),
+  });
+  const refPr = /^refs\/pull\/(\d+)\//.exec(ref)?.[1];
+  const pr = facts.pr ?? (refPr ? Number(refPr) : null);
+  const prLike =
+    pr !== null || facts.untrusted || PR_EVENTS.has(event) || (event !== "" && !TRUSTED_EVENTS.has(event));
+  if (prLike) {
+    const base = env.GITHUB_BASE_REF || facts.base;
+    if (pr !== null) return identity({ kind: "pr", id: String(pr), base, fork: facts.fork });
+    return identity({
+      kind: "unplaced",
+      reason: `event ${event || "(none)"} may run a pull request's code`,
+      prSignal: true,
+      hints: [],
+      name: `${event || "unknown"}-${env.GITHUB_RUN_ID || "run"}`,
+    });
+  }
+  if (ref.startsWith("refs/heads/"))
+    return identity({ kind: "branch", name: ref.slice("refs/heads/".length) });
+  if (ref.startsWith("refs/tags/")) return identity({ kind: "tag", name: ref.slice("refs/tags/".length) });
+  // merge_group and other refs: their own scope, reading the default branch.
+  return identity({ kind: "ref", name: ref.replace(/^refs\//, "") || "unknown" });
+}
+
+/**
+ * A CI that names a branch while the checkout is on another branch contradicts itself (a script
+ * checked out something else): kcache cannot tell which code the job compiles.
+ */
+function againstCheckout(identity: RunIdentity, env: NodeJS.ProcessEnv, cwd: string): RunIdentity {
+  if (identity.ref.kind !== "branch") return identity;
+  const checkedOut = gitBranch(cwd);
+  if (checkedOut === undefined || checkedOut === identity.ref.name) return identity;
+  return {
+    ...identity,
+    ref: {
+      kind: "unplaced",
+      reason: `${identity.system} says branch ${identity.ref.name}, but the checkout is on branch ${checkedOut}`,
+      prSignal: false,
+      hints: [],
+      name: `${slug(identity.system)}-${runNumber(env)}`,
+    },
+  };
+}
+
+/** No CI: the branch checked out, else (not a checkout) a person's own run of the default branch. */
+function localIdentity(cwd: string): RunIdentity {
+  const inCheckout = fromRefs(cwd, (r) => r.headCommit() ?? "", ["rev-parse", "HEAD"]);
+  const branch = gitBranch(cwd);
+  const base = { system: null, facts: {}, defaultBranch: null, event: null, commit: inCheckout || null };
+  if (branch) return { ...base, facts: { "git branch": branch }, ref: { kind: "branch", name: branch } };
+  if (inCheckout === null) return { ...base, ref: { kind: "local" } };
+  return {
+    ...base,
+    facts: { "git HEAD": "detached" },
+    ref: {
+      kind: "unplaced",
+      reason: "HEAD is detached and no CI variables say what this build is",
+      prSignal: false,
+      hints: [],
+      name: `detached-${(inCheckout || "run").slice(0, 12)}`,
+    },
+  };
+}
+
+/** An identity that cannot be placed, for a CI whose facts contradict each other. */
+export function unplacedIn(
+  system: string | null,
+  env: NodeJS.ProcessEnv,
+  reason: string,
+  prSignal: boolean,
+  facts: Record<string, string> = {},
+): RunIdentity {
+  return {
+    system,
+    facts,
+    ref: { kind: "unplaced", reason, prSignal, hints: [], name: `${slug(system)}-${runNumber(env)}` },
+    defaultBranch: null,
+    event: null,
+    commit: null,
+  };
+}
+
+/** The branch checked out; undefined when HEAD is detached or this is no checkout. */
+export function gitBranch(cwd: string): string | undefined {
+  const branch = fromRefs(
+    cwd,
+    (r) => r.headBranch() ?? "",
+    ["rev-parse", "--abbrev-ref", "HEAD"],
+    (out) => (out === "HEAD" ? "" : out),
+  );
+  return branch || undefined;
+}
