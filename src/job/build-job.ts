@@ -3,12 +3,13 @@ import { Strictness } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import { stateDir, stateFile } from "../cache/local-state.js";
 import { persistentFolderOf } from "../cache/persistent/job-folder.js";
+import { scopeProblem } from "../config/key-part.js";
 import type { ProfileSpec } from "../config/profile-schema.js";
 import { type Config, configFile, configText, profileConfig, resolveParsed } from "../config/resolve.js";
 import { storeFromText } from "../config/store-config.js";
 import { validatedConfig } from "../config/validated-config.js";
 import { hostEnvironment } from "../environment.js";
-import { UsageError } from "../errors.js";
+import { ConfigError, UsageError } from "../errors.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import { CACHE_KIND_NAMES, type CacheKindName } from "../kinds/kind.js";
 import type { Log } from "../log.js";
@@ -35,6 +36,8 @@ export interface JobOverrides {
   restoreKeys?: string[];
   profile?: string;
   revision?: string;
+  /** This build's scope, declared (--scope): replaces key.scope; taken only where the CI's facts allow it. */
+  scope?: string;
   /** Which faults fail the command (--strict, the action's strict input). */
   strict?: Strictness;
   /** The persistent-runner settings for every cache (the action's inputs, the CLI's flags). */
@@ -95,7 +98,23 @@ export async function jobConfig(req: JobRequest): Promise<{ config: Config; prof
     config = { ...config, caches: pathLineCaches(o.paths, o.kind ?? "auto", "path", env, cwd) };
   }
   if (o.restoreKeys?.length) config = { ...config, key: { ...config.key, restorePrefixes: o.restoreKeys } };
-  return { config: { ...config, caches: config.caches.map((c) => persistentCache(c, o)) }, profile };
+  if (o.scope !== undefined) {
+    const problem = scopeProblem(o.scope);
+    if (problem) throw new UsageError(`--scope ${o.scope} ${problem}`);
+    config = { ...config, key: { ...config.key, scope: { scope: o.scope, source: "--scope" } } };
+  }
+  const caches = config.caches.map((c) => persistentCache(c, o));
+  for (const [i, c] of caches.entries()) {
+    // An isolated job's folder reaches its commands only through the cache's variable: without one,
+    // the job would compile into the shared folder and its save would find nothing of its own.
+    if (c.isolate && !c.env)
+      throw new ConfigError(
+        o.paths?.length
+          ? `path ${c.path}: isolate needs the variable that points the job's commands at their own folder, and kcache cannot tell it from this path (not $TRITON_CACHE_DIR, $TORCHINDUCTOR_CACHE_DIR, their default folders, nor a Triton or Inductor cache yet): give kind: triton or kind: inductor (the action's kind input, --kind)`
+          : `${config.source}: caches[${i}] (${c.name}): isolate needs the variable that points the job's commands at their own folder, and kind: ${c.kind} has none: add env: <VARIABLE> to the cache, or leave isolate off`,
+      );
+  }
+  return { config: { ...config, caches }, profile };
 }
 
 /** kcache.yml (or the defaults) as validated before, else validated now (config/validated-config.ts). */

@@ -20,13 +20,63 @@ describe("actions/cache-style path lines", () => {
         name: "path-1",
         kind: "auto",
         path: "/home/runner/.triton/cache",
-        env: undefined,
+        env: "TRITON_CACHE_DIR", // Triton's default folder: known even while it is empty
       }),
       expect.objectContaining({ name: "path-2", path: "/work/repo/build/inductor" }),
       expect.objectContaining({ name: "path-3", path: "/home/runner/.cache", include: ["*/wheels"] }),
     ]);
     for (const c of caches) expect(c.exclude).toEqual(["/home/runner/.cache/**/*.lock"]);
     expect(caches[0]?.include).toBeUndefined();
+  });
+
+  it("with kind auto, knows the variable from the path even where the folder is empty, or from its layout", () => {
+    const at = (line: string, e: NodeJS.ProcessEnv = env) =>
+      pathLineCaches([line], "auto", "path", e, "/w")[0]?.env;
+    expect(at("~/.triton/cache")).toBe("TRITON_CACHE_DIR");
+    expect(at("/opt/tc", { ...env, TRITON_CACHE_DIR: "/opt/tc" })).toBe("TRITON_CACHE_DIR");
+    expect(at("/x/.triton/cache", { ...env, TRITON_HOME: "/x" })).toBe("TRITON_CACHE_DIR");
+    expect(at("/tmp/torchinductor_ci", { ...env, USER: "ci" })).toBe("TORCHINDUCTOR_CACHE_DIR");
+    expect(at("/opt/ind", { ...env, TORCHINDUCTOR_CACHE_DIR: "/opt/ind" })).toBe("TORCHINDUCTOR_CACHE_DIR");
+    expect(at(tempDir("empty-folder"))).toBeUndefined();
+    // Two lines that would both be Triton's folder: only the first is pointed at.
+    const two = pathLineCaches(
+      ["~/.triton/cache", "/opt/tc"],
+      "auto",
+      "path",
+      { ...env, TRITON_CACHE_DIR: "/opt/tc" },
+      "/w",
+    );
+    expect(two.map((c) => c.env)).toEqual(["TRITON_CACHE_DIR", undefined]);
+  });
+
+  it("isolate where kcache cannot know the folder's variable is refused at load, naming the path and the fix", async () => {
+    const folder = tempDir("unknown-kind");
+    const { jobConfig } = await import("../../src/job/build-job.js");
+    const { silentLog } = await import("../../src/log.js");
+    const { resolveConfig } = await import("../../src/config/load.js");
+    const base = resolveConfig(
+      { caches: [{ name: "t", kind: "triton", path: "/tmp/t" }] },
+      "kcache.yml",
+      env,
+      "/w",
+    );
+    const job = (paths: string[], kind: "auto" | "triton", isolate: boolean) =>
+      jobConfig({ config: base, overrides: { paths, kind, isolate }, log: silentLog(), env, cwd: "/w" });
+    await expect(job([folder], "auto", true)).rejects.toThrow(
+      new RegExp(`path ${folder}: isolate needs the variable .* give kind: triton or kind: inductor`),
+    );
+    await expect(job([folder], "triton", true)).resolves.toBeTruthy();
+    await expect(job([folder], "auto", false)).resolves.toBeTruthy();
+    await expect(job(["~/.triton/cache"], "auto", true)).resolves.toBeTruthy();
+    const dir = resolveConfig(
+      { caches: [{ name: "wheels", kind: "dir", path: folder, isolate: true }] },
+      "kcache.yml",
+      env,
+      "/w",
+    );
+    await expect(jobConfig({ config: dir, log: silentLog(), env, cwd: "/w" })).rejects.toThrow(
+      /kcache\.yml: caches\[0\] \(wheels\): isolate needs .* add env: <VARIABLE> to the cache/,
+    );
   });
 
   it("with kind triton, names the caches by kind and points TRITON_CACHE_DIR at the first", () => {
