@@ -20,6 +20,13 @@ export interface WorkflowOptions {
 
 /** The actions the workflows use, at their current major versions. */
 export const CHECKOUT_ACTION = "actions/checkout@v7";
+
+/**
+ * How a workflow is written: no folded lines, and no anchors or aliases where one object appears
+ * twice (the watched paths under push and pull_request, an env a kcache.yml anchor shared):
+ * actionlint rejects an alias where it expects a sequence or mapping.
+ */
+const WORKFLOW_YAML = { lineWidth: 0, aliasDuplicateObjects: false } as const;
 export const UPLOAD_ACTION = "actions/upload-artifact@v4";
 
 /** A job's timeout when the profile sets none (GitHub's own is 6 hours, long for a hung GPU job). */
@@ -166,16 +173,19 @@ class WorkflowParts {
           : event === "pull_request" && gh.paths.length
             ? paths
             : null;
+    // A profile that restores other revisions' keys reads their commits from git: full history
+    // (kcache warns without it; FLA's comparison script fails).
+    const depth = profile["restore-revisions"].length ? 0 : undefined;
     const steps =
       gh.style === "run"
         ? [
-            this.checkout(),
+            this.checkout(depth),
             ...this.setup,
             this.kcacheStep(`kcache run ${profileName}`, "run", {}, "kcache"),
             this.uploadStep([`\${{ runner.temp }}/kcache/${profileName}`]),
           ]
         : [
-            this.checkout(),
+            this.checkout(depth),
             ...this.setup,
             this.kcacheStep("Restore the kernel cache", "restore", {}, "kcache"),
             ...commandSteps(profile.commands, profile.source),
@@ -194,7 +204,7 @@ class WorkflowParts {
     };
     return {
       file: `kcache-${profileName}.yml`,
-      text: this.header(`kcache: ${profileName}`) + stringify(workflow, { lineWidth: 0 }),
+      text: this.header(`kcache: ${profileName}`) + stringify(workflow, WORKFLOW_YAML),
     };
   }
 
@@ -229,7 +239,7 @@ class WorkflowParts {
       text:
         this.header(`kcache: prewarm the default branch's ${profileName} cache, only when it is missing`) +
         comment +
-        stringify(workflow, { lineWidth: 0 }),
+        stringify(workflow, WORKFLOW_YAML),
     };
   }
 
