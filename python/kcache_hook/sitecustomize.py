@@ -7,7 +7,9 @@ A listener the job already had keeps being called. When the job imports triton.r
 FileCacheManager's get_file and get_group are wrapped: each cache entry folder a lookup found files
 in is written once per process ({"used": folder}), so kcache knows which entries the job used
 (kernels, launchers and autotune results alike, on any Triton version); each autotune result looked
-up is written with whether it was there ({"autotune": fn, "hit": ..., "folder": ...}). When the job
+up is written with whether it was there ({"autotune": fn, "hit": ..., "folder": ...}); under
+KCACHE_AUTOTUNE=fresh (a profile's autotune: fresh) a process is served only the results it wrote
+itself, so each process of the job tunes for itself. When the job
 imports triton.runtime.autotuner, the module file of each autotuned kernel is written once
 ({"autotuneModule": fn, "file": ...}): an autotune result's salt is made of its package. At exit each process that
 imported triton writes one line saying whether the listener and the wrapper were in, with
@@ -139,11 +141,31 @@ def _wrap_cache_manager(module):
         except Exception:
             pass
 
+    # Under autotune: fresh each process tunes for itself: a result is served only to the process that
+    # wrote it (Triton keeps it in memory after that anyway), never one another process of the job
+    # tuned, such as the other side of a HEAD-vs-BASE comparison.
+    fresh = os.environ.get("KCACHE_AUTOTUNE") == "fresh"
+    own = set()
+    put = cls.put
+
+    def wrapped_put(self, data, filename, *args, **kwargs):
+        result = put(self, data, filename, *args, **kwargs)
+        try:
+            if fresh and isinstance(filename, str) and filename.endswith(".autotune.json"):
+                own.add((os.path.abspath(getattr(self, "cache_dir", "") or ""), filename))
+        except Exception:
+            pass
+        return result
+
     def wrapped_get_file(self, filename):
-        result = get_file(self, filename)
         if isinstance(filename, str) and filename.endswith(".autotune.json"):
+            if fresh and (os.path.abspath(getattr(self, "cache_dir", "") or ""), filename) not in own:
+                note_autotune(self, filename, None)
+                return None
+            result = get_file(self, filename)
             note_autotune(self, filename, result)
-        return note(self, result)
+            return note(self, result)
+        return note(self, get_file(self, filename))
 
     def wrapped_get_group(self, filename):
         return note(self, get_group(self, filename))
@@ -151,6 +173,8 @@ def _wrap_cache_manager(module):
     try:
         cls.get_file = wrapped_get_file
         cls.get_group = wrapped_get_group
+        if fresh:
+            cls.put = wrapped_put
         cls._kcache_wrapped = True
         _state["usage"] = True
     except Exception:

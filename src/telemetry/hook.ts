@@ -14,8 +14,23 @@ export function hookDir(): string {
   }
 }
 
-/** Environment that makes a command's Python processes report kernel loads to `file`. */
-export function telemetryEnv(env: NodeJS.ProcessEnv, file: string): NodeJS.ProcessEnv {
+/**
+ * Environment that makes a command's Python processes report kernel loads to `file`. Under
+ * `autotune: fresh` (KCACHE_AUTOTUNE=fresh) the hook also makes each process tune for itself: an
+ * autotune result another process of the job wrote is not served to it.
+ */
+export function telemetryEnv(
+  env: NodeJS.ProcessEnv,
+  file: string,
+  autotune: "pinned" | "fresh" | "any" = "any",
+): NodeJS.ProcessEnv {
   const existing = env.PYTHONPATH ? `${path.delimiter}${env.PYTHONPATH}` : "";
-  return { ...env, PYTHONPATH: `${hookDir()}${existing}`, KCACHE_TELEMETRY_FILE: file };
+  const out: NodeJS.ProcessEnv = {
+    ...env,
+    PYTHONPATH: `${hookDir()}${existing}`,
+    KCACHE_TELEMETRY_FILE: file,
+  };
+  if (autotune === "fresh") out.KCACHE_AUTOTUNE = "fresh";
+  else delete out.KCACHE_AUTOTUNE;
+  return out;
 }

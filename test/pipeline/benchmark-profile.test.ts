@@ -121,7 +121,7 @@ describe("a benchmark profile: pinned winners, salted by their op's package, rep
     });
     // The script's clear of $TRITON_CACHE_DIR/cache is caught, once, with the fix.
     expect(logs.filter((l) => l.includes("a folder Triton never uses"))).toHaveLength(1);
-    expect(logs.join("\n")).toMatch(/autotune: pinned\), so the clear can go/);
+    expect(logs.join("\n")).toMatch(/Under autotune: pinned both sides run the winners .*: the clear can go/);
     const base = git(dir, "rev-parse", "HEAD");
 
     // HEAD edits alpha's heuristics (Python outside the @jit function: Triton's key does not see it).

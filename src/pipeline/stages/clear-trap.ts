@@ -53,7 +53,9 @@ export class ClearTrap {
         const fix =
           this.policy === "any"
             ? "Set autotune: fresh in the profile to re-tune from cached binaries (or pinned, for winners a benchmark profile tuned), or clear the cache root itself"
-            : `This profile is given only the autotune results its policy allows (autotune: ${this.policy}), so the clear can go`;
+            : this.policy === "fresh"
+              ? "Under autotune: fresh each Python process of the job tunes for itself from cached binaries (no result is served to a process that did not tune it), which is what the clear is for: it can go"
+              : "Under autotune: pinned both sides run the winners a benchmark profile tuned on this device model with these settings, and a kernel without one is tuned once and that winner serves both sides: the clear can go";
         this.log.warn(
           `${command} ${gone ? "removed" : "cleared"} ${wire}, a folder Triton never uses: Triton's cache is ${root} itself, so that clears nothing (FLA's run_benchmark_compare.py does this to drop autotune results between commits). ${fix}`,
         );

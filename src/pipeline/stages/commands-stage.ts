@@ -94,7 +94,11 @@ export class CommandsStage {
     const telemetryFile = path.join(outDir, "telemetry", `${cmd.name}.jsonl`);
     fs.rmSync(telemetryFile, { force: true });
     const devs = cmd.devices ?? devices;
-    const env = telemetryEnv({ ...this.env, ...cmd.env, ...(devs ? deviceEnv(devs) : {}) }, telemetryFile);
+    const env = telemetryEnv(
+      { ...this.env, ...cmd.env, ...(devs ? deviceEnv(devs) : {}) },
+      telemetryFile,
+      this.ctx.autotune.policy,
+    );
     const logFile = path.join(outDir, "logs", `${cmd.name}.log`);
     const before = group === null && this.folders.counting ? this.folders.before() : null;
     const ended = this.place.commandLog.started(cmd, devs, prefix !== undefined);
