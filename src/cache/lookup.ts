@@ -38,13 +38,17 @@ export async function searchSteps(
       step.match === "exact"
         ? [manifestObject(step.scope, step.value)]
         : (await store.list(manifestListPrefix(step.scope, step.value))).map((o) => o.name);
-    log.debug(
-      `looking up ${step.match === "exact" ? "key" : "prefix"} ${step.value} in ${step.scope}: ${candidates.length ? `${candidates.length} found` : "none"}`,
-    );
+    // A prefix's count is what the listing found; an exact key is found only once its manifest is read.
+    if (step.match === "prefix")
+      log.debug(
+        `looking up prefix ${step.value} in ${step.scope}: ${candidates.length ? `${candidates.length} found` : "none"}`,
+      );
     for (const object of candidates) {
       if (tried.has(object)) continue;
       tried.add(object);
       const data = await store.read(object);
+      if (step.match === "exact")
+        log.debug(`looking up key ${step.value} in ${step.scope}: ${data ? "found" : "none"}`);
       if (!data) continue;
       try {
         const manifest = decodeManifest(data, object);

@@ -9,8 +9,9 @@ type Context = Pick<JobContext, "key" | "prefix" | "revision" | "stack" | "scope
  * The run record of the drop-in path (the action's actions/cache mode, or the CLI's `restore` and
  * `save` around the user's own steps), written by the save: kcache never sees the job's commands
  * there, so the record holds what the restore saw (kept in the local state, `job.restored`) and what
- * the save saw. Entries new stand for kernels compiled; the seconds from the restore's start to the
- * save's are the job's own work, from which `kcache stats` learns what one new entry costs.
+ * the save saw. New kernels (entries with a group file) stand for kernels compiled; the seconds from
+ * the restore's start to the save's are the job's own work, from which `kcache stats` learns what one
+ * new kernel costs.
  * A job that fails before its save, or whose save fails, leaves no record (`kcache run` records every run).
  */
 export function dropInRunRecord(ctx: Context, job: JobRecord | undefined, report: SaveReport): RunRecord {
@@ -33,12 +34,13 @@ export function dropInRunRecord(ctx: Context, job: JobRecord | undefined, report
     passed: true,
     firstFailure: null,
     stages: [...(r ? [stage("restore", r.seconds)] : []), stage("save", report.seconds)],
-    // Found without compiling: written from the store or already in the folder as the key has them.
+    // Kernels, not entries (launchers and autotune results are entries too): the restored key's
+    // kernels the folder held were found without compiling, restored or already there.
     kernels: {
       status: "not-observed",
       source: "cache-folder",
-      loaded: r ? r.entries + r.present : null,
-      compiled: report.entriesNew,
+      loaded: r ? report.kernels.found : null,
+      compiled: report.kernels.new,
       compileSeconds: null,
     },
     restore: r

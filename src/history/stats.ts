@@ -43,14 +43,23 @@ function percentile(values: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] as number;
 }
 
+/**
+ * The workload a key prefix stands for: an actions/cache key made with `hashFiles(...)` carries a
+ * 64-hex-digit digest that changes with every edit of the files hashed, so each edit would start a row
+ * of its own; the digest is shown as `<hash>` and the rows of one workload stay one.
+ */
+export function workloadOf(prefix: string): string {
+  return prefix.replace(/[0-9a-f]{64}/g, "<hash>");
+}
+
 /** Runs grouped by workload prefix and week, with what the cache did for them. */
 export function weeklyStats(records: RunRecord[]): WeekStats[] {
   const costs = new Map<string, EntryCost | null>();
-  for (const prefix of new Set(records.map((r) => r.prefix)))
-    costs.set(prefix, entryCost(records.filter((r) => r.prefix === prefix)));
+  for (const prefix of new Set(records.map((r) => workloadOf(r.prefix))))
+    costs.set(prefix, entryCost(records.filter((r) => workloadOf(r.prefix) === prefix)));
   const groups = new Map<string, RunRecord[]>();
   for (const r of records) {
-    const k = `${r.prefix}\0${isoWeek(r.startedAt)}`;
+    const k = `${workloadOf(r.prefix)}\0${isoWeek(r.startedAt)}`;
     groups.set(k, [...(groups.get(k) ?? []), r]);
   }
   const out: WeekStats[] = [];

@@ -1,5 +1,6 @@
 import type { CatalogItem } from "../cache/catalog.js";
 import { type WorkingSet, workingSetOf } from "../cache/usage/working-set.js";
+import { workloadOf } from "./stats.js";
 
 /** How far back `kcache stats` looks for a working set's trend: this many saves of the prefix. */
 const TREND_SAVES = 10;
@@ -35,7 +36,7 @@ export function workingSets(catalog: CatalogItem[], scope: string, prefix?: stri
   for (const i of catalog) {
     const m = i.manifest;
     if (!m || m.scope !== scope || (prefix && !m.prefix.startsWith(prefix))) continue;
-    byPrefix.set(m.prefix, [...(byPrefix.get(m.prefix) ?? []), i]);
+    byPrefix.set(workloadOf(m.prefix), [...(byPrefix.get(workloadOf(m.prefix)) ?? []), i]);
   }
   const out: PrefixWorkingSet[] = [];
   for (const [p, items] of byPrefix) {

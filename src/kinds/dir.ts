@@ -64,6 +64,10 @@ export const dirKind: CacheKind = {
     return false;
   },
 
+  isKernel(): boolean {
+    return false;
+  },
+
   isAutotuneResult(): boolean {
     return false;
   },

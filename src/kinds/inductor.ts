@@ -130,6 +130,11 @@ export const inductorKind: CacheKind = {
     return BEST_CONFIG.test(entry.name);
   },
 
+  // Its entries are files: a Triton kernel compiled under it is the group file in its triton/ folder.
+  isKernel(entry: FoundEntry): boolean {
+    return /(^|\/)__grp__[^/]+\.json$/.test(entry.name);
+  },
+
   packOrder(files: EntryFile[]): EntryFile[] {
     return files;
   },

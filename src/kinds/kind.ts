@@ -118,6 +118,11 @@ export interface CacheKind {
    * a timing-driven winner, which carries who produced it (docs/benchmarks.md), not compiled code.
    */
   isAutotuneResult(entry: FoundEntry): boolean;
+  /**
+   * Whether an entry is one compiled kernel (what a person counts: Triton's entry with a group file),
+   * not a launcher, an autotune result or another file: stats count kernels, not entries.
+   */
+  isKernel(entry: FoundEntry): boolean;
   /** Sorts an entry's files into pack order: files Triton looks up first (group files) come last. */
   packOrder(files: EntryFile[]): EntryFile[];
 }

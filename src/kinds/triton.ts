@@ -192,6 +192,10 @@ export const tritonKind: CacheKind = {
     return entry.files.some((f) => AUTOTUNE.test(f.rel));
   },
 
+  isKernel(entry: FoundEntry): boolean {
+    return entry.files.some((f) => GROUP.test(f.rel));
+  },
+
   packOrder(files: EntryFile[]): EntryFile[] {
     const key = (f: EntryFile) => `${GROUP.test(f.rel) ? "1" : "0"}${f.rel}`;
     return [...files].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));

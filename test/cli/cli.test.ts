@@ -208,7 +208,15 @@ describe("kcache CLI", () => {
       KCACHE_STATE_DIR: path.join(p.dir, "s2"),
     };
     const restored = await runCli(["restore", "--verbose"], { env, cwd: p.dir });
-    expect(restored.stderr).toMatch(/kcache: looking up key cli-[0-9a-f]{12}-f{40} in branch\/main: 1 found/);
+    expect(restored.stderr).toMatch(/kcache: looking up key cli-[0-9a-f]{12}-f{40} in branch\/main: found/);
+    // An exact key the store lacks is "none", never "1 found".
+    const other = await runCli(["restore", "--verbose", "--revision", "e".repeat(40)], {
+      env: { ...env, KCACHE_STATE_DIR: path.join(p.dir, "s5") },
+      cwd: p.dir,
+    });
+    expect(other.stderr).toMatch(/looking up key cli-[0-9a-f]{12}-e{40} in branch\/main: none/);
+    expect(other.stderr).not.toMatch(/e{40} in branch\/main: 1 found/);
+    expect(other.stderr).toMatch(/looking up prefix cli-[0-9a-f]{12}- in branch\/main: 1 found/);
     expect(restored.stderr).toMatch(/kcache: pack packs\/\S+: .+, 4 of 4 entries written in \d+\.\d\d s/);
     const quiet = await runCli(["restore", "-q", "--json"], {
       env: { ...env, CACHE_ROOT: path.join(p.dir, "third"), KCACHE_STATE_DIR: path.join(p.dir, "s3") },

@@ -3,6 +3,7 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import type { RunRecord } from "../../src/history/run-record.js";
+import { weeklyStats } from "../../src/history/stats.js";
 import { entryCost } from "../../src/history/time-saved.js";
 import { rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
@@ -10,6 +11,15 @@ import { project } from "../helpers/project.js";
 
 /** What a kernel "costs to compile" between a restore and its save in the test's jobs. */
 const COMPILE_MS = 400;
+
+/** Kernel entries in a Triton cache folder: those with a group file. */
+function kernelsIn(folder: string): number {
+  if (!fs.existsSync(folder)) return 0;
+  return fs
+    .readdirSync(folder)
+    .filter((d) => fs.statSync(path.join(folder, d)).isDirectory())
+    .filter((d) => fs.readdirSync(path.join(folder, d)).some((f) => f.startsWith("__grp__"))).length;
+}
 
 describe("kcache stats for the drop-in path (restore and save around the user's own steps)", () => {
   it("ten restore/save pairs, commit by commit on fresh runners: ten runs, their hit rate, kernels compiled and a time-saved estimate", async () => {
@@ -29,12 +39,16 @@ describe("kcache stats for the drop-in path (restore and save around the user's 
       };
       const restored = await runCli(["restore", "--json"], { env, cwd: p.dir });
       expect(restored.code, restored.stderr).toBe(0);
-      const report = JSON.parse(restored.stdout);
-      found += report.entriesRestored + report.entriesPresent;
+      // Kernels found without compiling: entries with a group file (launchers are entries, not kernels).
+      found += kernelsIn(env.CACHE_ROOT);
       for (let k = 0; k < n; k++) {
         writeKernelEntry(env.CACHE_ROOT, tritonKeyName(`k${made++}`), `kernel_${made}`, 4000, r);
         await sleep(COMPILE_MS); // the job compiling it
       }
+      // Each job also builds a launcher: a new entry, but no kernel.
+      const launcher = path.join(env.CACHE_ROOT, tritonKeyName(`launcher-${i}`));
+      fs.mkdirSync(launcher, { recursive: true });
+      fs.writeFileSync(path.join(launcher, "__triton_launcher.cpython-312-x86_64-linux-gnu.so"), `l${i}`);
       const saved = await runCli(["save"], { env, cwd: p.dir });
       expect(saved.code, saved.stderr).toBe(0);
     }
@@ -89,5 +103,27 @@ describe("kcache stats for the drop-in path (restore and save around the user's 
     const timed = rec(4, { kernels: { compiled: 4, compileSeconds: 6, loaded: 0 } as RunRecord["kernels"] });
     expect(entryCost([...jobs, timed])).toEqual({ seconds: 1.5, from: "compile-times" });
     expect(entryCost([rec(0, { jobSeconds: 5 })])).toBeNull();
+  });
+
+  it("a key made with hashFiles(...) is one workload, not a new row per edit of the files hashed", () => {
+    const digest = (c: string) => c.repeat(64);
+    const rec = (prefix: string, compiled: number): RunRecord =>
+      ({
+        prefix,
+        startedAt: "2026-12-01T10:00:00.000Z",
+        passed: true,
+        hit: "prefix",
+        kernels: { compiled, compileSeconds: null, loaded: 3 },
+      }) as RunRecord;
+    const weeks = weeklyStats([
+      rec(`triton-Linux-${digest("a")}`, 2),
+      rec(`triton-Linux-${digest("b")}`, 1),
+      rec(`triton-Linux-${digest("c")}`, 4),
+      rec("fla-kda-bench", 5),
+    ]);
+    expect(weeks.map((w) => [w.prefix, w.runs, w.kernelsCompiled]).sort()).toEqual([
+      ["fla-kda-bench", 1, 5],
+      ["triton-Linux-<hash>", 3, 7],
+    ]);
   });
 });

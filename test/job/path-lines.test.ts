@@ -1,6 +1,7 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { pathLineCaches } from "../../src/job/path-lines.js";
+import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/sandbox.js";
 
@@ -112,5 +113,31 @@ describe("actions/cache-style path lines", () => {
       "old-",
     ]);
     expect(path.isAbsolute(dir)).toBe(true);
+  });
+
+  it("a kind changed between save and restore restores nothing, and says why", async () => {
+    const dir = tempDir("kind-changed");
+    const e = {
+      PATH: process.env.PATH,
+      HOME: dir,
+      GITHUB_REF: "refs/heads/main",
+      KCACHE_STORE: path.join(dir, "store"),
+      KCACHE_STATE_DIR: path.join(dir, "state"),
+    };
+    generateTritonCache(path.join(dir, "tc"), { entries: 4, totalBytes: 20_000 });
+    const saved = await runCli(["save", "--key", "k", "--path", "~/tc", "--revision", "r1"], {
+      env: e,
+      cwd: dir,
+    });
+    expect(saved.code, saved.stderr).toBe(0);
+    const restored = await runCli(
+      ["restore", "--json", "--key", "k", "--path", "~/elsewhere", "--kind", "triton", "--revision", "r1"],
+      { env: { ...e, KCACHE_STATE_DIR: path.join(dir, "state2") }, cwd: dir },
+    );
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ entriesRestored: 0 });
+    expect(restored.stderr).toMatch(
+      /holds no cache named triton \(kind triton\), only path-1 \(kind triton\): the cache was renamed or its kind changed/,
+    );
   });
 });

@@ -81,10 +81,18 @@ function restoreTargets(
   const byName = new Map<string, CacheFolder>();
   for (const c of ctx.caches) {
     const saved = manifest.caches.find((m) => m.name === c.name);
-    if (!saved) continue;
+    if (!saved) {
+      // Nothing to restore into this folder: say why where the key holds caches this job lacks.
+      const others = manifest.caches.filter((m) => !ctx.caches.some((h) => h.name === m.name));
+      if (others.length)
+        ctx.log.warn(
+          `${manifest.key} holds no cache named ${c.name} (kind ${c.kind}), only ${others.map((m) => `${m.name} (kind ${m.kind})`).join(", ")}: the cache was renamed or its kind changed (a path input's cache is named path-<n> under kind: auto and after its kind otherwise); nothing restored into ${c.path}, and the next save starts it afresh`,
+        );
+      continue;
+    }
     if (c.kind !== "auto" && saved.kind !== c.kind) {
       ctx.log.warn(
-        `cache ${c.name} was saved as kind ${saved.kind} but is configured as ${c.kind}; not restoring it`,
+        `cache ${c.name} was saved as kind ${saved.kind} but is configured as ${c.kind}; nothing restored into ${c.path} (set kind: ${saved.kind} back to use ${manifest.key}, or let the next save start it afresh)`,
       );
       continue;
     }

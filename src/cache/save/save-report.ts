@@ -22,6 +22,11 @@ export interface SaveReport {
   entriesNew: number;
   entriesReused: number;
   entriesDropped: number;
+  /**
+   * Compiled kernels (entries a kind counts as kernels: not launchers, autotune results or other
+   * files): those of the restored key the folders held (found without compiling), and new ones.
+   */
+  kernels: { found: number; new: number };
   packsWritten: number;
   /** Compressed bytes uploaded (packs and manifest). */
   bytesUploaded: number;
@@ -42,6 +47,14 @@ export interface SaveReport {
   caches: { name: string; entries: number; bytes: number }[];
 }
 
+/**
+ * Whether a save recorded a new key: one that packed new entries ("saved") and one that recorded the
+ * key over its parent's packs with nothing new to pack ("nothing-new") both did.
+ */
+export function keyRecorded(outcome: SaveOutcome | undefined): boolean {
+  return outcome === "saved" || outcome === "nothing-new";
+}
+
 /** A save's report before any phase ran. */
 export function emptySaveReport(ctx: JobContext): SaveReport {
   return {
@@ -55,6 +68,7 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
     entriesNew: 0,
     entriesReused: 0,
     entriesDropped: 0,
+    kernels: { found: 0, new: 0 },
     packsWritten: 0,
     bytesUploaded: 0,
     consolidated: false,

@@ -167,6 +167,8 @@ class SaveRun {
       reused: this.reused,
     });
     this.report.usage = this.usage.report;
+    const kernels = (ps: Present[]) => ps.filter((p) => p.kind.isKernel(p.entry)).length;
+    this.report.kernels = { found: kernels(this.reused), new: kernels(this.fresh()) };
     const evicted = this.usage.evicted;
     if (evicted.size) {
       this.kept = this.kept.filter((p) => !evicted.has(presentId(p)));

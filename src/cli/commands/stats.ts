@@ -5,7 +5,7 @@ import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
-import { readRunRecords, type WeekStats, weeklyStats } from "../../history/stats.js";
+import { readRunRecords, type WeekStats, weeklyStats, workloadOf } from "../../history/stats.js";
 import { type PrefixWorkingSet, workingSets } from "../../history/working-sets.js";
 import { jobScopes } from "../../job/build-context.js";
 import { defaultBranchScope } from "../../keys/scope.js";
@@ -52,7 +52,7 @@ export async function statsCommand(
     for (const pack of m.packs) {
       if (counted.has(pack.object)) continue;
       counted.add(pack.object);
-      storeBytes[m.prefix] = (storeBytes[m.prefix] ?? 0) + pack.size;
+      storeBytes[workloadOf(m.prefix)] = (storeBytes[workloadOf(m.prefix)] ?? 0) + pack.size;
     }
   }
   const scope = o.allScopes ? "every scope" : defaultScope;
