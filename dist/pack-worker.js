@@ -1754,6 +1754,9 @@ var dirKind = {
   linkSafe() {
     return false;
   },
+  isKernel() {
+    return false;
+  },
   isAutotuneResult() {
     return false;
   },
@@ -1924,6 +1927,9 @@ var tritonKind = {
   isAutotuneResult(entry) {
     return entry.files.some((f2) => AUTOTUNE.test(f2.rel));
   },
+  isKernel(entry) {
+    return entry.files.some((f2) => GROUP.test(f2.rel));
+  },
   packOrder(files) {
     const key = (f2) => `${GROUP.test(f2.rel) ? "1" : "0"}${f2.rel}`;
     return [...files].sort((a, b2) => key(a) < key(b2) ? -1 : key(a) > key(b2) ? 1 : 0);
@@ -2028,6 +2034,10 @@ var inductorKind = {
   },
   isAutotuneResult(entry) {
     return BEST_CONFIG.test(entry.name);
+  },
+  // Its entries are files: a Triton kernel compiled under it is the group file in its triton/ folder.
+  isKernel(entry) {
+    return /(^|\/)__grp__[^/]+\.json$/.test(entry.name);
   },
   packOrder(files) {
     return files;

@@ -3,6 +3,7 @@ import { Strictness } from "../cache/faults.js";
 import { readState, restoredContext } from "../cache/local-state.js";
 import { restore } from "../cache/restore/restore.js";
 import type { SaveOptions } from "../cache/save/save.js";
+import { keyRecorded } from "../cache/save/save-report.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { usageSummary } from "../cache/usage/save-usage.js";
 import { parseSize } from "../config/durations.js";
@@ -157,9 +158,9 @@ async function saveStep(log: Log, key?: string, post = false): Promise<void> {
   const state = readState(ctx.stateFile);
   const r = await dropInSave(ctx, opts, [], state);
   if (r) log.info(`${r.message} (${r.store})`);
-  if (r?.outcome === "saved" || r?.outcome === "nothing-new")
+  if (r && keyRecorded(r.outcome))
     log.info(usageSummary(r.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));
-  setOutputs({ [Outputs.saved]: String(r?.outcome === "saved") });
+  setOutputs({ [Outputs.saved]: String(keyRecorded(r?.outcome)) });
   // The step runs after the job passed (post-if), or under save-always after any job.
   const noMerge = typeof opts.evict === "object" ? opts.evict.never : undefined;
   await settleStage(ctx, { passed: true, noMerge }, state);

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import * as core from "@actions/core";
+import { keyRecorded } from "../cache/save/save-report.js";
 import { hostEnvironment } from "../environment.js";
 import type { RunReport } from "../pipeline/run-profile.js";
 import { runMarkdown } from "../report/run-markdown.js";
@@ -46,7 +47,7 @@ export function runOutputs(r: RunReport, reportFile: string): Record<string, str
     [Outputs.matchedKey]: r.restore?.matchedKey ?? "",
     [Outputs.kernelsCompiled]: String(r.kernels.compiled),
     [Outputs.kernelsLoaded]: r.kernels.loaded === null ? "" : String(r.kernels.loaded),
-    [Outputs.saved]: String(r.save?.outcome === "saved"),
+    [Outputs.saved]: String(keyRecorded(r.save?.outcome)),
     [Outputs.report]: reportFile,
   };
 }

@@ -216,6 +216,14 @@ describe("the kcache action", () => {
       "cache-matched-key": restored.outputs["cache-primary-key"],
     });
     expect(workload(b)).toMatchObject({ compiled: 0 });
+    // Nothing new: the key is still recorded (over a's packs), and `saved` says so.
+    const recorded = await b.uses("save", {
+      path: "~/.triton/cache",
+      key: later.outputs["cache-primary-key"] as string,
+      store,
+    });
+    expect(recorded.log).toMatch(/nothing new since .*: recorded/);
+    expect(recorded.outputs.saved).toBe("true");
     const looked = await job(root, "c").uses("restore", {
       path: "~/.triton/cache",
       key: "k",
