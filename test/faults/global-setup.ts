@@ -22,6 +22,7 @@ const ORDER = [
   "GitHub cache",
   "full filesystem",
   "pull-request",
+  "pull requests on Buildkite",
   "persistent runner",
   "broken config",
   "as downloaded",
