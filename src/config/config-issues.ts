@@ -27,6 +27,39 @@ const SHOWN = 10;
  */
 export function formatIssues(source: string, issues: readonly Issue[], schema: unknown): string {
   if (!issues.length) return `${source}: invalid configuration`;
+  const lines = issueLines(source, issues, schema);
+  const more = lines.length - SHOWN;
+  return [...lines.slice(0, SHOWN), ...(more > 0 ? [`${source}: and ${more} more`] : [])].join("\n");
+}
+
+/**
+ * One line per problem. A list item that fits none of its shapes (a command or a parallel group) is
+ * reported by the shape it came nearest to, each field named, not as "Invalid input". A required
+ * top-level section that is missing goes last: the mistake the user made comes first.
+ */
+function issueLines(source: string, raw: readonly Issue[], schema: unknown): string[] {
+  return linesOf(
+    source,
+    raw.flatMap((i) => nearestBranch(source, i, schema)),
+    schema,
+  );
+}
+
+/** A union's issues as those of its nearest branch (fewest lines), with their full paths. */
+function nearestBranch(source: string, issue: Issue, schema: unknown): Issue[] {
+  if (issue.code !== "invalid_union" || !Array.isArray(issue.errors) || issue.errors.length === 0)
+    return [issue];
+  const branches = issue.errors.map((b) =>
+    b.flatMap((e) => nearestBranch(source, { ...e, path: [...issue.path, ...e.path] } as Issue, schema)),
+  );
+  const nearest = branches.reduce((a, b) =>
+    linesOf(source, b, schema).length < linesOf(source, a, schema).length ? b : a,
+  );
+  return nearest.length ? nearest : [issue];
+}
+
+function linesOf(source: string, issues: readonly Issue[], schema: unknown): string[] {
+  const last: string[] = [];
   const unknown = new Map<string, Set<string>>();
   for (const i of issues) if (i.code === "unrecognized_keys") unknown.set(fieldOf(i.path), new Set(i.keys));
   const lines: string[] = [];
@@ -52,10 +85,12 @@ export function formatIssues(source: string, issues: readonly Issue[], schema: u
       }
       continue;
     }
-    lines.push(formatIssue(source, issue));
+    // A required top-level section that is missing goes last: the mistake made comes first.
+    if (issue.path.length === 1 && issue.code === "invalid_type" && /received undefined/.test(issue.message))
+      last.push(formatIssue(source, issue));
+    else lines.push(formatIssue(source, issue));
   }
-  const more = lines.length - SHOWN;
-  return [...lines.slice(0, SHOWN), ...(more > 0 ? [`${source}: and ${more} more`] : [])].join("\n");
+  return [...lines, ...last];
 }
 
 /** The unknown key beside a missing required field that is spelt like it (taken out of `unknown`). */

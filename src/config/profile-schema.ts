@@ -2,6 +2,7 @@ import * as z from "zod";
 import { autotuneFields } from "./autotune-schema.js";
 import { CronSyntaxError, parseCron } from "./cron.js";
 import { parseDuration } from "./durations.js";
+import { timeZoneProblem } from "./time-zone.js";
 
 const envMap = z.record(
   z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/),
@@ -233,8 +234,14 @@ export const githubSchema = z
             ctx.addIssue({ code: "custom", message: e.message });
           }
         }),
-        /** IANA zone for the cron (GitHub's `timezone:`); UTC when absent. */
-        timezone: z.string().optional(),
+        /** IANA zone for the cron (GitHub's `timezone:`); UTC when absent. Checked here, at load. */
+        timezone: z
+          .string()
+          .superRefine((name, ctx) => {
+            const problem = timeZoneProblem(name);
+            if (problem) ctx.addIssue({ code: "custom", message: problem });
+          })
+          .optional(),
         /** Pushes to the default branch touching these paths prewarm (and they are --if-changed's globs). */
         paths: z.array(z.string().min(1)).default([]),
       })

@@ -39,6 +39,7 @@ export function resolveStore(
   if (spec?.type === undefined) return storeFromText(env.KCACHE_STORE, "KCACHE_STORE", env, cwd);
   const ms = (v: string | undefined) => (v === undefined ? undefined : (parseDuration(v) as number));
   if (spec?.type === "local") {
+    if (spec.path) refuseMistypedUrl(expand(spec.path, "store.path"), "store.path");
     return {
       type: "local",
       path: path.resolve(cwd, spec.path ? expand(spec.path, "store.path") : defaultLocal(env)),
@@ -77,6 +78,7 @@ export function storeFromText(
   cwd: string,
 ): StoreConfig {
   if (text === "gha") return { type: "gha" };
+  refuseMistypedUrl(text, label);
   // A URL's scheme is case-insensitive (RFC 3986): S3:// is s3://. Any other scheme is an error, never
   // a folder named after it (`gs://b/p` once saved into ./gs:/b/p).
   const scheme = text ? /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(text)?.[1] : undefined;
@@ -102,6 +104,18 @@ export function storeFromText(
   // with no store named anywhere, that is where caches go, so switching `uses:` is all a user does.
   if (!text && ghaEnvironment(env).offered) return { type: "gha" };
   return { type: "local", path: path.resolve(cwd, text || defaultLocal(env)) };
+}
+
+/**
+ * A store URL mistyped (s3:/bucket, s3//bucket, s3:bucket, s3:///bucket) is an error naming the fix,
+ * never a folder named after it that every save fills while the shared store stays empty.
+ */
+function refuseMistypedUrl(text: string | undefined, label: string): void {
+  const typo = text ? /^([A-Za-z][A-Za-z0-9+.-]*)(:\/?(?!\/)|\/\/|:\/{3,})(.*)$/.exec(text) : null;
+  if (typo && /^(s3|gs|gcs|https?|az|abfss?|oss|obs|cos|r2|minio)$/i.test(typo[1] as string))
+    throw new ConfigError(
+      `${label}=${text}: not a store URL; write s3://${(typo[3] as string).replace(/^\/+/, "") || "bucket/prefix"} (two slashes after "s3:"), gha, or a folder (./${text} for a folder of that name)`,
+    );
 }
 
 function defaultLocal(env: NodeJS.ProcessEnv): string {

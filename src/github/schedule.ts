@@ -1,17 +1,7 @@
 import { createHash } from "node:crypto";
 import { Cron, CronPattern } from "croner";
 import { CronSyntaxError, formatField, type ParsedCron, parseCron } from "../config/cron.js";
-
-/** A valid IANA time zone name ("Asia/Shanghai"), as the runtime's time zone database knows it. */
-export function isTimeZone(name: string): boolean {
-  if (name !== "UTC" && !name.includes("/")) return false;
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { isTimeZone } from "../config/time-zone.js";
 
 const offsetsSeen = new Map<string, number[]>();
 

@@ -1,9 +1,10 @@
 import { stringify } from "yaml";
 import type { GithubSpec, ProfileSpec } from "../config/profile-schema.js";
 import type { Config } from "../config/resolve.js";
+import { isTimeZone } from "../config/time-zone.js";
 import { ConfigError } from "../errors.js";
 import { commandSteps } from "./command-steps.js";
-import { isTimeZone, jitterMinute, toUtcCron } from "./schedule.js";
+import { jitterMinute, toUtcCron } from "./schedule.js";
 
 export interface WorkflowOptions {
   /** kcache.yml's path in the repository, as the workflow's steps will see it. */

@@ -1,9 +1,9 @@
 import { Cron } from "croner";
 import { describe, expect, it } from "vitest";
 import { CRON_FIELDS, parseCron } from "../../src/config/cron.js";
+import { isTimeZone } from "../../src/config/time-zone.js";
 import {
   fireInstants,
-  isTimeZone,
   jitterMinute,
   sameFireTimes,
   toUtcCron,

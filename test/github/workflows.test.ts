@@ -4,7 +4,7 @@ import { NoOperationTraceWriter, parseWorkflow } from "@actions/workflow-parser"
 import { describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { loadConfig, resolveConfig } from "../../src/config/load.js";
-import { isTimeZone } from "../../src/github/schedule.js";
+import { isTimeZone } from "../../src/config/time-zone.js";
 import { generateWorkflows, NO_FORK_PRS, selfHosted } from "../../src/github/workflows.js";
 import { runCli } from "../helpers/cli.js";
 import { tempDir } from "../helpers/sandbox.js";
