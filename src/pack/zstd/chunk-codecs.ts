@@ -66,7 +66,10 @@ export class SyncDecompressor implements ChunkDecompressor {
     let src = input;
     for (;;) {
       const [hint, produced, consumed] = this.dctx.decompressStream(this.out, src);
-      this.hint = hint;
+      // A call that neither read nor wrote (the output was exactly full when the frame ended) answers
+      // with the next frame's header size: it must not undo "the last frame ended" (hint 0). A frame
+      // of exactly the buffer's size (524,288 bytes) was refused as truncated.
+      if (consumed > 0 || produced > 0) this.hint = hint;
       src = src.subarray(consumed);
       if (produced > 0) emit(this.out.subarray(0, produced));
       if (src.length === 0 && produced < this.out.length) return;
