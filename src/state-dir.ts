@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,21 +16,50 @@ export function stateDir(env: NodeJS.ProcessEnv): string {
  * read is asked again, and one that cannot be written costs the next command that time.
  */
 
-/** The kept JSON value in `file`, or undefined where there is none or it does not parse. */
+/** The most a kept answer may be: a validated kcache.yml with many profiles is tens of kB. */
+const MAX_KEPT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The kept JSON value in `file`, or undefined where there is none, or it is anything but a regular
+ * file kcache wrote whole: a FIFO or a link (to /dev/zero, say) is never opened for a blocking read, a
+ * file over 4 MiB is never read, and one whose digest does not match its value (hand-edited, garbled,
+ * written by an older kcache) is asked again rather than trusted.
+ */
 export function readKept(file: string): unknown {
+  let fd: number | undefined;
   try {
-    return JSON.parse(fs.readFileSync(file, "utf8"));
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_KEPT_BYTES) return undefined;
+    const buf = Buffer.alloc(st.size);
+    let got = 0;
+    while (got < st.size) {
+      const n = fs.readSync(fd, buf, got, st.size - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    const kept = JSON.parse(buf.subarray(0, got).toString("utf8")) as { sha256?: unknown; value?: unknown };
+    if (!kept || typeof kept !== "object" || typeof kept.sha256 !== "string") return undefined;
+    return digestOf(kept.value) === kept.sha256 ? kept.value : undefined;
   } catch {
     return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 
-/** Keeps `value` in `file`, whole or not at all (a temp file renamed in); a failure is ignored. */
+function digestOf(value: unknown): string {
+  return createHash("sha256")
+    .update(JSON.stringify(value) ?? "")
+    .digest("hex");
+}
+
+/** Keeps `value` in `file` with its digest, whole or not at all (a temp file renamed in); a failure is ignored. */
 export function keepAnswer(file: string, value: unknown): void {
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify(value));
+    fs.writeFileSync(tmp, JSON.stringify({ sha256: digestOf(value), value }));
     fs.renameSync(tmp, file);
   } catch {
     // Kept only to save time.

@@ -57,20 +57,26 @@ export const ASCEND_CODEGEN_VARIABLES = [
 export async function probeStack(opts: StackProbeOptions): Promise<StackFingerprint> {
   const { env } = opts;
   const warnings: string[] = [];
+  // A probe that failed or hung leaves a key of the OS and the architecture alone: stack-incomplete,
+  // a warning, and exit 4 under --strict (docs/cli.md), like any other part that could not be probed.
+  const failures: string[] = [];
   const [py, acc] = await Promise.all([
     probePython(opts.python, env).catch((e: Error) => {
-      warnings.push(`python probe failed (${e.message}); the stack key has no Python packages in it`);
+      failures.push(
+        `python probe failed (${e.message}); the stack key has no Python packages in it: it covers only the OS and architecture`,
+      );
       return null;
     }),
     probeAccelerator(opts.accelerator ?? probeRoots(env)),
   ]);
   const onAscend = acc.vendor === "ascend" || Boolean(py?.packages.triton_ascend);
   const bishengir = onAscend ? await probeBishengir(py?.tritonDir ?? null, acc.cannHome ?? null, env) : null;
-  return fingerprintFrom(py, acc, opts.pins, warnings, {
+  const fp = fingerprintFrom(py, acc, opts.pins, warnings, {
     env,
     bishengir,
     host: os.hostname(),
   });
+  return failures.length ? { ...fp, errors: [...failures, ...fp.errors] } : fp;
 }
 
 /**

@@ -206,10 +206,28 @@ export function findOnPath(cmd: string, env: NodeJS.ProcessEnv): string | null {
   return null;
 }
 
+/** Whether a kept answer has the probe's shape and types throughout (else the probe runs again). */
+function isFacts(f: unknown): f is PythonFacts {
+  const o = f as Record<string, unknown> | null;
+  const str = (v: unknown) => typeof v === "string";
+  const strOrNull = (v: unknown) => v === null || v === undefined || str(v);
+  const record = (v: unknown, each: (x: unknown) => boolean) =>
+    !!v && typeof v === "object" && !Array.isArray(v) && Object.values(v).every(each);
+  return (
+    !!o &&
+    ["python", "implementation", "abi", "system", "machine"].every((k) => str(o[k])) &&
+    record(o.packages, str) &&
+    strOrNull(o.torchCuda) &&
+    strOrNull(o.torchHip) &&
+    strOrNull(o.tritonDir) &&
+    record(o.readFrom, (x) => typeof x === "number")
+  );
+}
+
 function readCached(file: string, id: string): PythonFacts | null {
   const saved = readKept(file) as { id?: string; facts?: PythonFacts } | undefined;
   const from = saved?.facts?.readFrom;
-  if (saved?.id !== id || !from || Object.keys(from).length === 0) return null;
+  if (saved?.id !== id || !from || Object.keys(from).length === 0 || !isFacts(saved.facts)) return null;
   for (const [p, mtime] of Object.entries(from)) {
     const st = fs.statSync(p, { bigint: true, throwIfNoEntry: false });
     if ((st ? Number(st.mtimeNs) : -1) !== mtime) return null;

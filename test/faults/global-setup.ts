@@ -24,6 +24,9 @@ const ORDER = [
   "pull-request",
   "pull requests on Buildkite",
   "persistent runner",
+  "kept answers",
+  "Python stack probe",
+  "run records",
   "broken config",
   "as downloaded",
 ];

@@ -321,10 +321,19 @@ describe("stack probe", () => {
     );
   });
 
-  it("still forms a key, with a warning, when the interpreter is missing", async () => {
+  it("still forms a key when the interpreter is missing, reported as stack-incomplete (exit 4 under --strict)", async () => {
     const fp = await probeStack({ python: "/nonexistent/python3", pins: {}, env: { PATH: "" } });
     expect(fp.stackId).toMatch(/^[0-9a-f]{12}$/);
-    expect(fp.warnings.join("\n")).toMatch(/python probe failed \(\/nonexistent\/python3: not found\)/);
+    expect(fp.errors.join("\n")).toMatch(/python probe failed \(\/nonexistent\/python3: not found\)/);
+    const config = resolveConfig(
+      { caches: [{ name: "t", kind: "triton", path: "/tmp/t" }] },
+      "kcache.yml",
+      {},
+      "/",
+    );
+    expect(() => reportStack(config, fp, silentLog(), Strictness.all)).toThrow(
+      expect.objectContaining({ code: "EKCACHE_STACK", exitCode: 4 }),
+    );
   });
 
   it("says how a failing interpreter ended, in one line, never the probe script", async () => {
@@ -332,7 +341,7 @@ describe("stack probe", () => {
     const python = path.join(dir, "python3");
     fs.writeFileSync(python, "#!/bin/sh\nexit 3\n", { mode: 0o755 });
     const fp = await probeStack({ python, pins: {}, env: { PATH: process.env.PATH } });
-    const warning = fp.warnings.join("\n");
+    const warning = fp.errors.join("\n");
     expect(warning).toContain(`python probe failed (${python}: exited 3)`);
     expect(warning).not.toContain("import json");
   });
