@@ -2104,7 +2104,7 @@ var SyncDecompressor = class {
     let src = input;
     for (; ; ) {
       const [hint, produced, consumed] = this.dctx.decompressStream(this.out, src);
-      this.hint = hint;
+      if (consumed > 0 || produced > 0) this.hint = hint;
       src = src.subarray(consumed);
       if (produced > 0) emit(this.out.subarray(0, produced));
       if (src.length === 0 && produced < this.out.length) return;
