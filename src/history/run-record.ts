@@ -163,14 +163,51 @@ export async function readRunRecords(
   const records: RunRecord[] = [];
   let unreadable = 0;
   for (const o of await store.list(under)) {
-    if (!parseRunObject(o.name)) continue;
+    const where = parseRunObject(o.name);
+    if (!where) continue;
     try {
-      const r = JSON.parse((await store.read(o.name))?.toString("utf8") ?? "null") as RunRecord | null;
-      if (r?.schema === RUN_RECORD_SCHEMA) records.push(r);
+      const r = JSON.parse((await store.read(o.name))?.toString("utf8") ?? "null") as unknown;
+      if (isRunRecord(r, where)) records.push(r);
       else unreadable++;
     } catch {
       unreadable++;
     }
   }
   return { records: records.sort((a, b) => (a.startedAt < b.startedAt ? 1 : -1)), unreadable };
+}
+
+/**
+ * Whether a record read from the store is one kcache wrote, checked as a manifest is: every field
+ * stats and baselines read has its type (a `kernels: null` or `compiled: "many"` is not counted as
+ * runs), and it is stored where its own scope and prefix say (a record under a pull request's scope
+ * whose body says branch/main does not count as the default branch's).
+ */
+function isRunRecord(r: unknown, where: { scope: string; prefix: string }): r is RunRecord {
+  const o = r as Record<string, unknown> | null;
+  if (!o || typeof o !== "object" || o.schema !== RUN_RECORD_SCHEMA) return false;
+  const num = (v: unknown) => typeof v === "number" && Number.isFinite(v) && v >= 0;
+  const numOrNull = (v: unknown) => v === null || num(v);
+  const k = o.kernels as Record<string, unknown> | null;
+  const timed = (v: unknown) =>
+    v === null || (!!v && typeof v === "object" && num((v as { seconds?: unknown }).seconds));
+  return (
+    o.scope === where.scope &&
+    o.prefix === where.prefix &&
+    typeof o.key === "string" &&
+    typeof o.startedAt === "string" &&
+    !Number.isNaN(Date.parse(o.startedAt)) &&
+    typeof o.passed === "boolean" &&
+    ["exact", "prefix", "miss", "none"].includes(o.hit as string) &&
+    num(o.seconds) &&
+    !!k &&
+    typeof k === "object" &&
+    Number.isInteger(k.compiled) &&
+    num(k.compiled) &&
+    numOrNull(k.loaded) &&
+    numOrNull(k.compileSeconds ?? null) &&
+    timed(o.restore) &&
+    timed(o.save) &&
+    (o.jobSeconds === undefined || num(o.jobSeconds)) &&
+    (o.records === undefined || Array.isArray(o.records))
+  );
 }
