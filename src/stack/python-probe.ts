@@ -235,17 +235,22 @@ function readCached(file: string, id: string): PythonFacts | null {
   return saved.facts as PythonFacts;
 }
 
+/** How long the Python probe may take before the key goes without it. */
+const PROBE_TIMEOUT_MS = 30_000;
+
 function runProbe(python: string, env: NodeJS.ProcessEnv): Promise<PythonFacts> {
   return new Promise((resolve, reject) => {
     execFile(
       python,
       ["-S", "-c", SCRIPT, STACK_DISTRIBUTIONS.join(",")],
-      { env, timeout: 10_000, maxBuffer: 1 << 20 },
+      // 30 s: a probe that fails is stack-incomplete (exit 4 under --strict), and on a loaded runner
+      // (32 kcache processes starting at once) an import of torch's metadata took over 10 s.
+      { env, timeout: PROBE_TIMEOUT_MS, maxBuffer: 1 << 20 },
       (err, stdout, stderr) => {
         if (err) {
           // Node's own message repeats the command line, the whole probe script with it: say how it ended.
           const ended = err.killed
-            ? "timed out after 10 s"
+            ? `timed out after ${PROBE_TIMEOUT_MS / 1000} s`
             : typeof err.code === "number"
               ? `exited ${err.code}`
               : err.code === "ENOENT"

@@ -77,7 +77,7 @@ describe("a Python stack probe that hangs", () => {
     const tally = new Tally("Python stack probe hangs (stack.python sleeps)");
     const dir = tempDir("hung-python");
     const python = path.join(dir, "python3");
-    fs.writeFileSync(python, "#!/bin/sh\nsleep 60\n", { mode: 0o755 });
+    fs.writeFileSync(python, "#!/bin/sh\nsleep 120\n", { mode: 0o755 });
     const p = project({
       yml: `caches:\n  - {name: triton, kind: triton, path: "\${CACHE_ROOT}"}\nstack: { python: ${python} }\n`,
     });
@@ -89,10 +89,10 @@ describe("a Python stack probe that hangs", () => {
       tally.run(r);
       tally.row.trials++;
       expect(r.stderr).toMatch(
-        /python probe failed \(.*timed out after 10 s\).*only the OS and architecture/,
+        /python probe failed \(.*timed out after 30 s\).*only the OS and architecture/,
       );
       expect(r.code).toBe(strict ? 4 : 0);
-      expect(r.seconds).toBeLessThan(30);
+      expect(r.seconds).toBeLessThan(60);
     }
     tally.save();
   });
