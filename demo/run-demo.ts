@@ -35,6 +35,12 @@ const env: NodeJS.ProcessEnv = {
 delete env.GITHUB_ACTIONS;
 delete env.GITHUB_REF;
 delete env.GITHUB_SHA;
+// The demo plays a developer's own machine (no CI): run inside a CI job, that job's variables would
+// make its simulated runners untrusted builds of an unknown CI (docs/other-ci.md).
+for (const name of ["CI", "CONTINUOUS_INTEGRATION", "BUILD_ID", "BUILD_NUMBER", "RUN_ID", "CI_NAME"])
+  delete env[name];
+for (const name of Object.keys(env))
+  if (/^(GITLAB_CI|BUILDKITE|JENKINS_|CI_|CHANGE_)/.test(name)) delete env[name];
 
 fs.writeFileSync(
   path.join(work, "kcache.yml"),
