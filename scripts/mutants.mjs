@@ -323,6 +323,27 @@ const MUTANTS = [
     tests: ["test/keys/run-identity.test.ts"],
   },
   {
+    name: "a default-branch save beside a pull request's job takes every new entry as its own",
+    file: "src/cache/save/save-attribution.ts",
+    find: "  if (beside.size === 0) return kept;",
+    replace: "  if (beside.size >= 0) return kept;",
+    tests: ["test/cache/persistent/beside-untrusted.test.ts"],
+  },
+  {
+    name: "the hook's record of what the job wrote ignored (every entry beside an untrusted job counts as the job's)",
+    file: "src/cache/save/save-attribution.ts",
+    find: "wrote.has(presentId(p))",
+    replace: "true",
+    tests: ["test/cache/persistent/beside-untrusted.test.ts"],
+  },
+  {
+    name: "an untrusted job's marker removed when it ends",
+    file: "src/cache/persistent/live-jobs.ts",
+    find: "  if (job.trusted) fs.rmSync(file, { force: true });",
+    replace: "  if (job.trusted || true) fs.rmSync(file, { force: true });",
+    tests: ["test/cache/persistent/beside-untrusted.test.ts"],
+  },
+  {
     name: "autotune: fresh serves one process the winners another tuned",
     file: "python/kcache_hook/sitecustomize.py",
     find: 'fresh = os.environ.get("KCACHE_AUTOTUNE") == "fresh"',

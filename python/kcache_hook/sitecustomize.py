@@ -6,7 +6,9 @@ appends one JSON line per kernel to $KCACHE_TELEMETRY_FILE: name, cache_hit, com
 A listener the job already had keeps being called. When the job imports triton.runtime.cache, its
 FileCacheManager's get_file and get_group are wrapped: each cache entry folder a lookup found files
 in is written once per process ({"used": folder}), so kcache knows which entries the job used
-(kernels, launchers and autotune results alike, on any Triton version); each autotune result looked
+(kernels, launchers and autotune results alike, on any Triton version), and so is each entry folder
+its put and put_group wrote ({"wrote": folder}), so a save knows which entries this job's processes
+made (a job beside it in the same folder may have made others); each autotune result looked
 up is written with whether it was there ({"autotune": fn, "hit": ..., "folder": ...}); under
 KCACHE_AUTOTUNE=fresh (a profile's autotune: fresh) a process is served only the results it wrote
 itself, so each process of the job tunes for itself. When the job
@@ -146,15 +148,33 @@ def _wrap_cache_manager(module):
     # tuned, such as the other side of a HEAD-vs-BASE comparison.
     fresh = os.environ.get("KCACHE_AUTOTUNE") == "fresh"
     own = set()
+    wrote = set()
     put = cls.put
+    put_group = getattr(cls, "put_group", None)
+
+    def note_wrote(manager):
+        # An entry folder this process wrote: a save beside an untrusted job uploads only these as its own.
+        try:
+            folder = os.path.abspath(getattr(manager, "cache_dir", "") or "")
+            if folder and folder not in wrote:
+                wrote.add(folder)
+                _write({"wrote": folder, "pid": os.getpid()})
+        except Exception:
+            pass
 
     def wrapped_put(self, data, filename, *args, **kwargs):
         result = put(self, data, filename, *args, **kwargs)
+        note_wrote(self)
         try:
             if fresh and isinstance(filename, str) and filename.endswith(".autotune.json"):
                 own.add((os.path.abspath(getattr(self, "cache_dir", "") or ""), filename))
         except Exception:
             pass
+        return result
+
+    def wrapped_put_group(self, *args, **kwargs):
+        result = put_group(self, *args, **kwargs)
+        note_wrote(self)
         return result
 
     def wrapped_get_file(self, filename):
@@ -173,8 +193,9 @@ def _wrap_cache_manager(module):
     try:
         cls.get_file = wrapped_get_file
         cls.get_group = wrapped_get_group
-        if fresh:
-            cls.put = wrapped_put
+        cls.put = wrapped_put
+        if put_group is not None:
+            cls.put_group = wrapped_put_group
         cls._kcache_wrapped = True
         _state["usage"] = True
     except Exception:

@@ -12,6 +12,8 @@ export interface KernelStats {
   tritonVersions: string[];
   /** Cache entry folders Triton's cache manager found files in (the hook's wrapper), each once. */
   usedFolders: string[];
+  /** Cache entry folders the job's processes wrote through Triton's cache manager (put, put_group), each once. */
+  wroteFolders: string[];
   /** Every process that imported Triton had the wrapper in, and one did: `usedFolders` misses no lookup. */
   usageComplete: boolean;
   /** torch.compile's own cache counters, summed over processes; null when none compiled a graph. */
@@ -33,6 +35,7 @@ export interface GraphCacheCounts {
 interface KernelLine {
   torch?: { fxgraph_hit?: number; fxgraph_miss?: number; aot_hit?: number; aot_miss?: number } | null;
   used?: string;
+  wrote?: string;
   usage?: boolean;
   kernel?: string;
   cache_hit?: boolean;
@@ -57,6 +60,7 @@ export function readTelemetry(file: string): KernelStats {
     compiledKernels: [],
     tritonVersions: [],
     usedFolders: [],
+    wroteFolders: [],
     usageComplete: false,
     graphs: null,
     autotune: [],
@@ -74,6 +78,7 @@ export function readTelemetry(file: string): KernelStats {
   let exits = 0;
   let exitsWithUsage = 0;
   const used = new Set<string>();
+  const wrote = new Set<string>();
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     let rec: KernelLine;
@@ -84,6 +89,10 @@ export function readTelemetry(file: string): KernelStats {
     }
     if (typeof rec.used === "string") {
       used.add(rec.used);
+      continue;
+    }
+    if (typeof rec.wrote === "string") {
+      wrote.add(rec.wrote);
       continue;
     }
     if (noteAutotune(stats, rec)) continue;
@@ -115,6 +124,7 @@ export function readTelemetry(file: string): KernelStats {
   }
   stats.status = sawListener ? "available" : sawTriton ? "unavailable" : "no-triton";
   stats.usedFolders = [...used];
+  stats.wroteFolders = [...wrote];
   stats.usageComplete = exits > 0 && exitsWithUsage === exits;
   stats.compiledKernels = [...names]
     .sort((a, b) => b[1] - a[1])

@@ -24,6 +24,7 @@ const ORDER = [
   "pull-request",
   "pull requests on Buildkite",
   "persistent runner",
+  "pull-request job beside",
   "kept answers",
   "Python stack probe",
   "run records",

@@ -13,6 +13,8 @@ export interface SimOptions {
   line?: string;
   /** Simulate Triton-Ascend instead of Triton 3.6 (needs `ascendHome`, as set_env.sh sets it). */
   ascend?: { line: "3.2" | "3.5"; ascendHome: string };
+  /** More environment (kcache's hook: PYTHONPATH and KCACHE_TELEMETRY_FILE from telemetryEnv). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** Runs the simulated Triton workload (a real Python process) against a cache directory. */
@@ -29,7 +31,8 @@ export function runSimWorkload(cacheDir: string, opts: SimOptions = {}) {
       env: {
         PATH: process.env.PATH,
         HOME: process.env.HOME,
-        PYTHONPATH: SIM,
+        PYTHONPATH: opts.env?.PYTHONPATH ? `${opts.env.PYTHONPATH}:${SIM}` : SIM,
+        ...(opts.env?.KCACHE_TELEMETRY_FILE ? { KCACHE_TELEMETRY_FILE: opts.env.KCACHE_TELEMETRY_FILE } : {}),
         TRITON_CACHE_DIR: cacheDir,
         TRITON_SIM_COMPILE_MS: String(opts.compileMs ?? 5),
         ...(opts.line ? { TRITON_SIM_LINE: opts.line } : {}),

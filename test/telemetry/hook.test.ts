@@ -153,6 +153,23 @@ describe("the Python telemetry hook", () => {
     expect(fewer.usedFolders.length).toBeLessThan(entries.length);
   });
 
+  it("records every entry folder the job's processes wrote (kernels, launchers, autotune results), and none it only loaded", () => {
+    const { file, sim, cache, env } = simulatedTriton();
+    execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
+    const cold = readTelemetry(file);
+    const entries = fs
+      .readdirSync(cache, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith("tmp."))
+      .map((d) => path.join(cache, d.name))
+      .sort();
+    expect([...cold.wroteFolders].sort()).toEqual(entries);
+    fs.rmSync(file);
+    execFileSync("python3", [path.join(sim, "workload.py"), "3", "1", "--prefix", "other"], { env });
+    const second = readTelemetry(file);
+    expect(second.wroteFolders.length).toBeGreaterThan(0);
+    expect(second.wroteFolders.some((d) => entries.includes(d))).toBe(false);
+  });
+
   it("a Triton without the cache manager module leaves use incomplete: the save then trusts access times only", () => {
     const file = path.join(tempDir(), "t.jsonl");
     runJob(fakeTriton(true), file);

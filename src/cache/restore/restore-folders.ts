@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import { isTrustedScope } from "../../keys/scope.js";
 import type { CacheFolder, CacheKind, ScanResult } from "../../kinds/kind.js";
 import { ownerOf, pidNamespace } from "../../pack/read/staging-owner.js";
 import { folderKind, scanFolder } from "../cache-folder.js";
@@ -70,7 +71,11 @@ export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Prom
     // A folder that is not there yet holds nothing another job's trim could take: it is left
     // uncreated (a restore that finds nothing touches nothing), unless the job needs a folder of its own.
     const own = c.isolate === true || (await holdsUnvouchedWinners(ctx, c, kind));
-    if (own || fs.existsSync(c.path)) out.markers[c.name] = markJob(c.path, ctx.jobPid, own, out.startedAt);
+    // An untrusted job always says it is here: whatever it compiles into the folder, a trusted job
+    // beside it must not take for its own (save/save-attribution.ts).
+    const trusted = isTrustedScope(ctx.scopes.write);
+    if (own || !trusted || fs.existsSync(c.path))
+      out.markers[c.name] = markJob(c.path, ctx.jobPid, { isolated: own, trusted }, out.startedAt);
     const built = own ? await jobFolder(ctx, c, kind) : null;
     const work = built ? { ...c, path: built.path } : c;
     if (built) {

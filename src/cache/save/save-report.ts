@@ -4,6 +4,7 @@ import type { Fault } from "../faults.js";
 import type { JobContext } from "../job-context.js";
 import { emptyUsageReport, type UsageReport } from "../usage/save-usage.js";
 import type { Tally } from "../usage/working-set.js";
+import type { BesideUntrusted } from "./save-attribution.js";
 import type { SavePlan } from "./save-plan.js";
 import type { Skipped } from "./save-scan.js";
 
@@ -40,7 +41,13 @@ export interface SaveReport {
    * the key it restored (a pull request's job on this runner may have made them); `otherRevisions`,
    * those borrowed from other revisions' keys (restore-revisions), which those keys hold.
    */
-  leftOut: { unverified: Tally; otherRevisions: Tally };
+  leftOut: { unverified: Tally; otherRevisions: Tally; otherJobs: Tally };
+  /**
+   * Untrusted jobs (pull requests', unplaced builds') that used the runner's folder while this job
+   * ran, and how the save told its own entries from theirs (save-attribution.ts); null when none did.
+   * `leftOut.otherJobs` counts the entries it could not call its own.
+   */
+  besideUntrusted: BesideUntrusted | null;
   /** Faults the save met and recovered from, coded (faults.ts); --strict fails on those it names, once the key is saved. */
   faults: Fault[];
   seconds: number;
@@ -82,7 +89,12 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
       vanished: 0,
       notRelocatable: 0,
     },
-    leftOut: { unverified: { entries: 0, bytes: 0 }, otherRevisions: { entries: 0, bytes: 0 } },
+    leftOut: {
+      unverified: { entries: 0, bytes: 0 },
+      otherRevisions: { entries: 0, bytes: 0 },
+      otherJobs: { entries: 0, bytes: 0 },
+    },
+    besideUntrusted: null,
     faults: [],
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),

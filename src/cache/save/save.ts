@@ -1,5 +1,6 @@
 import { StoreError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
+import type { CacheFolder } from "../../kinds/kind.js";
 import { type EntryRef, encodeManifest, type Manifest } from "../../manifest/manifest.js";
 import type { WrittenPack } from "../../pack/write/pack-writer.js";
 import { manifestObject } from "../../store/layout.js";
@@ -11,6 +12,7 @@ import { jobCaches, type LocalState, readState, stateAfterSave, writeState } fro
 import { findManifest, type Match } from "../lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
 import { assessUsage, type SaveOptions, type UsagePlan } from "../usage/save-usage.js";
+import { leaveOutOtherJobs } from "./save-attribution.js";
 import { commitManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
@@ -33,7 +35,7 @@ export async function save(ctx: JobContext, opts: SaveOptions = {}, state = read
   const ours = state?.primaryKey === ctx.key ? state : null;
   // Under isolate the job's entries are in its own folder: that is what is saved.
   const work: JobContext = { ...ctx, caches: jobCaches(ctx.caches, ours) };
-  const report = await new SaveRun(work, opts).run(state, ours);
+  const report = await new SaveRun(work, opts, ctx.caches).run(state, ours);
   const failing = report.faults.find((f) => ctx.strict.fails(f.code));
   if (failing)
     throw new StrictFaultError(`save met a fault (--strict): ${failing.code}: ${failing.message}`, failing);
@@ -62,6 +64,8 @@ class SaveRun {
   constructor(
     private readonly ctx: JobContext,
     private readonly opts: SaveOptions,
+    /** The runner's folders, where the job's folders came from (isolate): other jobs' markers are there. */
+    private readonly roots: CacheFolder[],
   ) {
     this.scope = ctx.scopes.write;
     this.object = manifestObject(this.scope, ctx.key);
@@ -157,6 +161,13 @@ class SaveRun {
     // Entries the restored key vouches for are reused above; of the rest, those the folder held
     // before the job, unchanged, are nobody's to upload.
     this.kept = leaveOutUnverified(this.ctx, { kept: this.kept, reused: this.reused, ours }, this.report);
+    // Of the rest, what an untrusted job beside this one in the runner's folder may have made is not
+    // its own. (A changed entry left out is already dropped from the parent's: its digest differs.)
+    this.kept = leaveOutOtherJobs(
+      this.ctx,
+      { kept: this.kept, reused: this.reused, ours, roots: this.roots, hook: this.opts.hook },
+      this.report,
+    );
     this.usage = assessUsage({
       ctx: this.ctx,
       state: ours,

@@ -21,6 +21,8 @@ export interface HookUsage {
   complete: boolean;
   /** Entry folders Triton's cache manager found files in (cache lookups that hit). */
   dirs: string[];
+  /** Entry folders the job's processes wrote through Triton's cache manager: what they compiled or tuned. */
+  wrote?: string[];
   /** Autotune results the job's processes wrote: each entry folder, with the modules that define its kernel. */
   tuned?: { folder: string; modules: string[] }[];
 }

@@ -43,7 +43,12 @@ export class CommandsStage {
   readonly workdir: string;
   private readonly folders: KernelFolders;
   /** What the hook saw the commands' Triton cache lookups find, all commands together. */
-  private readonly used = { folders: new Set<string>(), complete: true, any: false };
+  private readonly used = {
+    folders: new Set<string>(),
+    wrote: new Set<string>(),
+    complete: true,
+    any: false,
+  };
   /** The tripwire that catches a command clearing `$TRITON_CACHE_DIR/cache` (a folder Triton never uses). */
   private readonly trap: ClearTrap;
   /** Autotune results the commands tuned: entry folder -> the modules defining its kernel (salts). */
@@ -140,6 +145,7 @@ export class CommandsStage {
 
   private noteUsage(t: KernelStats): void {
     for (const f of t.usedFolders) this.used.folders.add(f);
+    for (const f of t.wroteFolders) this.used.wrote.add(f);
     for (const a of t.autotune) if (!a.hit) this.tuned.set(a.folder, t.autotuneModules[a.kernel] ?? []);
     if (t.status !== "no-triton") {
       this.used.any ||= t.usageComplete;
@@ -155,6 +161,7 @@ export class CommandsStage {
     return {
       complete: this.used.any && this.used.complete,
       dirs: [...this.used.folders],
+      wrote: [...this.used.wrote],
       tuned: [...this.tuned].map(([folder, modules]) => ({ folder, modules })),
     };
   }

@@ -128,7 +128,7 @@ describe("trim: a bounded persistent folder", () => {
     age(root, names, 48);
     // Another job began after them, and touched half of the entries since (its reads, its restore's stamps).
     await new Promise((r) => setTimeout(r, 300));
-    const marker = markJob(root, process.pid, false);
+    const marker = markJob(root, process.pid, { isolated: false, trusted: true });
     await new Promise((r) => setTimeout(r, 300));
     const touched = names.slice(0, 5);
     age(root, touched, 0);
@@ -153,7 +153,7 @@ describe("trim: a bounded persistent folder", () => {
   it("a job isolated in a folder of its own does not hold a trim back: its links keep what it reads", async () => {
     const root = path.join(tempDir("trim-iso"), "triton");
     generateTritonCache(root, { entries: 4, totalBytes: 400_000 });
-    markJob(root, process.pid, true, Date.now() - HOUR);
+    markJob(root, process.pid, { isolated: true, trusted: true }, Date.now() - HOUR);
     const r = await trimFolder({ name: "triton", path: root }, tritonKind, {
       maxSize: 0,
       olderThanMs: null,
