@@ -67,7 +67,7 @@ function jobScripts(dir: string, pr: boolean, prLingers: boolean): string {
   return jobDir;
 }
 
-function runJob(dir: string, jobDir: string, env: NodeJS.ProcessEnv, underRun: boolean, after: string[]) {
+function runJob(jobDir: string, env: NodeJS.ProcessEnv, underRun: boolean, after: string[]) {
   const kcache = (cmd: string) =>
     `"${process.execPath}" "${BIN}" ${cmd} --json > ${jobDir}/${cmd.split(" ")[0]}.json 2> ${jobDir}/${cmd.split(" ")[0]}.err; echo $? >> ${jobDir}/codes`;
   const script = underRun
@@ -147,8 +147,8 @@ describe("two jobs at once on one runner folder", () => {
       project(mainDir);
       project(prDir);
       const signals = path.join(dir, "signals");
-      const main = runJob(dir, mainDir, base(false), underRun, [`touch ${signals}/main-saved`]);
-      const pr = runJob(dir, prDir, base(true), underRun, []);
+      const main = runJob(mainDir, base(false), underRun, [`touch ${signals}/main-saved`]);
+      const pr = runJob(prDir, base(true), underRun, []);
       const [m, p] = await Promise.all([main, pr]);
       for (const r of [m, p])
         for (const code of r.codes) tally.run({ code, seconds: r.seconds, peakRssMb: null });
