@@ -3,6 +3,7 @@ import type { GhaEnvironment } from "../environment.js";
 import { StoreError } from "../errors.js";
 import { Transfer } from "./gha-transfer.js";
 import { StalledError, withIdleTimeout } from "./idle-timeout.js";
+import { type DownloadPart, resumable } from "./resumable-download.js";
 
 const SERVICE = "twirp/github.actions.results.api.v1.CacheService/";
 /** The slowest a transfer may go on average before it fails: 1 MB/s (a runner's link is 100x that). */
@@ -12,6 +13,8 @@ const MIN_BYTES_PER_S = 1_000_000;
  * default waits 4 s, growing, four times: 16-17 s for a dead service).
  */
 const BLOB_RETRY = { maxTries: 3, retryDelayInMs: 300, maxRetryDelayInMs: 900 };
+/** Ranged requests a download may resume with after connection resets (within one idle timeout), as S3's. */
+const RESUMES = 5;
 
 export interface GhaServiceBounds {
   /** A download or upload that takes longer fails, whatever its size. */
@@ -153,29 +156,36 @@ export class GhaCacheService {
     }
   }
 
-  /** An entry's bytes as a stream bounded by the idle timeout, or null when there is no such entry. */
+  /**
+   * An entry's bytes as a stream bounded by the idle timeout, or null when there is no such entry. A
+   * connection that breaks mid-body is resumed with a ranged request from the last byte received, on
+   * the same blob version (If-Match its ETag), as S3's are (resumable-download.ts): Azure's client's own
+   * retry treats a reset as an abort and gives the whole pack up.
+   */
   async download(name: string, bytes?: number): Promise<Readable | null> {
     const url = await this.downloadUrl(name);
     if (!url) return null;
     const { BlobClient } = await import("@azure/storage-blob");
     const { idleMs } = this.bounds;
     const transfer = new Transfer(`GitHub cache: downloading ${name}`, idleMs, this.totalMs(bytes));
-    try {
-      // A broken connection resumes where it stopped (ranged retries), within the transfer's bounds.
+    const blob = new BlobClient(url, undefined, { retryOptions: BLOB_RETRY });
+    const part = async (offset: number, etag?: string): Promise<DownloadPart> => {
       const r = await transfer.run(
-        new BlobClient(url, undefined, { retryOptions: BLOB_RETRY }).download(0, undefined, {
+        blob.download(offset, undefined, {
           ...transfer.options,
-          maxRetryRequests: 5,
+          // kcache resumes (above); the client's retrying stream would turn a reset into an abort.
+          maxRetryRequests: 0,
+          ...(offset > 0 && etag ? { conditions: { ifMatch: etag } } : {}),
         }),
       );
       const body = r.readableStreamBody;
       if (!body) throw new Error("no body");
-      const guarded = withIdleTimeout(
-        Readable.from(body as AsyncIterable<Buffer>),
-        idleMs,
-        `GitHub cache: reading ${name}`,
-        () => transfer.end(),
-      );
+      return { body: body as Readable, length: r.contentLength, etag: r.etag };
+    };
+    try {
+      const what = `GitHub cache: reading ${name}`;
+      const whole = resumable(await part(0), { what, attempts: RESUMES, windowMs: idleMs, reopen: part });
+      const guarded = withIdleTimeout(whole, idleMs, what, () => transfer.end());
       transfer.onAbort((e) => guarded.destroy(e));
       return guarded;
     } catch (e) {

@@ -65,7 +65,7 @@ export function ghaStore(settings: GhaSettings): Store {
   );
   return {
     description: "GitHub Actions cache",
-    capabilities: { listAll: rest !== null, delete: rest !== null, evicts: true },
+    capabilities: { listAll: rest !== null, delete: rest !== null, evicts: true, atomicCreate: true },
     ...(rest
       ? {}
       : {

@@ -24,7 +24,7 @@ export function localStore(root: string): Store {
   const at = new LocalFolder(root);
   return {
     description: `local store ${root}`,
-    capabilities: { listAll: true, delete: true },
+    capabilities: { listAll: true, delete: true, atomicCreate: true },
     reapTemporary: () => at.wrap("reaping temporary files", async () => reapTemporary(path.join(root, TMP))),
     put: (name, body) => at.wrap(`writing ${name}`, () => at.put(name, body)),
     createIfAbsent: (name, body) => at.wrap(`creating ${name}`, () => at.createIfAbsent(name, body)),

@@ -25,9 +25,12 @@ export interface ResumeOptions {
   reopen(offset: number, etag: string | undefined): Promise<DownloadPart>;
 }
 
-/** Node and the HTTP clients' words for a connection that broke mid-body. */
+/**
+ * Node and the HTTP clients' words for a connection that broke mid-body (Azure's client, its retries
+ * off, says a body that ended short "received less data than required").
+ */
 const RESET =
-  /ECONNRESET|EPIPE|ECONNABORTED|socket hang up|aborted|premature close|terminated|other side closed/i;
+  /ECONNRESET|EPIPE|ECONNABORTED|socket hang up|aborted|premature close|terminated|other side closed|received less data than required/i;
 
 export function isReset(e: unknown): boolean {
   const err = e as { code?: string; message?: string; name?: string };

@@ -14,6 +14,11 @@ export interface StoreCapabilities {
   delete: boolean;
   /** Objects can vanish on their own (GitHub evicts entries): a key is usable only while all its packs exist. */
   evicts?: boolean;
+  /**
+   * `createIfAbsent` can never replace another writer's object (a hard link, a reservation): what it
+   * created is what is stored, with no read-back. S3-compatible servers may ignore If-None-Match.
+   */
+  atomicCreate?: boolean;
 }
 
 /**

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache, rng, tritonKeyName, writeKernelEntry } from "../fixtures/triton-cache.js";
-import { corruptEntries } from "../helpers/entry-compare.js";
+import { corruptEntries, entryNames } from "../helpers/entry-compare.js";
 import { type Fault, faultProxy, type ProxyLog } from "../helpers/fault-proxy.js";
 import { type GhaCacheServer, startGhaCacheServer } from "../helpers/gha-cache-server.js";
 import { runMeasured } from "../helpers/measured-cli.js";
@@ -38,10 +38,24 @@ function costlyStartsAfterStall(log: ProxyLog[]): string[] {
   return costly.filter((l) => l.at >= first.at + IDLE_S * 1000).map((l) => `${l.method} ${l.url}`);
 }
 const pack = (key: string) => key.includes("/packs/");
-const FAULTS: [string, Choose, { restoreFails: boolean; saveFails: boolean }][] = [
+/** Each pack's first download of a restore is reset midway (every other GET of it): the next is its resume. */
+const gets = new Map<string, number>();
+const resetOnce: Choose = (k, m) => {
+  if (m !== "GET" || !pack(k)) return { kind: "pass" };
+  const n = gets.get(k) ?? 0;
+  gets.set(k, n + 1);
+  return n % 2 === 0 ? { kind: "reset", bytes: 100_000 } : { kind: "pass" };
+};
+const FAULTS: [string, Choose, { restoreFails: boolean; saveFails: boolean; whole?: boolean }][] = [
   [
-    "pack download cut short at 100 kB",
-    (k, m) => (m === "GET" && pack(k) ? { kind: "truncate", bytes: 100_000 } : { kind: "pass" }),
+    "pack download reset once at 100 kB (resumed)",
+    resetOnce,
+    { restoreFails: false, saveFails: false, whole: true },
+  ],
+  [
+    // Every request of it, resumes included: more cuts than a download resumes after.
+    "pack download cut short at 10 kB, every time",
+    (k, m) => (m === "GET" && pack(k) ? { kind: "truncate", bytes: 10_000 } : { kind: "pass" }),
     { restoreFails: true, saveFails: false },
   ],
   [
@@ -122,6 +136,8 @@ describe("GitHub's cache service with faulty blob transfers", () => {
           });
           tally.run(restore);
           const bad = corruptEntries(source, into);
+          // A download resumed after a reset restores every entry of the key.
+          if (fails.whole && entryNames(into).join() !== entryNames(source).join()) bad.push("not whole");
           if (bad.length) console.error(name, packs, bad.slice(0, 3));
           if (bad.length) tally.row.corruptRestores++;
           const job = path.join(dir, `job-${i}`);
@@ -171,4 +187,56 @@ describe("GitHub's cache service with faulty blob transfers", () => {
       expect(row).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
     },
   );
+});
+
+describe("GitHub's cache service whose blob downloads hang, from the restore step to the save step", () => {
+  it("the save after the job's restore downloads nothing: it waits no idle timeout, saves the key and writes its run record", async () => {
+    const dir = tempDir("kcache-ghaget");
+    const source = path.join(dir, "source");
+    generateTritonCache(source, { entries: 12, totalBytes: 800_000, seed: 3 });
+    fs.writeFileSync(
+      path.join(dir, "kcache.yml"),
+      `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: gha\n  idle-timeout: ${IDLE_S}s\nkey:\n  prefix: get-hangs\n`,
+    );
+    const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
+      PATH: process.env.PATH,
+      PYTHONPATH: installedStack(),
+      HOME: dir,
+      ...gha.env,
+      GITHUB_ACTIONS: "true",
+      GITHUB_REF: "refs/heads/main",
+      GITHUB_SHA: "a".repeat(40),
+      CACHE_ROOT: source,
+      KCACHE_STATE_DIR: path.join(dir, "state"),
+      ...over,
+    });
+    gha.routeBlobs(null);
+    expect((await runMeasured(["save"], { env: env({}), cwd: dir })).code).toBe(0);
+    const tally = new Tally("GitHub cache: every blob download hangs, the save step after the restore step");
+    const next = env({ GITHUB_SHA: "b".repeat(40), KCACHE_STATE_DIR: path.join(dir, "state-b") });
+    const restore = await runMeasured(["restore"], { env: next, cwd: dir });
+    expect(restore.code, restore.stderr).toBe(0);
+    tally.run(restore);
+    writeKernelEntry(source, tritonKeyName("get-hangs-new"), "new_kernel", 5000, rng(3));
+    const proxy = await faultProxy(gha.blobOrigin, (req) =>
+      req.method === "GET" ? { kind: "hang" } : { kind: "pass" },
+    );
+    gha.routeBlobs(proxy.endpoint);
+    try {
+      const save = await runMeasured(["save", "--json"], { env: next, cwd: dir, timeoutMs: 120_000 });
+      tally.run(save);
+      tally.row.trials += 2;
+      expect(save.code, save.stderr).toBe(0);
+      expect(JSON.parse(save.stdout)).toMatchObject({ outcome: "saved", entriesNew: 1 });
+      expect(save.stderr).not.toMatch(/warning/);
+      // Nothing downloaded, so nothing waited on: the key and its run record went up.
+      expect(proxy.log.filter((l) => l.method === "GET")).toEqual([]);
+      expect([...gha.entries.keys()].some((k) => k.includes("runs/"))).toBe(true);
+      expect(save.seconds).toBeLessThan(IDLE_S + REPORT_S);
+    } finally {
+      gha.routeBlobs(null);
+      await proxy.close();
+    }
+    tally.save();
+  });
 });

@@ -42,6 +42,34 @@ describe("the gha store when GitHub's cache service misbehaves", () => {
     }
   });
 
+  it("resumes a blob download the connection reset, from the last byte received, on the same blob", async () => {
+    const store = ghaStore({ timeoutMs: 20_000, idleTimeoutMs: 5_000, env: server.env });
+    const data = Buffer.alloc(3_000_000);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 2654435761) >>> 24;
+    expect(await store.createIfAbsent("packs/resumed", data)).toBe(true);
+    const cut = new Set<string>();
+    const ranges: string[] = [];
+    const proxy = await faultProxy(server.blobOrigin, (req) => {
+      if (req.method !== "GET") return { kind: "pass" };
+      ranges.push(String(req.headers["x-ms-range"] ?? req.headers.range ?? ""));
+      const key = server.keyOfBlobUrl(req.url ?? "") ?? "";
+      if (cut.has(key)) return { kind: "pass" };
+      cut.add(key);
+      return { kind: "reset", bytes: 200_000 };
+    });
+    server.routeBlobs(proxy.endpoint);
+    try {
+      const got = await store.read("packs/resumed");
+      expect(got?.equals(data)).toBe(true);
+      // The reset request, and one ranged from where it stopped (at least the bytes that came).
+      expect(ranges).toHaveLength(2);
+      expect(Number(/bytes=(\d+)-/.exec(ranges[1] as string)?.[1])).toBeGreaterThan(0);
+    } finally {
+      server.routeBlobs(null);
+      await proxy.close();
+    }
+  });
+
   it("retries a busy service and then succeeds", async () => {
     const { store, proxy } = await storeBehind((n) =>
       n < 2 ? { kind: "status", status: 503 } : { kind: "pass" },

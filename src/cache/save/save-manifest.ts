@@ -127,9 +127,17 @@ export async function commitManifest(
       throw new StoreError(`${store.description}: refused to create ${object} but holds no such manifest`);
     return "lost-race-before";
   }
+  // Where creating cannot replace another writer's object (a link, GitHub's reservation), it is ours.
+  if (store.capabilities.atomicCreate) return "committed";
   // Read back: on a server that ignores If-None-Match another saver's manifest may have replaced ours
-  // (then its save stands).
-  const stored = await store.read(object);
+  // (then its save stands). A read that fails leaves the key standing as written: either manifest is
+  // whole, and the save is not reported as failed for a check after it.
+  let stored: Buffer | null;
+  try {
+    stored = await store.read(object);
+  } catch {
+    return "committed";
+  }
   if (!stored?.equals(body)) {
     if (await existingManifest(store, object)) return "lost-race-after";
     throw new StoreError(`${store.description}: ${object} does not read back as written`);
