@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { runMeasured } from "../helpers/measured-cli.js";
 import { project } from "../helpers/project.js";
+import { plantHostileRecords } from "../helpers/run-records.js";
 import { tempDir } from "../helpers/sandbox.js";
 import { Tally } from "./harness.js";
 
@@ -95,5 +96,27 @@ describe("a Python stack probe that hangs", () => {
       expect(r.seconds).toBeLessThan(60);
     }
     tally.save();
+  });
+});
+
+describe("run records in the store that kcache did not write", () => {
+  it("kcache stats skips and counts them: kernels null, compiled 'many', a pull request's record claiming branch/main", async () => {
+    const tally = new Tally("run records kcache did not write, read by kcache stats");
+    const p = project();
+    await plantHostileRecords(p.store);
+    const json = await runMeasured(["stats", "--json"], { env: p.env, cwd: p.dir });
+    const text = await runMeasured(["stats"], { env: p.env, cwd: p.dir });
+    for (const r of [json, text]) {
+      tally.run(r);
+      tally.row.trials++;
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toMatch(/internal error/i);
+    }
+    expect(JSON.parse(json.stdout)).toMatchObject({ runs: 1, unreadable: 4 });
+    expect(text.stdout).not.toMatch(/many/);
+    expect(text.stdout).toMatch(/\| bench \| [^|]+ \| 1 \| 1 \|/);
+    // The pull request's record, whatever its body says, is not a default-branch run.
+    tally.row.foreignInDefault = JSON.parse(json.stdout).runs - 1;
+    expect(tally.save().foreignInDefault).toBe(0);
   });
 });
