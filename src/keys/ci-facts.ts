@@ -34,6 +34,17 @@ export interface RunIdentity {
   commit: string | null;
 }
 
+/** A build `system` cannot place, for `reason`; named for the CI and its run number (its untrusted scope). */
+export function unplacedRef(
+  system: string | null,
+  env: NodeJS.ProcessEnv,
+  reason: string,
+  prSignal: boolean,
+  hints: string[] = [],
+): BuildRef {
+  return { kind: "unplaced", reason, prSignal, hints, name: `${slug(system)}-${runNumber(env)}` };
+}
+
 /** The variables of `names` that are set, for `kcache key` to show. */
 export function pick(env: NodeJS.ProcessEnv, names: string[]): Record<string, string> {
   const out: Record<string, string> = {};

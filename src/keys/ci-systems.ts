@@ -1,4 +1,4 @@
-import { type BuildRef, fullCommit, pick, type RunIdentity, runNumber, slug } from "./ci-facts.js";
+import { type BuildRef, fullCommit, pick, type RunIdentity, unplacedRef } from "./ci-facts.js";
 
 /*
  * GitLab CI, Buildkite and Jenkins, read from their own variables. env-ci (keys/ci-other.ts) knows
@@ -247,11 +247,5 @@ function unplaced(
   prSignal: boolean,
   hint?: string,
 ): BuildRef {
-  return {
-    kind: "unplaced",
-    reason,
-    prSignal,
-    hints: hint ? [hint] : [],
-    name: `${slug(system)}-${runNumber(env)}`,
-  };
+  return unplacedRef(system, env, reason, prSignal, hint ? [hint] : []);
 }

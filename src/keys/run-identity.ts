@@ -1,4 +1,4 @@
-import { type BuildRef, fullCommit, pick, type RunIdentity, runNumber, slug } from "./ci-facts.js";
+import { type BuildRef, fullCommit, pick, type RunIdentity, unplacedRef } from "./ci-facts.js";
 import { otherCiIdentity } from "./ci-other.js";
 import { buildkiteIdentity, gitlabIdentity, jenkinsIdentity } from "./ci-systems.js";
 import { fromRefs } from "./git-refs.js";
@@ -102,13 +102,12 @@ function againstCheckout(identity: RunIdentity, env: NodeJS.ProcessEnv, cwd: str
   if (checkedOut === undefined || checkedOut === identity.ref.name) return identity;
   return {
     ...identity,
-    ref: {
-      kind: "unplaced",
-      reason: `${identity.system} says branch ${identity.ref.name}, but the checkout is on branch ${checkedOut}`,
-      prSignal: false,
-      hints: [],
-      name: `${slug(identity.system)}-${runNumber(env)}`,
-    },
+    ref: unplacedRef(
+      identity.system,
+      env,
+      `${identity.system} says branch ${identity.ref.name}, but the checkout is on branch ${checkedOut}`,
+      false,
+    ),
   };
 }
 
@@ -143,7 +142,7 @@ export function unplacedIn(
   return {
     system,
     facts,
-    ref: { kind: "unplaced", reason, prSignal, hints: [], name: `${slug(system)}-${runNumber(env)}` },
+    ref: unplacedRef(system, env, reason, prSignal),
     defaultBranch: null,
     event: null,
     commit: null,
