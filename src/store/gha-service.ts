@@ -1,4 +1,4 @@
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import type { GhaEnvironment } from "../environment.js";
 import { StoreError } from "../errors.js";
 import { Transfer } from "./gha-transfer.js";
