@@ -584,3 +584,26 @@ export function profileTable(p: ProfileSummary): string[] {
   }
   return lines;
 }
+
+/** One flavour of bench/gpu/beside-on-device.sh (bench/results/gpu-beside-*.json). */
+export interface GpuBesideFlavour {
+  prCompiled: number;
+  mainCompiled: number;
+  prKernelsInDefaultKey: number;
+  mainKernelsInDefaultKey: number;
+  defaultKeyEntries: number;
+  leftOut: { entries: number; bytes: number };
+  besideUntrusted: { jobs: number; by: "hook" | "time" } | null;
+}
+
+/** A pull request's job beside a default-branch job on one runner folder, on a GPU: what the default branch's key got. */
+export function gpuBesideTable(raw: { run: GpuBesideFlavour; steps: GpuBesideFlavour }): string[] {
+  const row = (label: string, f: GpuBesideFlavour) =>
+    `| ${label} | ${f.prCompiled} | ${f.mainCompiled} | ${f.besideUntrusted?.by ?? "-"} | ${f.defaultKeyEntries} | ${f.mainKernelsInDefaultKey} | ${f.prKernelsInDefaultKey} | ${f.leftOut.entries} |`;
+  return [
+    "| jobs | pull request compiled | default branch compiled | told apart by | entries in the default branch's key | of them its own kernels | the pull request's kernels | left out |",
+    "|---|---:|---:|---|---:|---:|---:|---:|",
+    row("`kcache run` (the hook)", raw.run),
+    row("restore, job, save (no hook)", raw.steps),
+  ];
+}

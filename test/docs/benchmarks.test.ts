@@ -313,6 +313,19 @@ describe("BENCHMARKS.md's persistent-runner tables are bench/results/gpu-persist
   });
 });
 
+describe("BENCHMARKS.md's two-jobs table is bench/results/gpu-beside-2026-12-03.json", () => {
+  it("none of the pull request's kernels in the default branch's key; with the hook, all of its own", async () => {
+    const { gpuBesideTable } = await import("../../bench/tables.js");
+    const raw = JSON.parse(
+      fs.readFileSync(path.join(ROOT, "bench/results/gpu-beside-2026-12-03.json"), "utf8"),
+    );
+    expect(doc()).toContain(gpuBesideTable(raw).join("\n"));
+    for (const f of [raw.run, raw.steps]) expect(f).toMatchObject({ prKernelsInDefaultKey: 0 });
+    expect(raw.run).toMatchObject({ besideUntrusted: { by: "hook" }, mainKernelsInDefaultKey: 16 });
+    expect(raw.steps.besideUntrusted.by).toBe("time");
+  });
+});
+
 describe("BENCHMARKS.md's FLA comparison tables are bench/results/gpu-fla-compare.json and gpu-fla-edit.json", () => {
   it("both sides warm on pinned winners, no false flag, every kcache job faster than the clearing one; an edit re-tunes what the salt says", async () => {
     const { flaCompareTable, flaEditTable } = await import("../../bench/tables.js");

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { AutotunePolicy } from "../../cache/autotune/settings.js";
@@ -18,6 +19,11 @@ export class ClearTrap {
   private warned = false;
   /** Cache root -> whether kcache made its `cache` folder (else it only put its marker in one that was there). */
   private readonly wires = new Map<string, boolean>();
+  /**
+   * This process's marker: two jobs at once on one runner folder each keep their own, so one job's
+   * disarming never reads as the other's command clearing the folder.
+   */
+  private readonly marker = `${MARKER}-${process.pid}-${randomBytes(4).toString("hex")}`;
 
   constructor(
     private readonly caches: CacheFolder[],
@@ -33,7 +39,7 @@ export class ClearTrap {
         const ours = !fs.existsSync(wire);
         fs.mkdirSync(wire, { recursive: true });
         fs.writeFileSync(
-          path.join(wire, MARKER),
+          path.join(wire, this.marker),
           "kcache: a command that clears this folder clears nothing Triton uses\n",
         );
         this.wires.set(c.path, ours);
@@ -48,7 +54,7 @@ export class ClearTrap {
     for (const [root, ours] of this.wires) {
       const wire = path.join(root, "cache");
       const gone = !fs.existsSync(wire);
-      if ((gone || !fs.existsSync(path.join(wire, MARKER))) && !this.warned) {
+      if ((gone || !fs.existsSync(path.join(wire, this.marker))) && !this.warned) {
         this.warned = true;
         const fix =
           this.policy === "any"
@@ -60,12 +66,13 @@ export class ClearTrap {
           `${command} ${gone ? "removed" : "cleared"} ${wire}, a folder Triton never uses: Triton's cache is ${root} itself, so that clears nothing (FLA's run_benchmark_compare.py does this to drop autotune results between commits). ${fix}`,
         );
       }
-      fs.rmSync(path.join(wire, MARKER), { force: true });
-      if (ours) {
+      fs.rmSync(path.join(wire, this.marker), { force: true });
+      // Gone once empty: made by this job, or by another job beside it that has disarmed already.
+      if (ours || isEmptyDir(wire)) {
         try {
           fs.rmdirSync(wire);
         } catch {
-          // the command put something there: it is the command's
+          // the command (or another job's tripwire) put something there: it stays
         }
       }
     }
@@ -74,3 +81,11 @@ export class ClearTrap {
 }
 
 const MARKER = ".kcache-tripwire";
+
+function isEmptyDir(dir: string): boolean {
+  try {
+    return fs.readdirSync(dir).length === 0;
+  } catch {
+    return false;
+  }
+}
