@@ -87,12 +87,8 @@ export function readTelemetry(file: string): KernelStats {
     } catch {
       continue; // a process killed mid-line
     }
-    if (typeof rec.used === "string") {
-      used.add(rec.used);
-      continue;
-    }
-    if (typeof rec.wrote === "string") {
-      wrote.add(rec.wrote);
+    if (typeof rec.used === "string" || typeof rec.wrote === "string") {
+      (rec.used ? used : wrote).add((rec.used ?? rec.wrote) as string);
       continue;
     }
     if (noteAutotune(stats, rec)) continue;

@@ -7,7 +7,7 @@ import { type LiveJob, untrustedJobsSince } from "../persistent/live-jobs.js";
 import type { HookUsage } from "../usage/save-usage.js";
 import { hookUsedEntries } from "../usage/usage.js";
 import type { Tally } from "../usage/working-set.js";
-import { type Present, presentId } from "./save-scan.js";
+import { leaveOutUnverified, type Present, presentId } from "./save-scan.js";
 
 /**
  * A file system's clock ticks coarser than Date.now(), and a marker is written a moment after its
@@ -22,6 +22,27 @@ export interface BesideUntrusted {
   jobs: number;
   /** How the save told its own entries from theirs: the hook's record of what this job wrote, or when entries were made. */
   by: "hook" | "time";
+}
+
+type Found = {
+  kept: Present[];
+  reused: Present[];
+  ours: LocalState | null;
+  roots: CacheFolder[];
+  hook?: HookUsage;
+};
+
+/**
+ * The entries a save may upload as its job's own: of those the parent key does not vouch for, neither
+ * what the folder held before the job, unchanged (save-scan.ts), nor what an untrusted job beside it
+ * may have made (below). A changed entry left out is already dropped from the parent's: its digest differs.
+ */
+export function jobsOwn(
+  ctx: JobContext,
+  found: Found,
+  report: Parameters<typeof leaveOutUnverified>[2] & Parameters<typeof leaveOutOtherJobs>[2],
+): Present[] {
+  return leaveOutOtherJobs(ctx, { ...found, kept: leaveOutUnverified(ctx, found, report) }, report);
 }
 
 /**

@@ -12,12 +12,12 @@ import { jobCaches, type LocalState, readState, stateAfterSave, writeState } fro
 import { findManifest, type Match } from "../lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
 import { assessUsage, type SaveOptions, type UsagePlan } from "../usage/save-usage.js";
-import { leaveOutOtherJobs } from "./save-attribution.js";
+import { jobsOwn } from "./save-attribution.js";
 import { commitManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import { countSaved, emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
-import { leaveOutUnverified, type Present, presentId, scanForSave } from "./save-scan.js";
+import { type Present, presentId, scanForSave } from "./save-scan.js";
 import { Unrelocatable } from "./save-unrelocatable.js";
 
 export type { HookUsage, SaveOptions } from "../usage/save-usage.js";
@@ -61,10 +61,10 @@ class SaveRun {
   /** How the job began (its restore's record), kept in the state for the end of the job. */
   private job: LocalState["job"];
 
+  /** `roots`: the runner's folders, which the job's own came from (isolate): other jobs' markers are there. */
   constructor(
     private readonly ctx: JobContext,
     private readonly opts: SaveOptions,
-    /** The runner's folders, where the job's folders came from (isolate): other jobs' markers are there. */
     private readonly roots: CacheFolder[],
   ) {
     this.scope = ctx.scopes.write;
@@ -140,10 +140,8 @@ class SaveRun {
   private async scan(state: LocalState | null, ours: LocalState | null): Promise<void> {
     const { present, kinds } = await scanForSave(this.ctx, state, this.report.skipped);
     this.kinds = kinds;
-    this.parentRefs = parentRefsOf(
-      this.parent?.manifest ?? null,
-      new Set(this.ctx.caches.map((c) => c.name)),
-    );
+    const names = new Set(this.ctx.caches.map((c) => c.name));
+    this.parentRefs = parentRefsOf(this.parent?.manifest ?? null, names);
     // An entry the parent also has is hashed to tell a changed entry from a touched one.
     for (const p of present) {
       if (p.digest === null && this.parentRefs.has(presentId(p))) {
@@ -158,16 +156,9 @@ class SaveRun {
       this.kept.push(p);
     }
     ({ reused: this.reused, dropped: this.dropped } = matchParent(this.kept, this.parentRefs));
-    // Entries the restored key vouches for are reused above; of the rest, those the folder held
-    // before the job, unchanged, are nobody's to upload.
-    this.kept = leaveOutUnverified(this.ctx, { kept: this.kept, reused: this.reused, ours }, this.report);
-    // Of the rest, what an untrusted job beside this one in the runner's folder may have made is not
-    // its own. (A changed entry left out is already dropped from the parent's: its digest differs.)
-    this.kept = leaveOutOtherJobs(
-      this.ctx,
-      { kept: this.kept, reused: this.reused, ours, roots: this.roots, hook: this.opts.hook },
-      this.report,
-    );
+    // Entries the restored key vouches for are reused above; of the rest, only the job's own go up.
+    const found = { kept: this.kept, reused: this.reused, ours, roots: this.roots, hook: this.opts.hook };
+    this.kept = jobsOwn(this.ctx, found, this.report);
     this.usage = assessUsage({
       ctx: this.ctx,
       state: ours,
