@@ -1621,7 +1621,7 @@ function rewritten(data, args, bound) {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
-function normalizing(data, roots) {
+function pickleNormalization(data, roots) {
   if (!namesAny(data, [...roots, MARK])) return null;
   if (data[0] !== 128) throw new RelocationError("names its cache folder but is not a pickle (protocol 2+)");
   const shortest = Math.min(MARK.length, ...roots.map((r) => Buffer.byteLength(r)));
@@ -1641,7 +1641,7 @@ function pickleRelocation(data, root) {
   };
 }
 function normalizePickle(data, roots) {
-  const how = normalizing(data, roots);
+  const how = pickleNormalization(data, roots);
   return how ? rewritten(data, how.args, how.bound) : data;
 }
 function relocatePickle(data, root) {
@@ -1649,7 +1649,7 @@ function relocatePickle(data, root) {
   return how ? rewritten(data, how.args, how.bound) : data;
 }
 function normalizePickleInto(data, roots, out) {
-  const how = normalizing(data, roots);
+  const how = pickleNormalization(data, roots);
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
 }
 function runRewrites(jobs) {
@@ -2022,6 +2022,9 @@ var inductorKind = {
   normalizeInto(root, entryName, _rel, data, out) {
     if (!PICKLED.test(entryName)) return null;
     return normalizePickleInto(data, rootSpellings(root), out);
+  },
+  normalization(root, entryName, _rel, data) {
+    return PICKLED.test(entryName) ? pickleNormalization(data, rootSpellings(root)) : null;
   },
   relocation(root, entryName, _rel, data) {
     return PICKLED.test(entryName) ? pickleRelocation(data, path5.resolve(root)) : null;
@@ -2658,6 +2661,10 @@ var DeferredRewrites = class {
     writeNewFileSync(input, stored);
     this.jobs.push({ ...how, entry, rel, input, out });
   }
+  /** How many rewrites are queued. */
+  get pending() {
+    return this.jobs.length;
+  }
   /** Whether `entry` has rewrites queued. */
   waits(entry) {
     return this.jobs.some((j2) => j2.entry === entry);
@@ -3244,7 +3251,10 @@ var PackRestorer = class {
       else if (got !== this.pack.sha256)
         r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
     }
+    const files = this.later.pending;
+    const t0 = performance.now();
     for (const { entry, reason } of this.later.run()) this.outcome(entry, reason);
+    if (files) r.rewriter = { processes: 1, files, seconds: (performance.now() - t0) / 1e3 };
     for (const w2 of this.wanted) {
       if (!this.seen.has(entryId(w2))) {
         r.bad.push({
@@ -3369,11 +3379,16 @@ import fs14 from "node:fs";
 import fs12 from "node:fs";
 import os2 from "node:os";
 import path10 from "node:path";
-function openEntry(kind, root, entry) {
+function openEntry(kind, root, entry, stored) {
   const opened = [];
   try {
     for (const f2 of kind.packOrder(entry.files)) {
       const p2 = entryFilePath(root, entry, f2.rel);
+      const written = stored?.[f2.rel];
+      if (written) {
+        opened.push({ rel: f2.rel, size: written[1], data: null, fd: fs12.openSync(written[0], "r") });
+        continue;
+      }
       if (kind.isRelocatable(entry.name, f2.rel)) {
         const raw = readUnseen(p2);
         const file = kind.normalizeInto ? normalizedFile(kind, root, entry, f2.rel, raw) : null;
@@ -6410,7 +6425,7 @@ function tarPathOf(cache, entryName, rel) {
 }
 function openForPack(kind, input, result) {
   try {
-    const files = openEntry(kind, input.root, input.entry);
+    const files = openEntry(kind, input.root, input.entry, input.stored);
     if (!files) result.vanished.push(`${input.cache}/${input.entry.name}`);
     return files;
   } catch (e2) {

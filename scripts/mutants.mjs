@@ -344,6 +344,14 @@ const MUTANTS = [
     tests: ["test/cache/persistent/beside-untrusted.test.ts"],
   },
   {
+    name: "a save's torch.compile pickles rewritten one process each, not together before packing",
+    file: "src/cache/save/save-packs.ts",
+    find: "  forms.prepare(groups.flat());",
+    replace: "",
+    tests: ["test/kinds/inductor.test.ts"],
+    testName: "one Python process",
+  },
+  {
     name: "autotune: fresh serves one process the winners another tuned",
     file: "python/kcache_hook/sitecustomize.py",
     find: 'fresh = os.environ.get("KCACHE_AUTOTUNE") == "fresh"',

@@ -2,7 +2,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { dirKind } from "./dir.js";
 import type { CacheKind, EntryFile, FoundEntry, ScanResult } from "./kind.js";
-import { normalizePickle, normalizePickleInto, pickleRelocation, relocatePickle } from "./pickle-rewriter.js";
+import {
+  normalizePickle,
+  normalizePickleInto,
+  pickleNormalization,
+  pickleRelocation,
+  relocatePickle,
+} from "./pickle-rewriter.js";
 import { normalizeText, relocateText } from "./root-placeholder.js";
 import { tritonKind } from "./triton.js";
 
@@ -113,6 +119,10 @@ export const inductorKind: CacheKind = {
   normalizeInto(root, entryName, _rel, data, out): number | null {
     if (!PICKLED.test(entryName)) return null;
     return normalizePickleInto(data, rootSpellings(root), out);
+  },
+
+  normalization(root, entryName, _rel, data) {
+    return PICKLED.test(entryName) ? pickleNormalization(data, rootSpellings(root)) : null;
   },
 
   relocation(root, entryName, _rel, data) {

@@ -102,6 +102,12 @@ export interface CacheKind {
    */
   normalizeInto?(root: string, entryName: string, rel: string, data: Buffer, out: string): number | null;
   /**
+   * How a file's `normalize` runs in a child process (torch.compile's pickles): a save gathers them
+   * and runs them together, one process for all, before hashing or packing (pack/write/stored-forms.ts).
+   * Null where the stored form needs no child process.
+   */
+  normalization?(root: string, entryName: string, rel: string, data: Buffer): PickleRewrite | null;
+  /**
    * How a file's `relocate` runs in a child process, for kinds whose files are rewritten by one
    * (torch.compile's pickles): a restore gathers them and runs them together, one process for all
    * (pickle-rewriter.ts's runRewrites). Null where the file is placed as `relocate` gives it.

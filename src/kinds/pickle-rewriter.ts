@@ -118,8 +118,11 @@ export interface PickleRewrite {
   bound: number;
 }
 
-/** How a pickle is normalized: null when it names none of `roots` (kept as it is). */
-function normalizing(data: Buffer, roots: string[]): PickleRewrite | null {
+/**
+ * How a pickle is normalized (by normalizePickle, or by runRewrites with others): null when it names
+ * none of `roots` (kept as it is).
+ */
+export function pickleNormalization(data: Buffer, roots: string[]): PickleRewrite | null {
   if (!namesAny(data, [...roots, MARK])) return null;
   if (data[0] !== 0x80) throw new RelocationError("names its cache folder but is not a pickle (protocol 2+)");
   const shortest = Math.min(MARK.length, ...roots.map((r) => Buffer.byteLength(r)));
@@ -146,7 +149,7 @@ export function pickleRelocation(data: Buffer, root: string): PickleRewrite | nu
 
 /** The pickle with each of `roots` replaced by the placeholder (see rewrite.py); as it is when it names none. */
 export function normalizePickle(data: Buffer, roots: string[]): Buffer {
-  const how = normalizing(data, roots);
+  const how = pickleNormalization(data, roots);
   return how ? rewritten(data, how.args, how.bound) : data;
 }
 
@@ -158,7 +161,7 @@ export function relocatePickle(data: Buffer, root: string): Buffer {
 
 /** normalizePickle written to the file `out` (its size), or null when the pickle is stored as it is. */
 export function normalizePickleInto(data: Buffer, roots: string[], out: string): number | null {
-  const how = normalizing(data, roots);
+  const how = pickleNormalization(data, roots);
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
 }
 

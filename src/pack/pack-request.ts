@@ -43,4 +43,6 @@ export interface PackReadResult {
   packError: string | null;
   /** Compressed bytes read. */
   bytes: number;
+  /** torch.compile's pickles rewritten for their new folder: by one process per pack, how many, how long. */
+  rewriter?: { processes: number; files: number; seconds: number };
 }

@@ -1,11 +1,11 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { restore } from "../../src/cache/restore/restore.js";
 import { save } from "../../src/cache/save/save.js";
 import { inductorKind } from "../../src/kinds/inductor.js";
-import { RelocationError } from "../../src/kinds/pickle-rewriter.js";
+import { pickleInterpreter, RelocationError, usePickleInterpreter } from "../../src/kinds/pickle-rewriter.js";
 import { detectKind } from "../../src/kinds/registry.js";
 import { ROOT_PLACEHOLDER } from "../../src/kinds/root-placeholder.js";
 import { localStore } from "../../src/store/local.js";
@@ -88,10 +88,48 @@ describe("the inductor kind: torch.compile's cache warm at any path", () => {
   });
 
   it("stores entries path-free: a save at the new path finds nothing new", async () => {
-    const { ctx } = await movedCache();
+    const { ctx, restored } = await movedCache();
+    // The restore rewrote its pickles for the new folder in one process for the pack, and says so.
+    expect(restored.rewriter.processes).toBe(1);
+    expect(restored.rewriter.files).toBeGreaterThanOrEqual(2);
     const again = await save(ctx);
     expect(again.outcome).toBe("nothing-new");
     expect(again.entriesReused).toBe(again.entries);
+  });
+
+  it("rewrites a save's pickles in one Python process, each once, for hashing and packing alike", async () => {
+    const work = tempDir("inductor-batch");
+    const a = path.join(work, "torchinductor_root");
+    generateInductorCache(a);
+    // The interpreter the save is given, counting each process it starts.
+    const calls = path.join(work, "calls");
+    const python = path.join(work, "python");
+    fs.writeFileSync(python, `#!/bin/sh\necho x >> ${calls}\nexec python3 "$@"\n`, { mode: 0o755 });
+    const started = () => (fs.existsSync(calls) ? fs.readFileSync(calls, "utf8").split("\n").length - 1 : 0);
+    const store = localStore(path.join(work, "store"));
+    const context = async (rev: string) => {
+      const ctx = await storeContext(store, a, path.join(work, "s"), {
+        kind: "inductor",
+        revision: rev.repeat(40),
+      });
+      usePickleInterpreter({ python, source: "test" });
+      return ctx;
+    };
+    const before = pickleInterpreter();
+    onTestFinished(() => usePickleInterpreter(before));
+    // A save with no parent packs everything: every pickle naming the folder rewritten by one process.
+    const first = await save(await context("a"));
+    expect(first.rewriter.files).toBeGreaterThanOrEqual(2);
+    expect(first.rewriter.processes).toBe(1);
+    expect(started()).toBe(1);
+    // Pickles touched since are hashed against the parent's: one process again, the same stored form.
+    const t = new Date(Date.now() + 5_000);
+    for (const f of files(a).filter((f) => /fxgraph|aotautograd/.test(f)))
+      fs.utimesSync(path.join(a, f), t, t);
+    const again = await save(await context("b"));
+    expect(again.outcome).toBe("nothing-new");
+    expect(again.rewriter).toEqual({ processes: 1, files: first.rewriter.files });
+    expect(started()).toBe(2);
   });
 
   it("as actions/cache's drop-in (--path, kind auto): detected, relocated, and nothing written outside the cache folder", async () => {

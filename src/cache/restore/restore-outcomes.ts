@@ -33,6 +33,11 @@ export async function settleOutcomes(
     for (const r of refs) (ok.has(entryId(r)) ? restored : missing).push(r);
     report.bytesDownloaded += result.bytes;
     report.membersRefused += result.refused.length;
+    if (result.rewriter) {
+      report.rewriter.processes += result.rewriter.processes;
+      report.rewriter.files += result.rewriter.files;
+      report.rewriter.seconds += result.rewriter.seconds;
+    }
     const pack = refs[0] ? match.manifest.packs[refs[0].pack]?.object : "?";
     if (result.packError) {
       const message = `${pack}: ${result.packError}`;

@@ -31,6 +31,8 @@ export interface RestoreReport {
   entriesBad: number;
   /** Pack members refused as unsafe. */
   membersRefused: number;
+  /** torch.compile's pickles rewritten for this folder: one Python process per pack that held some. */
+  rewriter: { processes: number; files: number; seconds: number };
   /**
    * Keys of the profile's other revisions (restore-revisions) placed after the restored one, each
    * with the entries it added: borrowed for the job, never saved under this key.

@@ -188,6 +188,7 @@ function emptyReport(ctx: JobContext, lookupOnly: boolean): RestoreReport {
     bytesDownloaded: 0,
     entriesBad: 0,
     membersRefused: 0,
+    rewriter: { processes: 0, files: 0, seconds: 0 },
     otherKeys: [],
     autotune: null,
     faults: [],

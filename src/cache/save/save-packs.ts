@@ -2,6 +2,7 @@ import { inLanes } from "../../bounded-lanes.js";
 import { formatBytes } from "../../format.js";
 import { saveThreads, ThreadPool } from "../../pack/threads/thread-pool.js";
 import { type BuildInput, type WrittenPack, writePack } from "../../pack/write/pack-writer.js";
+import type { StoredForms } from "../../pack/write/stored-forms.js";
 import { zstdEngine } from "../../pack/zstd/engines.js";
 import { packObject } from "../../store/layout.js";
 import type { JobContext } from "../job-context.js";
@@ -16,9 +17,12 @@ export async function writePacks(
   ctx: JobContext,
   groups: Present[][],
   leaseId: string,
+  forms: StoredForms,
 ): Promise<WrittenPack[]> {
   // No Zstandard engine (ZstdUnavailableError, naming the fix) fails the save before any upload.
   await zstdEngine(ctx.runtime.zstd);
+  // Pickles not yet rewritten (for hashing) are, all in one process, before any pack starts.
+  forms.prepare(groups.flat());
   const slots: (WrittenPack | undefined)[] = new Array(groups.length);
   const written = () => slots.filter((w): w is WrittenPack => w !== undefined);
   const progress = ctx.progress?.("uploading", null);
@@ -35,6 +39,7 @@ export async function writePacks(
           kind: p.kind.kind,
           root: p.root,
           entry: p.entry,
+          stored: forms.of(p.root, p.entry),
         }));
         const t0 = performance.now();
         slots[i] = await writePack({

@@ -48,6 +48,11 @@ export interface SaveReport {
    * `leftOut.otherJobs` counts the entries it could not call its own.
    */
   besideUntrusted: BesideUntrusted | null;
+  /**
+   * torch.compile's pickles that name their folder, rewritten to their stored form before hashing or
+   * packing: how many, by how many rewriter processes (one per batch: the entries hashed, then packed).
+   */
+  rewriter: { processes: number; files: number };
   /** Faults the save met and recovered from, coded (faults.ts); --strict fails on those it names, once the key is saved. */
   faults: Fault[];
   seconds: number;
@@ -95,6 +100,7 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
       otherJobs: { entries: 0, bytes: 0 },
     },
     besideUntrusted: null,
+    rewriter: { processes: 0, files: 0 },
     faults: [],
     seconds: 0,
     caches: ctx.caches.map((c) => ({ name: c.name, entries: 0, bytes: 0 })),

@@ -4,6 +4,7 @@ import type { CacheFolder, CacheKind, CacheKindName, FoundEntry } from "../../ki
 import { entryId } from "../../manifest/entry-id.js";
 import { EntryDigest } from "../../pack/entry-digest.js";
 import { chunks, closeEntry, openEntry } from "../../pack/write/entry-source.js";
+import type { StoredFiles } from "../../pack/write/stored-forms.js";
 import { folderKind, scanFolder } from "../cache-folder.js";
 import { entrySignature } from "../entry-signature.js";
 import type { JobContext } from "../job-context.js";
@@ -111,8 +112,8 @@ function nothingToSave(ctx: JobContext, c: CacheFolder, why: string): void {
 let readBuffer: Buffer | undefined;
 
 /** Digest of an entry as it would be packed, without packing it; null when its files vanished. */
-export function hashEntry(p: Present): string | null {
-  const files = openEntry(p.kind, p.root, p.entry);
+export function hashEntry(p: Present, stored?: StoredFiles): string | null {
+  const files = openEntry(p.kind, p.root, p.entry, stored);
   if (!files) return null;
   const d = new EntryDigest();
   readBuffer ??= Buffer.allocUnsafe(1 << 20);

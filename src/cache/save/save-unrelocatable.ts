@@ -1,6 +1,7 @@
 import { RelocationError } from "../../kinds/pickle-rewriter.js";
 import type { Log } from "../../log.js";
 import type { WrittenPack } from "../../pack/write/pack-writer.js";
+import { StoredForms } from "../../pack/write/stored-forms.js";
 import { fault } from "../faults.js";
 import type { SaveReport } from "./save-report.js";
 import { hashEntry, type Present, presentId } from "./save-scan.js";
@@ -13,11 +14,19 @@ import { hashEntry, type Present, presentId } from "./save-scan.js";
 export class Unrelocatable {
   /** "cache/name: why". */
   private readonly left: string[] = [];
+  /** The stored forms of the save's pickles, written ahead in one rewriter process per batch. */
+  readonly forms = new StoredForms();
+
+  /** The digests of `entries` (see hash), their pickles rewritten together first. */
+  hashAll(entries: Present[]): Map<Present, string | null | false> {
+    this.forms.prepare(entries);
+    return new Map(entries.map((p) => [p, this.hash(p)]));
+  }
 
   /** hashEntry, or false for an entry left out. */
   hash(p: Present): string | null | false {
     try {
-      return hashEntry(p);
+      return hashEntry(p, this.forms.of(p.root, p.entry));
     } catch (e) {
       if (!(e instanceof RelocationError)) throw e;
       this.left.push(`${presentId(p)}: ${e.message}`);

@@ -35,7 +35,8 @@ export async function save(ctx: JobContext, opts: SaveOptions = {}, state = read
   const ours = state?.primaryKey === ctx.key ? state : null;
   // Under isolate the job's entries are in its own folder: that is what is saved.
   const work: JobContext = { ...ctx, caches: jobCaches(ctx.caches, ours) };
-  const report = await new SaveRun(work, opts, ctx.caches).run(state, ours);
+  const run = new SaveRun(work, opts, ctx.caches);
+  const report = await run.run(state, ours).finally(() => run.forms.dispose());
   const failing = report.faults.find((f) => ctx.strict.fails(f.code));
   if (failing)
     throw new StrictFaultError(`save met a fault (--strict): ${failing.code}: ${failing.message}`, failing);
@@ -58,6 +59,7 @@ class SaveRun {
   private readonly leaseId = newLeaseId();
   private lease: Lease | null = null;
   private readonly unrelocatable = new Unrelocatable();
+  readonly forms = this.unrelocatable.forms;
   /** How the job began (its restore's record), kept in the state for the end of the job. */
   private job: LocalState["job"];
 
@@ -74,6 +76,7 @@ class SaveRun {
 
   private done(outcome: SaveOutcome, message: string): SaveReport {
     this.unrelocatable.report(this.ctx.log, this.report);
+    this.report.rewriter = { ...this.forms.counts };
     this.report.outcome = outcome;
     this.report.message = message;
     this.report.seconds = (performance.now() - this.t0) / 1000;
@@ -143,17 +146,14 @@ class SaveRun {
     const names = new Set(this.ctx.caches.map((c) => c.name));
     this.parentRefs = parentRefsOf(this.parent?.manifest ?? null, names);
     // An entry the parent also has is hashed to tell a changed entry from a touched one.
+    const digests = this.unrelocatable.hashAll(
+      present.filter((p) => p.digest === null && this.parentRefs.has(presentId(p))),
+    );
     for (const p of present) {
-      if (p.digest === null && this.parentRefs.has(presentId(p))) {
-        const digest = this.unrelocatable.hash(p);
-        if (digest === false) continue;
-        p.digest = digest;
-        if (p.digest === null) {
-          this.report.skipped.vanished++;
-          continue;
-        }
-      }
-      this.kept.push(p);
+      const digest = digests.get(p);
+      if (digest === false) continue;
+      if (digest === null) this.report.skipped.vanished++;
+      else this.kept.push(digest === undefined ? p : Object.assign(p, { digest }));
     }
     ({ reused: this.reused, dropped: this.dropped } = matchParent(this.kept, this.parentRefs));
     // Entries the restored key vouches for are reused above; of the rest, only the job's own go up.
@@ -220,7 +220,7 @@ class SaveRun {
       ctx.log.info(
         `consolidating: a chain of ${plan.chain} saves${plan.deadShare > 0 ? `, ${(plan.deadShare * 100).toFixed(0)}% dead bytes` : ""}${plan.keptLarge ? `; keeping ${plan.keptLarge} large live pack(s)` : ""}`,
       );
-    const written = await writePacks(ctx, plan.groups, this.leaseId);
+    const written = await writePacks(ctx, plan.groups, this.leaseId, this.forms);
     for (const w of written) report.skipped.vanished += w.vanished.length;
     this.unrelocatable.fromPacks(written);
     const manifest = manifestFor(ctx, {

@@ -37,6 +37,11 @@ export class DeferredRewrites<E extends Waiting> {
     this.jobs.push({ ...how, entry, rel, input, out });
   }
 
+  /** How many rewrites are queued. */
+  get pending(): number {
+    return this.jobs.length;
+  }
+
   /** Whether `entry` has rewrites queued. */
   waits(entry: E): boolean {
     return this.jobs.some((j) => j.entry === entry);

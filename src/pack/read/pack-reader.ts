@@ -99,7 +99,10 @@ export class PackRestorer {
         r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
     }
     // Entries verified whole before any fault: their rewrites run, then they are placed or discarded.
+    const files = this.later.pending;
+    const t0 = performance.now();
     for (const { entry, reason } of this.later.run()) this.outcome(entry, reason);
+    if (files) r.rewriter = { processes: 1, files, seconds: (performance.now() - t0) / 1000 };
     for (const w of this.wanted) {
       if (!this.seen.has(entryId(w))) {
         r.bad.push({

@@ -4,6 +4,7 @@ import path from "node:path";
 import { type CacheKind, entryFilePath, type FoundEntry } from "../../kinds/kind.js";
 import { RelocationError } from "../../kinds/pickle-rewriter.js";
 import { openUnseen, readUnseen } from "../../unseen-read.js";
+import type { StoredFiles } from "./stored-forms.js";
 
 /** One file of an entry in stored form, opened and sized, ready to be hashed or packed. */
 export interface OpenedFile {
@@ -18,13 +19,25 @@ export interface OpenedFile {
 /**
  * Opens an entry's files in pack order, in stored form. Everything is opened before any byte is
  * used, so an entry whose file vanished since the scan is reported (null) rather than half packed.
- * An entry that names its folder and cannot be stored without it throws RelocationError.
+ * An entry that names its folder and cannot be stored without it throws RelocationError. `stored`:
+ * its files' stored forms already written (stored-forms.ts).
  */
-export function openEntry(kind: CacheKind, root: string, entry: FoundEntry): OpenedFile[] | null {
+export function openEntry(
+  kind: CacheKind,
+  root: string,
+  entry: FoundEntry,
+  stored?: StoredFiles,
+): OpenedFile[] | null {
   const opened: OpenedFile[] = [];
   try {
     for (const f of kind.packOrder(entry.files)) {
       const p = entryFilePath(root, entry, f.rel);
+      const written = stored?.[f.rel];
+      if (written) {
+        // Its stored form, written ahead with the save's other pickles (stored-forms.ts).
+        opened.push({ rel: f.rel, size: written[1], data: null, fd: fs.openSync(written[0], "r") });
+        continue;
+      }
       if (kind.isRelocatable(entry.name, f.rel)) {
         const raw = readUnseen(p);
         const file = kind.normalizeInto ? normalizedFile(kind, root, entry, f.rel, raw) : null;

@@ -4,6 +4,7 @@ import { RelocationError } from "../../kinds/pickle-rewriter.js";
 import { EntryDigest } from "../entry-digest.js";
 import type { ChunkCompressor } from "../zstd/chunk-codecs.js";
 import { closeEntry, type OpenedFile, openEntry } from "./entry-source.js";
+import type { StoredFiles } from "./stored-forms.js";
 import { END_OF_ARCHIVE, fileHeader, padding } from "./tar-header.js";
 
 /** One entry to pack, as plain data (it crosses to worker threads). */
@@ -12,6 +13,8 @@ export interface BuildInput {
   kind: CacheKindName;
   root: string;
   entry: FoundEntry;
+  /** Its files' stored forms already written (stored-forms.ts). */
+  stored?: StoredFiles;
 }
 
 export interface PackedEntry {
@@ -42,7 +45,7 @@ export function tarPathOf(cache: string, entryName: string, rel: string): string
 /** An entry's files opened for packing; null (and why, in `result`) when it vanished or cannot be stored. */
 function openForPack(kind: CacheKind, input: BuildInput, result: BuiltPack): OpenedFile[] | null {
   try {
-    const files = openEntry(kind, input.root, input.entry);
+    const files = openEntry(kind, input.root, input.entry, input.stored);
     if (!files) result.vanished.push(`${input.cache}/${input.entry.name}`);
     return files;
   } catch (e) {
