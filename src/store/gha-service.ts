@@ -162,16 +162,17 @@ export class GhaCacheService {
    * the same blob version (If-Match its ETag), as S3's are (resumable-download.ts): Azure's client's own
    * retry treats a reset as an abort and gives the whole pack up.
    */
-  async download(name: string, bytes?: number): Promise<Readable | null> {
+  async download(name: string, bytes?: number, range?: [number, number]): Promise<Readable | null> {
     const url = await this.downloadUrl(name);
     if (!url) return null;
+    const [start, count] = range ?? [0, undefined];
     const { BlobClient } = await import("@azure/storage-blob");
     const { idleMs } = this.bounds;
     const transfer = new Transfer(`GitHub cache: downloading ${name}`, idleMs, this.totalMs(bytes));
     const blob = new BlobClient(url, undefined, { retryOptions: BLOB_RETRY });
     const part = async (offset: number, etag?: string): Promise<DownloadPart> => {
       const r = await transfer.run(
-        blob.download(offset, undefined, {
+        blob.download(start + offset, count === undefined ? undefined : count - offset, {
           ...transfer.options,
           // kcache resumes (above); the client's retrying stream would turn a reset into an abort.
           maxRetryRequests: 0,
@@ -184,7 +185,12 @@ export class GhaCacheService {
     };
     try {
       const what = `GitHub cache: reading ${name}`;
-      const whole = resumable(await part(0), { what, attempts: RESUMES, windowMs: idleMs, reopen: part });
+      const first = await part(0);
+      if (count !== undefined && first.length !== count) {
+        first.body.destroy();
+        throw new StoreError(`${what}: asked for ${count} bytes at ${start}, given ${first.length}`);
+      }
+      const whole = resumable(first, { what, attempts: RESUMES, windowMs: idleMs, reopen: part });
       const guarded = withIdleTimeout(whole, idleMs, what, () => transfer.end());
       transfer.onAbort((e) => guarded.destroy(e));
       return guarded;

@@ -84,6 +84,11 @@ export function ghaStore(settings: GhaSettings): Store {
       if (!s) throw new ObjectNotFound(name);
       return s;
     },
+    getRange: async (name, offset, length) => {
+      const s = await service.download(name, length, [offset, length]);
+      if (!s) throw new ObjectNotFound(name);
+      return s;
+    },
     read: async (name) => {
       const s = await service.download(name);
       return s ? buffer(s) : null;

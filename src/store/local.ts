@@ -30,6 +30,8 @@ export function localStore(root: string): Store {
     createIfAbsent: (name, body) => at.wrap(`creating ${name}`, () => at.createIfAbsent(name, body)),
     localFile: (name) => at.file(name),
     get: (name) => at.wrap(`reading ${name}`, () => at.get(name)),
+    getRange: (name, offset, length) =>
+      at.wrap(`reading ${name} at ${offset}`, () => at.getRange(name, offset, length)),
     read: (name) => at.wrap(`reading ${name}`, () => at.read(name)),
     exists: (name) => at.wrap(`checking ${name}`, async () => fs.existsSync(at.file(name))),
     list: (prefix) => at.wrap(`listing ${prefix}`, async () => at.list(prefix)),
@@ -113,6 +115,23 @@ class LocalFolder {
       throw e;
     });
     return fd.createReadStream({ highWaterMark: 1 << 20 }) as Readable;
+  }
+
+  async getRange(name: string, offset: number, length: number): Promise<Readable> {
+    const fd = await fs.promises.open(this.file(name), "r").catch((e: NodeJS.ErrnoException) => {
+      if (e.code === "ENOENT") throw new ObjectNotFound(name);
+      throw e;
+    });
+    const size = (await fd.stat()).size;
+    if (offset + length > size) {
+      await fd.close();
+      throw new StoreError(`${name}: bytes ${offset}-${offset + length} asked of an object of ${size}`);
+    }
+    return fd.createReadStream({
+      start: offset,
+      end: offset + length - 1,
+      highWaterMark: 1 << 20,
+    }) as Readable;
   }
 
   async read(name: string): Promise<Buffer | null> {

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { quietAwsSdkNotice } from "../environment.js";
+import { StoreError } from "../errors.js";
 import { withIdleTimeout } from "./idle-timeout.js";
 import { type DownloadPart, isReset, resumable } from "./resumable-download.js";
 
@@ -90,14 +91,22 @@ export class S3Bucket {
    * The object's bytes, bounded by the idle timeout, resumed by ranged requests after a connection
    * reset (resumable-download.ts); null when there is no such object.
    */
-  async body(name: string, where: string): Promise<Readable | null> {
+  async body(name: string, where: string, range?: [number, number]): Promise<Readable | null> {
     const { c, settings } = this;
+    // The bytes from `offset` on (of the range, where one is asked for), the same version after the first.
+    const bytes = (offset: number) =>
+      range
+        ? `bytes=${range[0] + offset}-${range[0] + range[1] - 1}`
+        : offset > 0
+          ? `bytes=${offset}-`
+          : null;
     const part = async (offset: number, etag?: string): Promise<DownloadPart> => {
+      const asked = bytes(offset);
       const r = await c.s3.send(
         new c.sdk.GetObjectCommand({
           Bucket: settings.bucket,
           Key: this.key(name),
-          ...(offset > 0 ? { Range: `bytes=${offset}-`, ...(etag ? { IfMatch: etag } : {}) } : {}),
+          ...(asked ? { Range: asked, ...(offset > 0 && etag ? { IfMatch: etag } : {}) } : {}),
         }),
       );
       const body = r.Body as Readable & { socket?: { setTimeout(ms: number): void } };
@@ -109,6 +118,11 @@ export class S3Bucket {
     try {
       const first = await firstPart(() => part(0));
       const what = `${where}: reading ${name}`;
+      // A server that ignores Range answers with the whole object: never taken for the range.
+      if (range && first.length !== range[1]) {
+        first.body.destroy();
+        throw new StoreError(`${what}: asked for ${range[1]} bytes at ${range[0]}, given ${first.length}`);
+      }
       const whole = resumable(
         { ...first, length: first.length },
         { what, attempts: RESUMES, windowMs: settings.idleTimeoutMs, reopen: part },
@@ -120,8 +134,8 @@ export class S3Bucket {
     }
   }
 
-  async get(name: string, where: string): Promise<Readable> {
-    const body = await this.body(name, where);
+  async get(name: string, where: string, range?: [number, number]): Promise<Readable> {
+    const body = await this.body(name, where, range);
     if (!body) throw new ObjectNotFound(name);
     return body;
   }

@@ -37,6 +37,8 @@ export function s3Store(settings: S3Settings): Store {
     put: (name, body) => wrap(`writing ${name}`, (b) => b.put(name, body)),
     createIfAbsent: (name, body) => wrap(`creating ${name}`, (b) => b.createIfAbsent(name, body)),
     get: (name) => wrap(`reading ${name}`, (b) => b.get(name, where)),
+    getRange: (name, offset, length) =>
+      wrap(`reading ${name} at ${offset}`, (b) => b.get(name, where, [offset, length])),
     read: (name) => wrap(`reading ${name}`, (b) => b.read(name, where)),
     exists: (name) => wrap(`checking ${name}`, (b) => b.exists(name)),
     list: (prefix) => wrap(`listing ${prefix}`, (b) => b.list(prefix)),

@@ -30,6 +30,9 @@ export function latchStalls(store: Store): Store {
     put: guard((name: string, body: Readable, bytes?: number) => store.put(name, body, bytes)),
     createIfAbsent: guard((name: string, body: Buffer) => store.createIfAbsent(name, body)),
     get: guard(async (name: string, bytes?: number) => watched(await store.get(name, bytes))),
+    getRange: guard(async (name: string, offset: number, length: number) =>
+      watched(await store.getRange(name, offset, length)),
+    ),
     read: guard((name: string) => store.read(name)),
     exists: guard((name: string) => store.exists(name)),
     list: guard((prefix: string) => store.list(prefix)),

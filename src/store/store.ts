@@ -42,6 +42,11 @@ export interface Store {
   localFile?(name: string): string;
   /** Streams an object; rejects with ObjectNotFound when it is absent. `expectedBytes` as for put. */
   get(name: string, expectedBytes?: number): Promise<Readable>;
+  /**
+   * Streams `length` bytes of an object from byte `offset` (one entry of a pack, read alone); rejects
+   * with ObjectNotFound when it is absent. A range past the object's end fails the read.
+   */
+  getRange(name: string, offset: number, length: number): Promise<Readable>;
   /** Reads a small object whole, or null when absent. */
   read(name: string): Promise<Buffer | null>;
   exists(name: string): Promise<boolean>;

@@ -70,6 +70,25 @@ export function storeConformance(
     expect(await store.exists("t/a/missing")).toBe(false);
   });
 
+  it("reads a range of an object alone: its bytes from the offset, no more, and refuses one past the end", async () => {
+    const { store } = backend();
+    const data = Buffer.alloc(3_000_000);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 2654435761) >>> 24;
+    await store.put("t/r/pack", Readable.from([data]), data.length);
+    for (const [offset, length] of [
+      [0, 100],
+      [1_234_567, 654_321],
+      [data.length - 10, 10],
+    ] as const)
+      expect(
+        (await buffer(await store.getRange("t/r/pack", offset, length))).equals(
+          data.subarray(offset, offset + length),
+        ),
+      ).toBe(true);
+    await expect(store.getRange("t/r/missing", 0, 1)).rejects.toBeInstanceOf(ObjectNotFound);
+    await expect(store.getRange("t/r/pack", data.length - 10, 20).then((s) => buffer(s))).rejects.toThrow();
+  });
+
   it.skipIf(!traits.canDelete)(
     `deletes objects, and deleting a missing one is no error${traits.canDelete ? "" : " (skipped: this store cannot delete; its capabilities say so)"}`,
     async () => {

@@ -1,3 +1,4 @@
+import { buffer } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ghaStore } from "../../src/store/gha.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
@@ -64,6 +65,12 @@ describe("the gha store when GitHub's cache service misbehaves", () => {
       // The reset request, and one ranged from where it stopped (at least the bytes that came).
       expect(ranges).toHaveLength(2);
       expect(Number(/bytes=(\d+)-/.exec(ranges[1] as string)?.[1])).toBeGreaterThan(0);
+      // A range of it (one entry read alone), reset once too: resumed within the range.
+      cut.clear();
+      const part = await buffer(await store.getRange("packs/resumed", 500_000, 2_000_000));
+      expect(part.equals(data.subarray(500_000, 2_500_000))).toBe(true);
+      expect(ranges).toHaveLength(4);
+      expect(Number(/bytes=(\d+)-/.exec(ranges[3] as string)?.[1])).toBeGreaterThan(500_000);
     } finally {
       server.routeBlobs(null);
       await proxy.close();

@@ -18,6 +18,7 @@ function failing(error: () => Error) {
     put: fail,
     createIfAbsent: fail,
     get: fail,
+    getRange: fail,
     read: fail,
     exists: fail,
     list: fail,
