@@ -2145,6 +2145,9 @@ var SyncCompressor = class {
   push(input, emit) {
     this.run(input, this.b.EndDirective.continue, emit);
   }
+  endFrame(emit) {
+    this.run(Buffer.alloc(0), this.b.EndDirective.end, emit);
+  }
   /** Ends the frame and gives the context back for the next pack. */
   end(emit) {
     this.run(Buffer.alloc(0), this.b.EndDirective.end, emit);
@@ -2396,6 +2399,9 @@ var FrameCompressor = class {
       src = src.subarray(n);
       if (this.filled === FRAME_BYTES) this.flush(emit);
     }
+  }
+  endFrame(emit) {
+    if (this.filled > 0) this.flush(emit);
   }
   end(emit) {
     if (this.filled > 0) this.flush(emit);
@@ -6435,74 +6441,103 @@ function openForPack(kind, input, result) {
   }
 }
 var BATCH = 1 << 20;
-function* buildPack(inputs, kindOf, compressor, result) {
-  const batch = Buffer.allocUnsafe(BATCH);
-  let fill2 = 0;
-  let out = [];
-  const emit = (c) => out.push(c);
-  const flush = function* () {
-    if (fill2) compressor.push(batch.subarray(0, fill2), emit);
-    fill2 = 0;
-    if (out.length) {
-      const ready = out;
-      out = [];
+var TarBatches = class {
+  constructor(compressor) {
+    this.compressor = compressor;
+  }
+  compressor;
+  batch = Buffer.allocUnsafe(BATCH);
+  fill = 0;
+  out = [];
+  /** Compressed bytes emitted so far: where the next frame starts. */
+  emitted = 0;
+  emit = (c) => {
+    this.emitted += c.length;
+    this.out.push(c);
+  };
+  *flush() {
+    if (this.fill) this.compressor.push(this.batch.subarray(0, this.fill), this.emit);
+    this.fill = 0;
+    if (this.out.length) {
+      const ready = this.out;
+      this.out = [];
       yield* ready;
     }
-  };
-  const put = function* (b2) {
+  }
+  *put(b2) {
     let o = 0;
     while (o < b2.length) {
-      const n = Math.min(BATCH - fill2, b2.length - o);
-      b2.copy(batch, fill2, o, o + n);
-      fill2 += n;
+      const n = Math.min(BATCH - this.fill, b2.length - o);
+      b2.copy(this.batch, this.fill, o, o + n);
+      this.fill += n;
       o += n;
-      if (fill2 === BATCH) yield* flush();
+      if (this.fill === BATCH) yield* this.flush();
     }
-  };
+  }
+  /** A file's bytes read straight into the batch buffer (no per-file allocation), hashed on the way. */
+  *putFile(f2, digest, what) {
+    let pos = 0;
+    while (pos < f2.size) {
+      const want = Math.min(BATCH - this.fill, f2.size - pos);
+      const n = fs14.readSync(f2.fd, this.batch, this.fill, want, pos);
+      if (n === 0) throw new Error(`${what} shrank while being packed`);
+      digest.update(this.batch.subarray(this.fill, this.fill + n));
+      this.fill += n;
+      pos += n;
+      if (this.fill === BATCH) yield* this.flush();
+    }
+  }
+  /** Ends a frame after what was put so far (the compressor can: see ChunkCompressor.endFrame). */
+  endFrame() {
+    if (this.fill) this.compressor.push(this.batch.subarray(0, this.fill), this.emit);
+    this.fill = 0;
+    this.compressor.endFrame?.(this.emit);
+  }
+  *end() {
+    yield* this.put(END_OF_ARCHIVE);
+    yield* this.flush();
+    this.compressor.end(this.emit);
+    yield* this.out;
+  }
+};
+function* buildPack(inputs, kindOf, compressor, result, frames = false) {
+  const tar = new TarBatches(compressor);
+  const framed = frames && compressor.endFrame !== void 0;
   for (const input of inputs) {
     const kind = kindOf(input.kind);
     const files = openForPack(kind, input, result);
     if (!files) continue;
+    const start = tar.emitted;
     const digest = new EntryDigest();
     try {
       for (const f2 of files) {
         digest.beginFile(f2.rel, f2.size);
-        yield* put(fileHeader(tarPathOf(input.cache, input.entry.name, f2.rel), f2.size));
+        yield* tar.put(fileHeader(tarPathOf(input.cache, input.entry.name, f2.rel), f2.size));
         if (f2.data) {
           digest.update(f2.data);
-          yield* put(f2.data);
+          yield* tar.put(f2.data);
         } else {
-          let pos = 0;
-          while (pos < f2.size) {
-            const want = Math.min(BATCH - fill2, f2.size - pos);
-            const n = fs14.readSync(f2.fd, batch, fill2, want, pos);
-            if (n === 0) throw new Error(`${input.entry.name}/${f2.rel} shrank while being packed`);
-            digest.update(batch.subarray(fill2, fill2 + n));
-            fill2 += n;
-            pos += n;
-            if (fill2 === BATCH) yield* flush();
-          }
+          yield* tar.putFile(f2, digest, `${input.entry.name}/${f2.rel}`);
           fs14.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);
-        if (pad.length) yield* put(pad);
+        if (pad.length) yield* tar.put(pad);
       }
     } finally {
       closeEntry(files);
     }
+    if (framed) tar.endFrame();
     result.entries.push({
       cache: input.cache,
       name: input.entry.name,
       sha256: digest.digest(),
       size: digest.size,
-      files: digest.files
+      files: digest.files,
+      ...framed ? { frame: [start, tar.emitted - start] } : {}
     });
   }
-  yield* put(END_OF_ARCHIVE);
-  yield* flush();
-  compressor.end(emit);
-  yield* out;
+  yield* tar.end();
 }
 
 // src/pack/threads/thread-messages.ts

@@ -23,6 +23,8 @@ export interface PackedEntry {
   sha256: string;
   size: number;
   files: number;
+  /** Where its frames lie in the compressed pack, [offset, bytes], when it was written to be read alone. */
+  frame?: [number, number];
 }
 
 /** What a built pack holds: its entries as stored, and the entries whose files vanished since the scan. */
@@ -59,84 +61,123 @@ function openForPack(kind: CacheKind, input: BuildInput, result: BuiltPack): Ope
 const BATCH = 1 << 20;
 
 /**
+ * Tar bytes on their way into a compressor: gathered in one reused batch buffer, compressed a batch
+ * at a time, the compressed pieces handed out in order. Counts what it emitted, so a frame's place in
+ * the pack is known.
+ */
+class TarBatches {
+  private readonly batch = Buffer.allocUnsafe(BATCH);
+  private fill = 0;
+  private out: Buffer[] = [];
+  /** Compressed bytes emitted so far: where the next frame starts. */
+  emitted = 0;
+  private readonly emit = (c: Buffer) => {
+    this.emitted += c.length;
+    this.out.push(c);
+  };
+
+  constructor(private readonly compressor: ChunkCompressor) {}
+
+  *flush(): Generator<Buffer> {
+    if (this.fill) this.compressor.push(this.batch.subarray(0, this.fill), this.emit);
+    this.fill = 0;
+    if (this.out.length) {
+      const ready = this.out;
+      this.out = [];
+      yield* ready;
+    }
+  }
+
+  *put(b: Buffer): Generator<Buffer> {
+    let o = 0;
+    while (o < b.length) {
+      const n = Math.min(BATCH - this.fill, b.length - o);
+      b.copy(this.batch, this.fill, o, o + n);
+      this.fill += n;
+      o += n;
+      if (this.fill === BATCH) yield* this.flush();
+    }
+  }
+
+  /** A file's bytes read straight into the batch buffer (no per-file allocation), hashed on the way. */
+  *putFile(f: OpenedFile, digest: EntryDigest, what: string): Generator<Buffer> {
+    let pos = 0;
+    while (pos < f.size) {
+      const want = Math.min(BATCH - this.fill, f.size - pos);
+      const n = fs.readSync(f.fd as number, this.batch, this.fill, want, pos);
+      if (n === 0) throw new Error(`${what} shrank while being packed`);
+      digest.update(this.batch.subarray(this.fill, this.fill + n));
+      this.fill += n;
+      pos += n;
+      if (this.fill === BATCH) yield* this.flush();
+    }
+  }
+
+  /** Ends a frame after what was put so far (the compressor can: see ChunkCompressor.endFrame). */
+  endFrame(): void {
+    if (this.fill) this.compressor.push(this.batch.subarray(0, this.fill), this.emit);
+    this.fill = 0;
+    this.compressor.endFrame?.(this.emit);
+  }
+
+  *end(): Generator<Buffer> {
+    yield* this.put(END_OF_ARCHIVE);
+    yield* this.flush();
+    this.compressor.end(this.emit);
+    yield* this.out;
+  }
+}
+
+/**
  * Packs entries as tar, in their stored form, through a zstd compressor, yielding compressed pieces.
  * Each entry's files are all opened before a byte is used (an entry whose file vanished since the
  * scan is reported, not half packed); file bytes go through one reused buffer, hashed on the way into
- * the entry's digest. Synchronous: run in a worker thread, or driven chunk by chunk on the main one.
+ * the entry's digest. With `frames` (and a compressor that can end them), each entry is in zstd
+ * frames of its own at a recorded [offset, bytes], to be read alone by a ranged request (lazy
+ * restores, issue 41). Synchronous: run in a worker thread, or driven chunk by chunk on the main one.
  */
 export function* buildPack(
   inputs: BuildInput[],
   kindOf: (k: CacheKindName) => CacheKind,
   compressor: ChunkCompressor,
   result: BuiltPack,
+  frames = false,
 ): Generator<Buffer> {
-  const batch = Buffer.allocUnsafe(BATCH);
-  let fill = 0;
-  let out: Buffer[] = [];
-  const emit = (c: Buffer) => out.push(c);
-  const flush = function* (): Generator<Buffer> {
-    if (fill) compressor.push(batch.subarray(0, fill), emit);
-    fill = 0;
-    if (out.length) {
-      const ready = out;
-      out = [];
-      yield* ready;
-    }
-  };
-  const put = function* (b: Buffer): Generator<Buffer> {
-    let o = 0;
-    while (o < b.length) {
-      const n = Math.min(BATCH - fill, b.length - o);
-      b.copy(batch, fill, o, o + n);
-      fill += n;
-      o += n;
-      if (fill === BATCH) yield* flush();
-    }
-  };
-
+  const tar = new TarBatches(compressor);
+  const framed = frames && compressor.endFrame !== undefined;
   for (const input of inputs) {
     const kind = kindOf(input.kind);
     const files = openForPack(kind, input, result);
     if (!files) continue;
+    const start = tar.emitted;
     const digest = new EntryDigest();
     try {
       for (const f of files) {
         digest.beginFile(f.rel, f.size);
-        yield* put(fileHeader(tarPathOf(input.cache, input.entry.name, f.rel), f.size));
+        yield* tar.put(fileHeader(tarPathOf(input.cache, input.entry.name, f.rel), f.size));
         if (f.data) {
           digest.update(f.data);
-          yield* put(f.data);
+          yield* tar.put(f.data);
         } else {
-          // Read straight into the batch buffer: no per-file allocation.
-          let pos = 0;
-          while (pos < f.size) {
-            const want = Math.min(BATCH - fill, f.size - pos);
-            const n = fs.readSync(f.fd as number, batch, fill, want, pos);
-            if (n === 0) throw new Error(`${input.entry.name}/${f.rel} shrank while being packed`);
-            digest.update(batch.subarray(fill, fill + n));
-            fill += n;
-            pos += n;
-            if (fill === BATCH) yield* flush();
-          }
+          yield* tar.putFile(f, digest, `${input.entry.name}/${f.rel}`);
           fs.closeSync(f.fd as number);
           f.fd = null;
         }
         const pad = padding(f.size);
-        if (pad.length) yield* put(pad);
+        if (pad.length) yield* tar.put(pad);
       }
     } finally {
       closeEntry(files);
     }
+    if (framed) tar.endFrame();
     result.entries.push({
       cache: input.cache,
       name: input.entry.name,
       sha256: digest.digest(),
       size: digest.size,
       files: digest.files,
+      ...(framed ? { frame: [start, tar.emitted - start] as [number, number] } : {}),
     });
   }
-  yield* put(END_OF_ARCHIVE);
-  yield* flush();
-  compressor.end(emit);
-  yield* out;
+  yield* tar.end();
 }

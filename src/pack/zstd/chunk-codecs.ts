@@ -85,6 +85,12 @@ export class SyncDecompressor implements ChunkDecompressor {
 /** Something that turns pushed pieces into output pieces (fresh buffers), synchronously. */
 export interface ChunkCompressor {
   push(input: Buffer, emit: (chunk: Buffer) => void): void;
+  /**
+   * Ends the frame here: what is pushed next starts a new one, so the bytes emitted between two
+   * frame ends decompress alone (one entry of a pack, read by a ranged request). Absent where the
+   * compressor cannot (the system zstd compresses in another process).
+   */
+  endFrame?(emit: (chunk: Buffer) => void): void;
   end(emit: (chunk: Buffer) => void): void;
 }
 
@@ -124,6 +130,10 @@ export class SyncCompressor implements ChunkCompressor {
 
   push(input: Buffer, emit: (chunk: Buffer) => void): void {
     this.run(input, this.b.EndDirective.continue, emit);
+  }
+
+  endFrame(emit: (chunk: Buffer) => void): void {
+    this.run(Buffer.alloc(0), this.b.EndDirective.end, emit);
   }
 
   /** Ends the frame and gives the context back for the next pack. */

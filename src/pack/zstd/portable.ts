@@ -72,6 +72,10 @@ export class FrameCompressor implements ChunkCompressor {
     }
   }
 
+  endFrame(emit: (chunk: Buffer) => void): void {
+    if (this.filled > 0) this.flush(emit);
+  }
+
   end(emit: (chunk: Buffer) => void): void {
     if (this.filled > 0) this.flush(emit);
   }
