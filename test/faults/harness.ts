@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { decodeManifest } from "../../src/manifest/manifest.js";
 
 /** One line of the fault suite's table: what was injected and what a user would have noticed. */
 export interface FaultRow {
@@ -68,4 +69,13 @@ export function filesOutside(dir: string, allowed: string[]): string[] {
 /** A random integer in [lo, hi]. */
 export function randomInt(lo: number, hi: number): number {
   return lo + Math.floor(Math.random() * (hi - lo + 1));
+}
+
+/** Every entry name in the keys of the default branch's scope of a local store. */
+export function defaultBranchEntries(store: string): string[] {
+  const dir = path.join(store, "manifests", encodeURIComponent("branch/main"));
+  if (!fs.existsSync(dir)) return [];
+  return fs
+    .readdirSync(dir)
+    .flatMap((f) => decodeManifest(fs.readFileSync(path.join(dir, f)), f).entries.map((e) => e.name));
 }

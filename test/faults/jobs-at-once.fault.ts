@@ -2,12 +2,11 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { decodeManifest } from "../../src/manifest/manifest.js";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { BIN } from "../helpers/cli.js";
 import { SIM } from "../helpers/python-sim.js";
 import { tempDir } from "../helpers/sandbox.js";
-import { Tally } from "./harness.js";
+import { defaultBranchEntries, Tally } from "./harness.js";
 
 /*
  * Two CI jobs at once on one runner folder, without isolate: a pull request's and a default-branch
@@ -102,15 +101,6 @@ const written = (jobDir: string) =>
     .flatMap(
       (f) => (JSON.parse(fs.readFileSync(path.join(jobDir, f), "utf8")) as { written: string[] }).written,
     );
-
-/** Every entry name in the keys of the default branch's scope. */
-function defaultBranchEntries(store: string): string[] {
-  const dir = path.join(store, "manifests", encodeURIComponent("branch/main"));
-  if (!fs.existsSync(dir)) return [];
-  return fs
-    .readdirSync(dir)
-    .flatMap((f) => decodeManifest(fs.readFileSync(path.join(dir, f)), f).entries.map((e) => e.name));
-}
 
 describe("two jobs at once on one runner folder", () => {
   it(`a pull request's job beside a default-branch job, without isolate, ${TRIALS} times: none of its kernels or winners in the default branch's keys`, async () => {

@@ -3,13 +3,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { tritonKind } from "../../src/kinds/triton.js";
-import { decodeManifest } from "../../src/manifest/manifest.js";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { BIN } from "../helpers/cli.js";
 import { rssProbe } from "../helpers/measured-cli.js";
 import { SIM } from "../helpers/python-sim.js";
 import { tempDir } from "../helpers/sandbox.js";
-import { filesOutside, Tally } from "./harness.js";
+import { defaultBranchEntries, filesOutside, Tally } from "./harness.js";
 
 /**
  * A persistent self-hosted runner over 20 jobs on one cache folder, as FLA's H100 runner is used:
@@ -224,15 +223,6 @@ async function playRunner(isolate: boolean) {
     ...Array.from({ length: JOBS }, (_, i) => [`job-${i + 1}`, `event-${i + 1}.json`]).flat(),
   ]).length;
   return { p, tally, planted, found, trimmed };
-}
-
-/** Every entry name in the keys of the default branch's scope. */
-function defaultBranchEntries(store: string): string[] {
-  const dir = path.join(store, "manifests", encodeURIComponent("branch/main"));
-  if (!fs.existsSync(dir)) return [];
-  return fs
-    .readdirSync(dir)
-    .flatMap((f) => decodeManifest(fs.readFileSync(path.join(dir, f)), f).entries.map((e) => e.name));
 }
 
 describe("a persistent runner shared by pull requests", () => {

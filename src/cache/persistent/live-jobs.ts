@@ -123,12 +123,6 @@ function writeMarker(root: string, marker: string, job: Omit<LiveJob, "marker">)
  * moment, or damaged); one of a kcache from before markers said their trust counts as untrusted.
  */
 function readMarker(root: string, marker: string): LiveJob {
-  let written = Date.now();
-  try {
-    written = fs.statSync(path.join(root, marker)).mtimeMs;
-  } catch {
-    // gone this moment: the reading below is only used until the next look
-  }
   try {
     const v = JSON.parse(fs.readFileSync(path.join(root, marker), "utf8")) as Partial<LiveJob>;
     const time = (t: unknown) => (typeof t === "number" && Number.isFinite(t) ? t : null);
@@ -143,6 +137,12 @@ function readMarker(root: string, marker: string): LiveJob {
       };
   } catch {
     // written by another kcache this very moment, or damaged: the safe reading below
+  }
+  let written = Date.now();
+  try {
+    written = fs.statSync(path.join(root, marker)).mtimeMs;
+  } catch {
+    // gone this moment: the reading below is only used until the next look
   }
   return { marker, startedAt: written, isolated: false, trusted: false, endedAt: null };
 }
