@@ -24,6 +24,27 @@ afterAll(async () => {
   await gha?.stop();
 });
 
+/** A default-branch push's step on a GitHub runner, its cache at `source`, `over` on top. */
+function runnerEnv(
+  dir: string,
+  source: string,
+  sha: string,
+  over: Record<string, string>,
+): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    PYTHONPATH: installedStack(),
+    HOME: dir,
+    ...gha.env,
+    GITHUB_ACTIONS: "true",
+    GITHUB_REF: "refs/heads/main",
+    GITHUB_SHA: sha.repeat(40),
+    CACHE_ROOT: source,
+    KCACHE_STATE_DIR: path.join(dir, "state"),
+    ...over,
+  };
+}
+
 const IDLE_S = 2;
 /** What a command may take beyond the idle timeout: start-up, the probe, lookups and the report. */
 const REPORT_S = 8;
@@ -97,18 +118,7 @@ describe("GitHub's cache service with faulty blob transfers", () => {
         path.join(dir, "kcache.yml"),
         `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: gha\n  idle-timeout: ${IDLE_S}s\nsave:\n  pack-mib: 1\nkey:\n  prefix: ${name.replace(/[^a-z0-9]+/gi, "-")}-${packs}\n`,
       );
-      const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
-        PATH: process.env.PATH,
-        PYTHONPATH: installedStack(),
-        HOME: dir,
-        ...gha.env,
-        GITHUB_ACTIONS: "true",
-        GITHUB_REF: "refs/heads/main",
-        GITHUB_SHA: "d".repeat(40),
-        CACHE_ROOT: source,
-        KCACHE_STATE_DIR: path.join(dir, "state"),
-        ...over,
-      });
+      const env = (over: Record<string, string>) => runnerEnv(dir, source, "d", over);
       gha.routeBlobs(null);
       const first = await runMeasured(["save", "--json"], { env: env({}), cwd: dir });
       expect(first.code, first.stderr).toBe(0);
@@ -198,18 +208,7 @@ describe("GitHub's cache service whose blob downloads hang, from the restore ste
       path.join(dir, "kcache.yml"),
       `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: gha\n  idle-timeout: ${IDLE_S}s\nkey:\n  prefix: get-hangs\n`,
     );
-    const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
-      PATH: process.env.PATH,
-      PYTHONPATH: installedStack(),
-      HOME: dir,
-      ...gha.env,
-      GITHUB_ACTIONS: "true",
-      GITHUB_REF: "refs/heads/main",
-      GITHUB_SHA: "a".repeat(40),
-      CACHE_ROOT: source,
-      KCACHE_STATE_DIR: path.join(dir, "state"),
-      ...over,
-    });
+    const env = (over: Record<string, string>) => runnerEnv(dir, source, "a", over);
     gha.routeBlobs(null);
     expect((await runMeasured(["save"], { env: env({}), cwd: dir })).code).toBe(0);
     const tally = new Tally("GitHub cache: every blob download hangs, the save step after the restore step");
