@@ -2055,7 +2055,7 @@ function cacheKind(kind) {
 
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs11 from "node:fs";
+import fs12 from "node:fs";
 import { Transform as Transform2, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -2704,9 +2704,8 @@ var DeferredRewrites = class {
 };
 
 // src/pack/read/entry-stager.ts
-import { randomBytes as randomBytes2 } from "node:crypto";
-import fs10 from "node:fs";
-import path9 from "node:path";
+import fs11 from "node:fs";
+import path10 from "node:path";
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -2726,6 +2725,11 @@ var EntryDigest = class {
     return this.hash.digest("hex");
   }
 };
+
+// src/pack/read/entry-place.ts
+import { randomBytes as randomBytes2 } from "node:crypto";
+import fs10 from "node:fs";
+import path9 from "node:path";
 
 // src/pack/read/real-dirs.ts
 import fs9 from "node:fs";
@@ -2752,6 +2756,47 @@ function ensureRealDirs(root, rel) {
   }
 }
 
+// src/pack/read/entry-place.ts
+function place(staged, root, entryName, staging, keepExisting = false) {
+  ensureRealDirs(root, path9.posix.dirname(entryName) === "." ? "" : path9.posix.dirname(entryName));
+  const dest = path9.join(root, entryName);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      fs10.renameSync(staged, dest);
+      return;
+    } catch (e2) {
+      const code = e2.code;
+      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e2;
+    }
+    if (keepExisting || sameTree(staged, dest)) {
+      fs10.rmSync(staged, { recursive: true, force: true });
+      return;
+    }
+    if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
+    const aside = path9.join(staging, `old-${randomBytes2(6).toString("hex")}`);
+    try {
+      fs10.renameSync(dest, aside);
+    } catch (e2) {
+      if (e2.code !== "ENOENT") throw e2;
+      continue;
+    }
+    fs10.rmSync(aside, { recursive: true, force: true });
+  }
+}
+function sameTree(a, b2) {
+  try {
+    const sa = fs10.statSync(a);
+    const sb = fs10.statSync(b2);
+    if (sa.isDirectory() !== sb.isDirectory()) return false;
+    if (!sa.isDirectory()) return sa.size === sb.size && fs10.readFileSync(a).equals(fs10.readFileSync(b2));
+    const na = fs10.readdirSync(a).sort();
+    const nb = fs10.readdirSync(b2).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path9.join(a, n), path9.join(b2, n)));
+  } catch {
+    return false;
+  }
+}
+
 // src/pack/read/entry-stager.ts
 var MAX_RELOCATABLE = 256 * 1024 * 1024;
 var StagedEntry = class {
@@ -2760,7 +2805,7 @@ var StagedEntry = class {
     this.entryName = entryName;
     this.target = target;
     this.bad = bad;
-    this.staged = path9.join(target.staging, "e", entryName);
+    this.staged = path10.join(target.staging, "e", entryName);
   }
   wanted;
   entryName;
@@ -2813,7 +2858,7 @@ var StagedEntry = class {
     this.written.set(rel, size);
     try {
       this.prepare();
-      this.fd = fs10.openSync(dest, "wx");
+      this.fd = fs11.openSync(dest, "wx");
     } catch (e2) {
       this.fail(`could not be written: ${e2.message}`);
     }
@@ -2891,7 +2936,7 @@ var StagedEntry = class {
     if (!reason) reason = this.stagedDiffers();
     if (!reason) {
       try {
-        place(this.staged, this.target.root, this.entryName, this.target.staging);
+        place(this.staged, this.target.root, this.entryName, this.target.staging, this.target.keepExisting);
         return null;
       } catch (e2) {
         reason = `could not be placed: ${e2.message}`;
@@ -2904,21 +2949,21 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs10.rmSync(this.staged, { recursive: true, force: true });
+    fs11.rmSync(this.staged, { recursive: true, force: true });
   }
   /** Why the staged files on disk are not exactly the ones written, or null when they are. */
   stagedDiffers() {
     if (this.target.kind.entryShape !== "folder") {
       const size = this.written.get("");
       try {
-        return fs10.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+        return fs11.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
       } catch {
         return "staged file vanished before placing";
       }
     }
     let names;
     try {
-      names = fs10.readdirSync(this.staged);
+      names = fs11.readdirSync(this.staged);
     } catch {
       return "staged entry vanished before placing";
     }
@@ -2927,7 +2972,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs10.statSync(path9.join(this.staged, n)).size;
+        size = fs11.statSync(path10.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -2936,12 +2981,12 @@ var StagedEntry = class {
     return null;
   }
   dest(rel) {
-    return rel ? path9.join(this.staged, rel) : this.staged;
+    return rel ? path10.join(this.staged, rel) : this.staged;
   }
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs10.mkdirSync(isDir ? this.staged : path9.dirname(this.staged), { recursive: true });
+    fs11.mkdirSync(isDir ? this.staged : path10.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -2949,51 +2994,12 @@ var StagedEntry = class {
     const fd = this.fd;
     this.fd = null;
     try {
-      fs10.closeSync(fd);
+      fs11.closeSync(fd);
     } catch (e2) {
       this.bad ??= `could not be written: ${e2.message}`;
     }
   }
 };
-function place(staged, root, entryName, staging) {
-  ensureRealDirs(root, path9.posix.dirname(entryName) === "." ? "" : path9.posix.dirname(entryName));
-  const dest = path9.join(root, entryName);
-  for (let attempt = 0; ; attempt++) {
-    try {
-      fs10.renameSync(staged, dest);
-      return;
-    } catch (e2) {
-      const code = e2.code;
-      if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e2;
-    }
-    if (sameTree(staged, dest)) {
-      fs10.rmSync(staged, { recursive: true, force: true });
-      return;
-    }
-    if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
-    const aside = path9.join(staging, `old-${randomBytes2(6).toString("hex")}`);
-    try {
-      fs10.renameSync(dest, aside);
-    } catch (e2) {
-      if (e2.code !== "ENOENT") throw e2;
-      continue;
-    }
-    fs10.rmSync(aside, { recursive: true, force: true });
-  }
-}
-function sameTree(a, b2) {
-  try {
-    const sa = fs10.statSync(a);
-    const sb = fs10.statSync(b2);
-    if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs10.readFileSync(a).equals(fs10.readFileSync(b2));
-    const na = fs10.readdirSync(a).sort();
-    const nb = fs10.readdirSync(b2).sort();
-    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path9.join(a, n), path9.join(b2, n)));
-  } catch {
-    return false;
-  }
-}
 
 // src/pack/read/member-policy.ts
 var REGULAR = /* @__PURE__ */ new Set(["File", "OldFile", "ContiguousFile"]);
@@ -3254,8 +3260,8 @@ var PackRestorer = class {
       const got = this.hash.digest("hex");
       if (r.bytes !== this.pack.size)
         r.packError = `pack is ${r.bytes} bytes where the manifest says ${this.pack.size} (truncated?)`;
-      else if (got !== this.pack.sha256)
-        r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
+      else if (this.pack.sha256 !== null && got !== this.pack.sha256)
+        r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256?.slice(0, 12)})`;
     }
     const files = this.later.pending;
     const t0 = performance.now();
@@ -3313,18 +3319,18 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs11.openSync(file, "r");
+  const fd = fs12.openSync(file, "r");
   try {
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs11.readSync(fd, buf, 0, buf.length, null);
+      const n = fs12.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs11.closeSync(fd);
+    fs12.closeSync(fd);
   }
 }
 async function readPack(read) {
@@ -3379,12 +3385,12 @@ async function readPack(read) {
 }
 
 // src/pack/write/pack-builder.ts
-import fs14 from "node:fs";
+import fs15 from "node:fs";
 
 // src/pack/write/entry-source.ts
-import fs12 from "node:fs";
+import fs13 from "node:fs";
 import os2 from "node:os";
-import path10 from "node:path";
+import path11 from "node:path";
 function openEntry(kind, root, entry, stored) {
   const opened = [];
   try {
@@ -3392,7 +3398,7 @@ function openEntry(kind, root, entry, stored) {
       const p2 = entryFilePath(root, entry, f2.rel);
       const written = stored?.[f2.rel];
       if (written) {
-        opened.push({ rel: f2.rel, size: written[1], data: null, fd: fs12.openSync(written[0], "r") });
+        opened.push({ rel: f2.rel, size: written[1], data: null, fd: fs13.openSync(written[0], "r") });
         continue;
       }
       if (kind.isRelocatable(entry.name, f2.rel)) {
@@ -3406,7 +3412,7 @@ function openEntry(kind, root, entry, stored) {
         continue;
       }
       const fd = openUnseen(p2);
-      opened.push({ rel: f2.rel, size: fs12.fstatSync(fd).size, data: null, fd });
+      opened.push({ rel: f2.rel, size: fs13.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch (e2) {
@@ -3416,18 +3422,18 @@ function openEntry(kind, root, entry, stored) {
   }
 }
 function normalizedFile(kind, root, entry, rel, raw) {
-  const dir = fs12.mkdtempSync(path10.join(os2.tmpdir(), "kcache-stored-"));
+  const dir = fs13.mkdtempSync(path11.join(os2.tmpdir(), "kcache-stored-"));
   try {
-    const out = path10.join(dir, "stored");
+    const out = path11.join(dir, "stored");
     const size = kind.normalizeInto?.(root, entry.name, rel, raw, out) ?? null;
-    return size === null ? null : { rel, size, data: null, fd: fs12.openSync(out, "r") };
+    return size === null ? null : { rel, size, data: null, fd: fs13.openSync(out, "r") };
   } finally {
-    fs12.rmSync(dir, { recursive: true, force: true });
+    fs13.rmSync(dir, { recursive: true, force: true });
   }
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs12.closeSync(f2.fd);
+    if (f2.fd !== null) fs13.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -5369,7 +5375,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs13 = /* @__PURE__ */ Symbol("ondrain");
+var fs14 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -5403,8 +5409,8 @@ var wt = class extends A {
       if ((t2.gzip ? 1 : 0) + (t2.brotli ? 1 : 0) + (t2.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t2.gzip && (typeof t2.gzip != "object" && (t2.gzip = {}), this.portable && (t2.gzip.portable = true), this.zip = new ze(t2.gzip)), t2.brotli && (typeof t2.brotli != "object" && (t2.brotli = {}), this.zip = new We(t2.brotli)), t2.zstd && (typeof t2.zstd != "object" && (t2.zstd = {}), this.zip = new Ye(t2.zstd)), !this.zip) throw new Error("impossible");
       let e2 = this.zip;
-      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs13]()), this.on("resume", () => e2.resume());
-    } else this.on("drain", this[fs13]);
+      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs14]()), this.on("resume", () => e2.resume());
+    } else this.on("drain", this[fs14]);
     this.noDirRecurse = !!t2.noDirRecurse, this.follow = !!t2.follow, this.noMtime = !!t2.noMtime, t2.mtime && (this.mtime = t2.mtime), this.filter = typeof t2.filter == "function" ? t2.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t2.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t2) {
@@ -5517,7 +5523,7 @@ var wt = class extends A {
       this.emit("error", e2);
     }
   }
-  [fs13]() {
+  [fs14]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t2) {
@@ -6479,7 +6485,7 @@ var TarBatches = class {
     let pos = 0;
     while (pos < f2.size) {
       const want = Math.min(BATCH - this.fill, f2.size - pos);
-      const n = fs14.readSync(f2.fd, this.batch, this.fill, want, pos);
+      const n = fs15.readSync(f2.fd, this.batch, this.fill, want, pos);
       if (n === 0) throw new Error(`${what} shrank while being packed`);
       digest.update(this.batch.subarray(this.fill, this.fill + n));
       this.fill += n;
@@ -6518,7 +6524,7 @@ function* buildPack(inputs, kindOf, compressor, result, frames = false) {
           yield* tar.put(f2.data);
         } else {
           yield* tar.putFile(f2, digest, `${input.entry.name}/${f2.rel}`);
-          fs14.closeSync(f2.fd);
+          fs15.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);
@@ -6597,7 +6603,7 @@ async function build(m2) {
     const hash = createHash3("sha256");
     let size = 0;
     const compressor = chunks.compressor(level, zstdThreads);
-    for (const chunk of buildPack(inputs, cacheKind, compressor, result)) {
+    for (const chunk of buildPack(inputs, cacheKind, compressor, result, m2.frames)) {
       hash.update(chunk);
       size += chunk.length;
       const data = new Uint8Array(chunk);

@@ -112,6 +112,41 @@ def _register(knobs):
         pass
 
 
+_LAZY = {"socket": os.environ.get("KCACHE_LAZY_SOCKET"), "down": False, "asked": set()}
+
+
+def _lazy_fetch(manager, filename, lookup):
+    """Under a lazy restore (KCACHE_LAZY_SOCKET), asks kcache to place the entry folder a lookup is
+    about when the file is not there: kcache fetches that entry alone from the store, verifies it
+    and places it whole, then Triton reads it as if it had been restored. Each folder is asked about
+    once per process; after a lookup kcache could not answer in time, none is asked again."""
+    sock_path = _LAZY["socket"]
+    if not sock_path or _LAZY["down"]:
+        return
+    try:
+        folder = os.path.abspath(getattr(manager, "cache_dir", "") or "")
+        if not folder or folder in _LAZY["asked"] or os.path.exists(os.path.join(folder, lookup)):
+            return
+        _LAZY["asked"].add(folder)
+        import socket
+
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(float(os.environ.get("KCACHE_LAZY_WAIT", "65")))
+            s.connect(sock_path)
+            s.sendall((json.dumps({"folder": folder, "file": filename}) + "\n").encode())
+            reply = b""
+            while not reply.endswith(b"\n"):
+                piece = s.recv(4096)
+                if not piece:
+                    break
+                reply += piece
+        finally:
+            s.close()
+    except Exception:
+        _LAZY["down"] = True
+
+
 def _wrap_cache_manager(module):
     """Records the entry folder of every cache lookup that hit, once per folder and process."""
     cls = getattr(module, "FileCacheManager", None)
@@ -182,12 +217,17 @@ def _wrap_cache_manager(module):
             if fresh and (os.path.abspath(getattr(self, "cache_dir", "") or ""), filename) not in own:
                 note_autotune(self, filename, None)
                 return None
+            _lazy_fetch(self, filename, filename)
             result = get_file(self, filename)
             note_autotune(self, filename, result)
             return note(self, result)
+        if isinstance(filename, str):
+            _lazy_fetch(self, filename, filename)
         return note(self, get_file(self, filename))
 
     def wrapped_get_group(self, filename):
+        if isinstance(filename, str):
+            _lazy_fetch(self, filename, "__grp__" + filename)
         return note(self, get_group(self, filename))
 
     try:

@@ -4,6 +4,7 @@ import path from "node:path";
 import type { CacheFolder } from "../kinds/kind.js";
 import type { Manifest } from "../manifest/manifest.js";
 import type { AutotuneRestore } from "./autotune/withhold.js";
+import type { DeferredEntries } from "./lazy/deferred-entries.js";
 
 /**
  * What this machine remembers between `kcache restore` and `kcache save` of one workload: the key it
@@ -51,6 +52,8 @@ export interface JobRecord {
   autotune?: AutotuneRestore | null;
   /** What the restore did, for the save's run record (history/drop-in-record.ts). */
   restored?: RestoredOutcome;
+  /** Entries a lazy restore left in the store: fetched when the job looks one up, carried over by the save. */
+  deferred?: DeferredEntries;
 }
 
 /** A restore's outcome as the drop-in save's run record keeps it. */

@@ -71,7 +71,11 @@ export async function main(argv: string[]): Promise<void> {
         "--trust-local",
         "also upload entries the folder held before the job that the restored key lacks (a runner that only runs the default branch)",
       )
-      .option("--max-size <size>", "trim each cache folder to this at the end of the job (e.g. 20GB)");
+      .option("--max-size <size>", "trim each cache folder to this at the end of the job (e.g. 20GB)")
+      .option(
+        "--lazy",
+        "restore Triton caches lazily: place the entries recent jobs used, fetch any other one when the job looks it up (kcache.yml's restore: lazy)",
+      );
 
   common(
     program

@@ -21,4 +21,6 @@ export interface GlobalOptions {
   isolate?: boolean;
   trustLocal?: boolean;
   maxSize?: string;
+  /** Restore Triton caches lazily (kcache.yml's restore: lazy). */
+  lazy?: boolean;
 }

@@ -21,6 +21,7 @@ export function overridesFrom(o: GlobalOptions, profile?: string): JobOverrides 
     scope: o.scope,
     strict: Strictness.parse(o.strict),
     isolate: o.isolate,
+    lazy: o.lazy,
     trustLocal: o.trustLocal,
     maxSize: o.maxSize === undefined ? undefined : sizeOption(o.maxSize, "--max-size"),
   };

@@ -122,7 +122,9 @@ export function resolveParsed(
     trustLocal: c["trust-local"],
     isolate: c.isolate,
     maxSize: c["max-size"] ?? null,
+    lazy: c.restore === "lazy",
   }));
+  for (const { c, i } of kept) checkLazy(c, `${source}: caches[${i}]`);
   checkCachePaths(caches, (j) => `${source}: caches[${kept[j]?.i}].path`, env, cwd);
   let store: StoreConfig;
   try {
@@ -233,4 +235,16 @@ export function expandProfile(
       }),
     };
   }
+}
+
+/** `restore: lazy` serves lookups through Triton's cache manager: refused, with the fix, on other kinds. */
+function checkLazy(c: { name: string; kind: string; restore: string }, field: string): void {
+  if (c.restore !== "lazy" || c.kind === "triton") return;
+  const why =
+    c.kind === "inductor"
+      ? "Inductor's readers open files directly"
+      : "a dir cache has no lookups kcache sees";
+  throw new ConfigError(
+    `${field}.restore: lazy works for kind: triton only (Triton looks each entry up through a cache manager kcache can serve; ${why}): remove restore: lazy from ${c.name}, or set restore: eager`,
+  );
 }

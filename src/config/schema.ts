@@ -43,6 +43,11 @@ export const cacheSchema = z
     isolate: z.boolean().default(false),
     /** The most the folder keeps between jobs ("20GB"); least recently used entries are trimmed first. */
     "max-size": sizeSchema.optional(),
+    /**
+     * eager: a restore places every entry of the key before the job; lazy: only those recent jobs
+     * used, the rest fetched one by one when the job looks them up (Triton caches; docs/concepts.md).
+     */
+    restore: z.enum(["eager", "lazy"]).default("eager"),
   })
   .strict();
 

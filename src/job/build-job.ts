@@ -44,6 +44,8 @@ export interface JobOverrides {
   trustLocal?: boolean;
   isolate?: boolean;
   maxSize?: number;
+  /** Restore Triton caches lazily (--lazy, the action's restore input): cache/lazy/. */
+  lazy?: boolean;
 }
 
 export interface JobRequest {
@@ -142,6 +144,7 @@ function persistentCache(c: CacheFolder, o: JobOverrides): CacheFolder {
     trustLocal: o.trustLocal ?? c.trustLocal,
     isolate: o.isolate ?? c.isolate,
     maxSize: o.maxSize ?? c.maxSize,
+    lazy: o.lazy ?? c.lazy,
   };
 }
 

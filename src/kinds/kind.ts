@@ -65,6 +65,11 @@ export interface CacheFolder {
   isolate?: boolean;
   /** The most bytes of entries the folder keeps between jobs; least recently used entries go first (null: no bound). */
   maxSize?: number | null;
+  /**
+   * Restored lazily: entries recent jobs used before the job, every other one fetched alone when the
+   * job looks it up (Triton's caches; cache/lazy/). Its packs hold each entry in frames of its own.
+   */
+  lazy?: boolean;
 }
 
 /**

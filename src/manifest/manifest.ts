@@ -34,6 +34,12 @@ function refSchemas() {
     /** Index into `packs`. */
     pack: z.number().int().nonnegative(),
     /**
+     * Where the entry's own zstd frames lie in its pack, [offset, bytes]: read alone by a ranged
+     * request (a lazy restore). Absent: the entry is read with its whole pack. Readers before it
+     * ignore it.
+     */
+    frame: z.tuple([z.number().int().nonnegative(), z.number().int().positive()]).optional(),
+    /**
      * The generation of the save at which a job last used the entry (`uses` has its revision and time);
      * carried over from the parent while unused. Absent in manifests written before usage was recorded.
      */
@@ -194,6 +200,12 @@ export function decodeManifest(data: Buffer, where: string): Manifest {
         `${where}: entry ${e.cache}/${e.name} points at pack ${e.pack}, which is not listed`,
       );
     }
+    // A frame past its pack's end would be a read the manifest cannot bound.
+    const pack = r.data.packs[e.pack];
+    if (e.frame && pack && e.frame[0] + e.frame[1] > pack.size)
+      throw new IntegrityError(
+        `${where}: entry ${e.cache}/${e.name} lies at bytes ${e.frame[0]}+${e.frame[1]}, past its pack's ${pack.size} (a damaged manifest)`,
+      );
     // A producer the manifest does not list would pass for whatever a pinned restore wants.
     if (e.tunedBy !== undefined && !tunings.has(e.tunedBy))
       throw new IntegrityError(

@@ -8,7 +8,11 @@ import type { CacheKind } from "../kinds/kind.js";
 
 /** What the manifest promises of a pack as a whole: reading stops as soon as the pack exceeds it. */
 export interface PromisedPack {
-  sha256: string;
+  /**
+   * The whole pack's digest; null for a part of a pack read alone (entries' frames, by a ranged
+   * read), where each entry's own digest is what vouches for it.
+   */
+  sha256: string | null;
   /** Compressed bytes. */
   size: number;
   /** Uncompressed bytes of every entry in the pack, live or not. */
@@ -31,6 +35,11 @@ export interface RestoreTarget {
   root: string;
   /** A private folder inside `root` (same filesystem) where entries are assembled before rename. */
   staging: string;
+  /**
+   * An entry found in place is kept, and the staged copy dropped (an entry fetched while the job
+   * runs: the job's own processes may have written it since). Default: replaced when it differs.
+   */
+  keepExisting?: boolean;
 }
 
 export interface PackReadResult {

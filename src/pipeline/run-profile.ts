@@ -23,8 +23,11 @@ export type {
   Stage,
 } from "./run-report.js";
 
+import { JobLookups, type LazyReport, lazyLine } from "../cache/lazy/job-lookups.js";
 import { readState, restoredContext } from "../cache/local-state.js";
+import type { RestoreReport } from "../cache/restore/restore.js";
 import { hostEnvironment } from "../environment.js";
+import type { Log } from "../log.js";
 
 export { RUN_REPORT_SCHEMA } from "./run-report.js";
 
@@ -50,8 +53,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   const { ctx } = job;
   const { name: profileName, spec: profile } = jobProfile(job);
   const outDir = path.resolve(job.cwd, opts.outDir);
-  fs.mkdirSync(path.join(outDir, "logs"), { recursive: true });
-  fs.mkdirSync(path.join(outDir, "telemetry"), { recursive: true });
+  for (const sub of ["logs", "telemetry"]) fs.mkdirSync(path.join(outDir, sub), { recursive: true });
   const echo = opts.echo === undefined ? process.stdout : opts.echo;
   // Said before anything runs: which shell the commands get where PATH has no bash.
   sayShell({ ...job.env, ...profile.env }, ctx.log);
@@ -63,6 +65,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   const state = readState(ctx.stateFile);
   const work = opts.restore !== false ? restoredContext(ctx, restored, state) : ctx;
   const commandLog = opts.commandLog ?? plainCommandLog(ctx.log);
+  const lookups = opts.restore !== false ? await JobLookups.start(work, state) : null;
   const commands = new CommandsStage(work, profile, {
     env: job.env,
     cwd: job.cwd,
@@ -70,8 +73,9 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     echo,
     commandLog,
     restoredAutotune: restored?.autotune,
+    lookups: lookups?.env(),
   });
-  stages.push(...(await commands.run()));
+  const lazy = await commandsServed(commands, lookups, stages, restored, ctx.log);
   const place = { workdir: commands.workdir, env: commands.env, outDir, profileName };
   const checked = await checksStage(work, profile, place);
   stages.push(checked.stage);
@@ -103,6 +107,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     startedAt: new Date(Date.now() - (performance.now() - t0)).toISOString(),
     seconds: (performance.now() - t0) / 1000,
     restore: restored,
+    lazy,
     commands: commands.commands,
     checks: checked.checks,
     save: saving.saved,
@@ -121,4 +126,22 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   if (opts.record !== false)
     await writeRunRecord(runRecord(report, ctx, profile.compare, commands.workdir, checked.history), ctx);
   return report;
+}
+
+/** Runs the commands, serving their lookups of what a lazy restore left in the store (cache/lazy/) meanwhile. */
+async function commandsServed(
+  commands: CommandsStage,
+  lookups: JobLookups | null,
+  stages: Stage[],
+  restored: RestoreReport | null,
+  log: Log,
+): Promise<LazyReport | null> {
+  try {
+    stages.push(...(await commands.run()));
+  } finally {
+    await lookups?.stop(restored?.lazy?.prefetched ?? 0);
+  }
+  const lazy = (await lookups?.stop(restored?.lazy?.prefetched ?? 0)) ?? null;
+  if (lazy) log.info(lazyLine(lazy));
+  return lazy;
 }

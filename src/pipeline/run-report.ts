@@ -1,5 +1,6 @@
 import type { CommandAutotune } from "../cache/autotune/symmetry.js";
 import type { Fault } from "../cache/faults.js";
+import type { LazyReport } from "../cache/lazy/job-lookups.js";
 import type { SettledFolder } from "../cache/persistent/settle.js";
 import type { RestoreReport } from "../cache/restore/restore.js";
 import type { SaveReport } from "../cache/save/save.js";
@@ -66,6 +67,11 @@ export interface RunReport {
   startedAt: string;
   seconds: number;
   restore: RestoreReport | null;
+  /**
+   * A lazy restore's entries and the job's lookups of them (restore: lazy): fetched ahead, fetched
+   * when looked up, never needed; bytes read and time waited. Null when nothing was left in the store.
+   */
+  lazy: LazyReport | null;
   commands: CommandReport[];
   checks: CheckResult[];
   save: SaveReport | null;

@@ -1,5 +1,5 @@
 import type { Config } from "../config/resolve.js";
-import { DEFAULT_GHA_TIMEOUT_MS, ghaStore } from "./gha.js";
+import { DEFAULT_GHA_IDLE_MS, DEFAULT_GHA_TIMEOUT_MS, ghaStore } from "./gha.js";
 import { localStore } from "./local.js";
 import { s3Store } from "./s3.js";
 import { s3Settings } from "./s3-settings.js";
@@ -15,15 +15,17 @@ export function openStore(config: Config, env: NodeJS.ProcessEnv): Store {
   switch (s.type) {
     case "local":
       return localStore(s.path);
-    case "s3":
-      return latchStalls(s3Store(s3Settings(s)));
-    case "gha":
-      return latchStalls(
-        ghaStore({
-          timeoutMs: s.timeoutMs ?? DEFAULT_GHA_TIMEOUT_MS,
-          idleTimeoutMs: s.idleTimeoutMs,
-          env,
-        }),
-      );
+    case "s3": {
+      const settings = s3Settings(s);
+      return { ...latchStalls(s3Store(settings)), idleTimeoutMs: settings.idleTimeoutMs };
+    }
+    case "gha": {
+      const store = ghaStore({
+        timeoutMs: s.timeoutMs ?? DEFAULT_GHA_TIMEOUT_MS,
+        idleTimeoutMs: s.idleTimeoutMs,
+        env,
+      });
+      return { ...latchStalls(store), idleTimeoutMs: s.idleTimeoutMs ?? DEFAULT_GHA_IDLE_MS };
+    }
   }
 }

@@ -31,6 +31,8 @@ export interface Store {
   /** When it cannot list all or delete: how to give it that (GitHub's cache: a token for the REST API). */
   readonly capabilityHint?: string;
   readonly capabilities: StoreCapabilities;
+  /** How long a transfer may sit without progress before it fails (a stalled store); unset: no bound of its own. */
+  readonly idleTimeoutMs?: number;
   /**
    * Writes an object from a stream, replacing any object of that name. `expectedBytes`, when known,
    * lets a remote store bound the whole transfer by its size.

@@ -21,7 +21,7 @@ describe("kcache.yml", () => {
       "/repo",
     );
     // A persistent runner's settings default to what an ephemeral runner needs: none.
-    const plain = { trustLocal: false, isolate: false, maxSize: null };
+    const plain = { trustLocal: false, isolate: false, maxSize: null, lazy: false };
     expect(c.caches).toEqual([
       { name: "triton", kind: "triton", path: "/home/ci/.triton/cache", env: "TRITON_CACHE_DIR", ...plain },
       {
@@ -76,6 +76,14 @@ describe("kcache.yml", () => {
       { caches: [{ name: "t", kind: "triton", path: "/x" }], save: { "max-dead-share": 2 } },
       /save\.max-dead-share: /,
     ],
+    [
+      { caches: [{ name: "i", kind: "inductor", path: "/x", restore: "lazy" }] },
+      /k\.yml: caches\[0\]\.restore: lazy works for kind: triton only .*Inductor's readers open files directly.*set restore: eager/,
+    ],
+    [
+      { caches: [{ name: "t", kind: "triton", path: "/x", restore: "later" }] },
+      /caches\[0\]\.restore: .*"eager".*"lazy"/,
+    ],
   ])("rejects %j with a message naming the field and the fix", (raw, message) => {
     expect(() => resolveConfig(raw, "k.yml", env, "/repo")).toThrow(message);
   });
@@ -93,6 +101,7 @@ describe("kcache.yml", () => {
         trustLocal: false,
         isolate: false,
         maxSize: null,
+        lazy: false,
       },
     ]);
   });

@@ -22,6 +22,7 @@ describe("examples/torch-compile", () => {
         trustLocal: false,
         isolate: false,
         maxSize: null,
+        lazy: false,
       },
     ]);
     const profile = config.profiles["compile-bench"];

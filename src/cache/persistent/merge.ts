@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { type CacheKind, entryFilePath, type FoundEntry } from "../../kinds/kind.js";
-import { place } from "../../pack/read/entry-stager.js";
+import { place } from "../../pack/read/entry-place.js";
 import { makeStaging } from "../../pack/read/staging-owner.js";
 import { readUnseen } from "../../unseen-read.js";
 import { shareEntry } from "./job-folder.js";

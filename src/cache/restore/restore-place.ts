@@ -8,6 +8,8 @@ import { heartbeat, makeStaging } from "../../pack/read/staging-owner.js";
 import { zstdEngine } from "../../pack/zstd/engines.js";
 import { scanFolder } from "../cache-folder.js";
 import type { JobContext } from "../job-context.js";
+import { type FramedRef, planLazy } from "../lazy/lazy-plan.js";
+import { prefetchFramed } from "../lazy/prefetch.js";
 import type { Match } from "../lookup.js";
 import type { WorkingFolders } from "./restore-folders.js";
 import { countRestored, settleOutcomes } from "./restore-outcomes.js";
@@ -22,6 +24,8 @@ export interface Placed {
   present: EntryRef[];
   /** The kind each cache of the key was saved as. */
   kinds: Map<string, CacheKind>;
+  /** Entries a lazy restore left in the store, to be fetched when the job looks one up. */
+  deferred: FramedRef[];
 }
 
 /**
@@ -57,8 +61,20 @@ export async function placeKey(
   const present = presentEntries(wanted, scans, folders.state);
   report.entriesPresent += present.length;
   let restored: EntryRef[];
+  const presentIds = new Set(present.map(entryId));
+  const lazy = planLazy(
+    match.manifest,
+    wanted.entries.filter((e) => !presentIds.has(entryId(e))),
+    lazyCaches(work, targets),
+  );
+  if (lazy.prefetch.length + lazy.deferred.length) {
+    report.lazy ??= { prefetched: 0, deferred: 0, deferredBytes: 0 };
+    report.lazy.prefetched += lazy.prefetch.length;
+  }
   try {
-    const { results, threads } = await readPacks(work, wanted, targets, new Set(present.map(entryId)));
+    const skip = new Set([...presentIds, ...[...lazy.prefetch, ...lazy.deferred].map(entryId)]);
+    const { results, threads } = await readPacks(work, wanted, targets, skip);
+    results.push(...(await prefetchFramed(work, wanted, lazy.prefetch, targets)));
     report.threads = Math.max(report.threads, threads);
     restored = await settleOutcomes(work, match, results, { targets, folders: byName }, report);
   } finally {
@@ -70,7 +86,23 @@ export async function placeKey(
     [...scans].flatMap(([cache, s]) => s.scan.entries.map((e) => entryId({ cache, name: e.name }))),
   );
   report.entriesReplaced += restored.filter((r) => had.has(entryId(r))).length;
-  return { restored, present, kinds };
+  return { restored, present, kinds, deferred: lazy.deferred };
+}
+
+/** The caches restored lazily: configured so, and saved as Triton's (the only kind whose lookups kcache serves). */
+function lazyCaches(ctx: JobContext, targets: Map<string, RestoreTarget>): Set<string> {
+  const out = new Set<string>();
+  for (const c of ctx.caches) {
+    if (!c.lazy) continue;
+    const kind = targets.get(c.name)?.kind;
+    // Triton's cache manager folders: every lookup goes through the hook, which asks kcache.
+    if (kind?.lookupsSeenByHook) out.add(c.name);
+    else if (kind)
+      ctx.log.info(
+        `${c.name} is a ${kind.kind} cache: restored eagerly (lazy restores serve Triton's caches only)`,
+      );
+  }
+  return out;
 }
 
 function restoreTargets(

@@ -47,6 +47,12 @@ export interface RestoreReport {
    * (eviction drops them once unused long enough); `atime` whether this folder records reads (null: nothing restored).
    */
   usage: WorkingSet & { atime: boolean | null };
+  /**
+   * A lazy restore (restore: lazy): entries placed before the job by ranged reads of their frames
+   * (those recent jobs used), and entries left in the store for the job's lookups, with their bytes.
+   * Null where no cache was restored lazily.
+   */
+  lazy: { prefetched: number; deferred: number; deferredBytes: number } | null;
   /** Worker threads that read packs (0: read in the main thread). */
   threads: number;
   seconds: number;

@@ -1,3 +1,4 @@
+import { formatBytes } from "../../format.js";
 import { primaryKey } from "../../keys/key.js";
 import type { CacheKind } from "../../kinds/kind.js";
 import { entryId } from "../../manifest/entry-id.js";
@@ -5,6 +6,7 @@ import type { EntryRef } from "../../manifest/manifest.js";
 import { withholdAutotune } from "../autotune/withhold.js";
 import { StrictFaultError } from "../faults.js";
 import type { JobContext } from "../job-context.js";
+import { type DeferredEntries, deferredEntries, deferredTally } from "../lazy/deferred-entries.js";
 import { writeState } from "../local-state.js";
 import { findExact, findManifest, type Match } from "../lookup.js";
 import type { BuiltJobFolder } from "../persistent/job-folder.js";
@@ -39,7 +41,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
   }));
   for (const { scan } of folders.scans.values()) report.entriesBefore += scan.entries.length;
   let match: Match | null = null;
-  const placed: Placement = { keyEntries: [], borrowed: [], kinds: new Map(), sources: [] };
+  const placed: Placement = { keyEntries: [], borrowed: [], kinds: new Map(), sources: [], deferred: {} };
   try {
     match = await findManifest(ctx, report.faults);
     if (match) {
@@ -63,6 +65,8 @@ interface Placement {
   kinds: Map<string, CacheKind>;
   /** The keys placed from, the restored one first. */
   sources: Match[];
+  /** Entries a lazy restore left in the store (cache/lazy/). */
+  deferred: DeferredEntries;
 }
 
 /**
@@ -83,14 +87,18 @@ async function placeAll(
     const p = await placeKey(work, folders, source, report, covered);
     for (const [name, kind] of p.kinds) placed.kinds.set(name, kind);
     into.push(...p.restored, ...p.present);
-    for (const e of [...p.restored, ...p.present]) covered.add(entryId(e));
+    for (const e of [...p.restored, ...p.present, ...p.deferred]) covered.add(entryId(e));
+    deferredEntries(ctx, source.manifest, p.deferred, placed.deferred);
     placed.sources.push(source);
   };
   if (match) {
     await take(match, placed.keyEntries);
     // actions/cache's cache-hit: the exact key, and every one of its entries now in place.
     const wanted = match.manifest.entries.filter((e) => placed.kinds.has(e.cache)).length;
-    report.cacheHit = match.exact && placed.keyEntries.length === wanted;
+    const deferred = deferredTally(placed.deferred);
+    report.cacheHit = match.exact && placed.keyEntries.length + deferred.entries === wanted;
+    if (report.lazy)
+      Object.assign(report.lazy, { deferred: deferred.entries, deferredBytes: deferred.bytes });
     report.usage = { ...workingSetOf(match.manifest, new Set(placed.kinds.keys())), atime: null };
   }
   for (const other of await otherRevisions(ctx, report)) {
@@ -140,6 +148,7 @@ async function record(
     borrowed: signaturesOf(placed.borrowed, r.seen),
     atime: r.state.usage?.atime ?? {},
     autotune: report.autotune,
+    ...(Object.keys(placed.deferred).length ? { deferred: placed.deferred } : {}),
     restored: {
       cacheHit: report.cacheHit,
       matchedKey: report.lookupOnly ? null : report.matchedKey,
@@ -191,6 +200,7 @@ function emptyReport(ctx: JobContext, lookupOnly: boolean): RestoreReport {
     rewriter: { processes: 0, files: 0, seconds: 0 },
     otherKeys: [],
     autotune: null,
+    lazy: null,
     faults: [],
     usage: { live: { entries: 0, bytes: 0 }, unused: { entries: 0, bytes: 0 }, atime: null },
     threads: 0,
@@ -217,8 +227,11 @@ export function folderLine(r: RestoreReport): string {
   const added = r.matchedKey
     ? `${r.entriesPresent} already as ${r.matchedKey} has them, ${r.entriesRestored} added${r.entriesReplaced ? ` (${r.entriesReplaced} replacing ones that differed)` : ""}`
     : "nothing added (no key matched)";
+  const lazy = r.lazy
+    ? `; ${r.lazy.prefetched} fetched ahead as recent jobs used them, ${r.lazy.deferred} (${formatBytes(r.lazy.deferredBytes)}) left in the store until the job looks one up (restore: lazy)`
+    : "";
   const local = r.entriesLocal
     ? `; ${r.entriesLocal} local and unverified (not in the key: the job uses them, a save never uploads them as they are)`
     : "";
-  return `${r.entriesBefore} entries were in the cache folders; ${added}${local}`;
+  return `${r.entriesBefore} entries were in the cache folders; ${added}${lazy}${local}`;
 }

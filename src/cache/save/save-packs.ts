@@ -29,6 +29,7 @@ export async function writePacks(
   const bytes = groups.reduce((n, g) => n + g.reduce((m, p) => m + p.size, 0), 0);
   const { threads, zstd } = saveThreads(groups.length, ctx.runtime.threads, bytes);
   const pool = threads > 1 ? ThreadPool.open(threads) : null;
+  const lazy = new Set(ctx.caches.filter((c) => c.lazy).map((c) => c.name));
   try {
     await inLanes(
       groups,
@@ -51,6 +52,8 @@ export async function writePacks(
           onBytes: (n) => progress?.add(n),
           pool,
           zstdThreads: zstd,
+          // A lazily restored cache's entries are read alone: each in frames of its own.
+          frames: group.some((p) => lazy.has(p.cache)),
         });
         const w = slots[i];
         ctx.log.debug(

@@ -8,6 +8,7 @@ import { autotuneParts } from "../autotune/provenance.js";
 import { fault, StrictFaultError } from "../faults.js";
 import type { JobContext } from "../job-context.js";
 import { keyToSave } from "../key-wholeness.js";
+import { stillDeferred } from "../lazy/carried-over.js";
 import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "../local-state.js";
 import { findManifest, type Match } from "../lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
@@ -32,8 +33,7 @@ export type { SaveOutcome, SaveReport } from "./save-report.js";
  * and locks are never saved. Keys are immutable. `state`: the local state, if the caller read it.
  */
 export async function save(ctx: JobContext, opts: SaveOptions = {}, state = readState(ctx.stateFile)) {
-  const ours = state?.primaryKey === ctx.key ? state : null;
-  // Under isolate the job's entries are in its own folder: that is what is saved.
+  const ours = state?.primaryKey === ctx.key ? state : null; // isolate: the job's own folder is saved
   const work: JobContext = { ...ctx, caches: jobCaches(ctx.caches, ours) };
   const run = new SaveRun(work, opts, ctx.caches);
   const report = await run.run(state, ours).finally(() => run.forms.dispose());
@@ -126,9 +126,7 @@ class SaveRun {
     }
   }
 
-  private fresh(): Present[] {
-    return this.kept.filter((p) => !this.reused.includes(p));
-  }
+  private fresh = (): Present[] => this.kept.filter((p) => !this.reused.includes(p));
 
   /** No entry of the parent's is gone from the folders or evicted. */
   private unchanged(): boolean {
@@ -141,7 +139,8 @@ class SaveRun {
    * Entries evicted for going unused are left out of the key from here on.
    */
   private async scan(state: LocalState | null, ours: LocalState | null): Promise<void> {
-    const { present, kinds } = await scanForSave(this.ctx, state, this.report.skipped);
+    const { present: scanned, kinds } = await scanForSave(this.ctx, state, this.report.skipped);
+    const present = [...scanned, ...stillDeferred(this.ctx, ours?.job?.deferred, scanned, kinds)];
     this.kinds = kinds;
     const names = new Set(this.ctx.caches.map((c) => c.name));
     this.parentRefs = parentRefsOf(this.parent?.manifest ?? null, names);

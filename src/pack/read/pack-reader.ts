@@ -95,8 +95,8 @@ export class PackRestorer {
       const got = this.hash.digest("hex");
       if (r.bytes !== this.pack.size)
         r.packError = `pack is ${r.bytes} bytes where the manifest says ${this.pack.size} (truncated?)`;
-      else if (got !== this.pack.sha256)
-        r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256.slice(0, 12)})`;
+      else if (this.pack.sha256 !== null && got !== this.pack.sha256)
+        r.packError = `pack digest mismatch (${got.slice(0, 12)} != ${this.pack.sha256?.slice(0, 12)})`;
     }
     // Entries verified whole before any fault: their rewrites run, then they are placed or discarded.
     const files = this.later.pending;

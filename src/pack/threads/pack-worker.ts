@@ -71,7 +71,7 @@ async function build(m: Extract<JobMessage, { op: "build" }>): Promise<void> {
     const hash = createHash("sha256");
     let size = 0;
     const compressor = chunks.compressor(level, zstdThreads);
-    for (const chunk of buildPack(inputs, cacheKind, compressor, result)) {
+    for (const chunk of buildPack(inputs, cacheKind, compressor, result, m.frames)) {
       hash.update(chunk);
       size += chunk.length;
       const data = new Uint8Array(chunk);

@@ -37,6 +37,8 @@ export type JobMessage =
       zstdThreads: number;
       zstd: string;
       python: PickleInterpreter;
+      /** Each entry in zstd frames of its own (buildPack's frames). */
+      frames: boolean;
     }
   | { op: "ack"; job: number; n: number }
   | { op: "cancel"; job: number };

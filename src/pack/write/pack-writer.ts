@@ -46,10 +46,15 @@ export interface PackWrite {
   pool?: ThreadPool | null;
   /** zstd's own compression threads for this pack. */
   zstdThreads?: number;
+  /**
+   * Each entry in zstd frames of its own, to be read alone (a lazy restore): where the engine can end
+   * frames (zstd-napi, the WebAssembly one), else one stream as always.
+   */
+  frames?: boolean;
 }
 
 export async function writePack(write: PackWrite): Promise<WrittenPack> {
-  const { store, object, inputs, level, onBytes, pool = null, zstdThreads = 1 } = write;
+  const { store, object, inputs, level, onBytes, pool = null, zstdThreads = 1, frames = false } = write;
   const engine = await zstdEngine(write.zstd);
   const built: BuiltPack = { entries: [], vanished: [], notRelocatable: [] };
   const python = pickleInterpreter();
@@ -71,7 +76,7 @@ export async function writePack(write: PackWrite): Promise<WrittenPack> {
         (job, send) => {
           post = send;
           cancel = () => send({ op: "cancel", job });
-          send({ op: "build", job, inputs, level, zstdThreads, zstd: write.zstd, python });
+          send({ op: "build", job, inputs, level, zstdThreads, zstd: write.zstd, python, frames });
         },
         (m) => {
           if (m.op === "packed") {
@@ -97,7 +102,7 @@ export async function writePack(write: PackWrite): Promise<WrittenPack> {
       });
     produced = Promise.all([produced, pipeline(body, digest)]);
   } else if (engine.chunks) {
-    const chunks = buildPack(inputs, cacheKind, engine.chunks.compressor(level, zstdThreads), built);
+    const chunks = buildPack(inputs, cacheKind, engine.chunks.compressor(level, zstdThreads), built, frames);
     produced = pipeline(Readable.from(chunks, { objectMode: false }), digest);
   } else {
     const tar = buildPack(inputs, cacheKind, passThrough, built);

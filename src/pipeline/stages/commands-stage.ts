@@ -4,6 +4,7 @@ import { inLanes } from "../../bounded-lanes.js";
 import { commandAutotune } from "../../cache/autotune/symmetry.js";
 import type { AutotuneRestore } from "../../cache/autotune/withhold.js";
 import type { JobContext } from "../../cache/job-context.js";
+import type { LookupEnv } from "../../cache/lazy/job-lookups.js";
 import type { HookUsage } from "../../cache/usage/save-usage.js";
 import { parseDuration } from "../../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
@@ -28,6 +29,8 @@ export interface CommandPlace {
   commandLog: CommandLog;
   /** What the restore gave and withheld of autotune results, for each command's report. */
   restoredAutotune?: AutotuneRestore | null;
+  /** Where the commands' lookups of entries a lazy restore left in the store go (cache/lazy/). */
+  lookups?: LookupEnv | null;
 }
 
 /**
@@ -100,7 +103,7 @@ export class CommandsStage {
     fs.rmSync(telemetryFile, { force: true });
     const devs = cmd.devices ?? devices;
     const env = telemetryEnv(
-      { ...this.env, ...cmd.env, ...(devs ? deviceEnv(devs) : {}) },
+      { ...this.env, ...cmd.env, ...(devs ? deviceEnv(devs) : {}), ...(this.place.lookups ?? {}) },
       telemetryFile,
       this.ctx.autotune.policy,
     );

@@ -1,0 +1,41 @@
+import type { CacheKindName } from "../../kinds/kind.js";
+import { tritonKind } from "../../kinds/triton.js";
+import { entryId } from "../../manifest/entry-id.js";
+import type { JobContext } from "../job-context.js";
+import { type Present, presentId } from "../save/save-scan.js";
+import type { DeferredEntries } from "./deferred-entries.js";
+
+/**
+ * The deferred entries the job never fetched, as a save sees them: still the parent key's, in its
+ * packs as they are (their digest is the key's), so the save carries them over rather than dropping
+ * what the job merely did not look up. Entries on disk (fetched, or written by the job) are the scan's.
+ */
+export function stillDeferred(
+  ctx: JobContext,
+  deferred: DeferredEntries | undefined,
+  present: Present[],
+  kinds: Map<string, CacheKindName>,
+): Present[] {
+  if (!deferred) return [];
+  const onDisk = new Set(present.map(presentId));
+  const out: Present[] = [];
+  for (const c of ctx.caches) {
+    for (const [name, e] of Object.entries(deferred[c.name] ?? {})) {
+      if (onDisk.has(entryId({ cache: c.name, name }))) continue;
+      kinds.set(c.name, tritonKind.kind);
+      out.push({
+        cache: c.name,
+        kind: tritonKind,
+        root: c.path,
+        entry: { name, files: [] },
+        sig: DEFERRED_SIGNATURE,
+        digest: e.sha256,
+        size: e.size,
+      });
+    }
+  }
+  return out;
+}
+
+/** The signature of an entry not on disk: no scan's signature equals it. */
+const DEFERRED_SIGNATURE = "deferred";

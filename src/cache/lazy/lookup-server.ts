@@ -1,0 +1,75 @@
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import type { EntryFetcher } from "./entry-fetcher.js";
+
+/** A lookup is one line of JSON: a folder and a file name. Anything longer is not one. */
+const MAX_REQUEST = 16 * 1024;
+
+/**
+ * The job's processes ask for entries here: kcache's Python hook connects to this Unix socket when
+ * Triton's cache manager looks up a file of an entry folder that is not on disk, sends
+ * `{"folder": ..., "file": ...}` and waits for `{"placed": bool, "why": ...}` (the entry is then in
+ * place, or the job compiles it). The socket is the job's own: mode 0600 in a private folder.
+ */
+export class LookupServer {
+  private constructor(
+    private readonly server: net.Server,
+    readonly socket: string,
+    private readonly dir: string,
+  ) {}
+
+  static async start(fetcher: EntryFetcher): Promise<LookupServer> {
+    // A Unix socket's path is bounded (~107 bytes): a short folder of its own under the system's temp.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-lazy-"));
+    const socket = path.join(dir, `${randomBytes(4).toString("hex")}.sock`);
+    const server = net.createServer((conn) => serve(conn, fetcher));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(socket, () => resolve());
+    });
+    fs.chmodSync(socket, 0o600);
+    server.unref();
+    return new LookupServer(server, socket, dir);
+  }
+
+  /** Stops taking lookups; those under way are answered first. */
+  async stop(): Promise<void> {
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function serve(conn: net.Socket, fetcher: EntryFetcher): void {
+  let text = "";
+  conn.setEncoding("utf8");
+  conn.on("error", () => {});
+  conn.on("data", (chunk: string) => {
+    text += chunk;
+    if (text.length > MAX_REQUEST) {
+      conn.destroy();
+      return;
+    }
+    const nl = text.indexOf("\n");
+    if (nl < 0) return;
+    conn.removeAllListeners("data");
+    void answer(text.slice(0, nl), fetcher).then((a) => conn.end(`${JSON.stringify(a)}\n`));
+  });
+}
+
+async function answer(line: string, fetcher: EntryFetcher): Promise<{ placed: boolean; why: string }> {
+  let req: { folder?: unknown; file?: unknown };
+  try {
+    req = JSON.parse(line) as typeof req;
+  } catch {
+    return { placed: false, why: "not a lookup" };
+  }
+  if (typeof req.folder !== "string") return { placed: false, why: "not a lookup" };
+  try {
+    return await fetcher.lookup(req.folder, typeof req.file === "string" ? req.file : "");
+  } catch (e) {
+    return { placed: false, why: (e as Error).message };
+  }
+}

@@ -1,0 +1,72 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../../helpers/cli.js";
+import { SIM } from "../../helpers/python-sim.js";
+import { tempDir } from "../../helpers/sandbox.js";
+
+/** A project whose Triton cache is restored lazily: a "full" job and a "some" job using 2 of its kernels. */
+function project() {
+  const dir = tempDir("kcache-lazy-run");
+  const profile = (name: string, args: string) => [
+    `  ${name}:`,
+    "    env:",
+    `      PYTHONPATH: ${SIM}`,
+    '      TRITON_SIM_COMPILE_MS: "20"',
+    "    commands:",
+    "      - name: workload",
+    `        run: python3 ${SIM}/workload.py ${args}`,
+  ];
+  fs.writeFileSync(
+    path.join(dir, "kcache.yml"),
+    [
+      "caches:",
+      "  - name: triton",
+      "    kind: triton",
+      "    path: ${CACHE_ROOT}",
+      "    restore: lazy",
+      `store:\n  path: ${path.join(dir, "store")}`,
+      "key:\n  prefix: sim-bench",
+      "profiles:",
+      ...profile("full", "8 2"),
+      ...profile("some", "2 0"),
+      "",
+    ].join("\n"),
+  );
+  const env = (runner: string, sha: string): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    HOME: dir,
+    CACHE_ROOT: path.join(dir, runner, "triton"),
+    KCACHE_STATE_DIR: path.join(dir, runner, "state"),
+    GITHUB_ACTIONS: "true",
+    GITHUB_REF: "refs/heads/main",
+    GITHUB_EVENT_NAME: "push",
+    GITHUB_SHA: sha.repeat(40),
+  });
+  const run = async (profile: string, runner: string, sha: string) => {
+    const r = await runCli(["run", "--profile", profile, "--json"], { env: env(runner, sha), cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    return { report: JSON.parse(r.stdout), stderr: r.stderr };
+  };
+  return { dir, run };
+}
+
+describe("kcache run with restore: lazy", () => {
+  it("fetches ahead what the last job used, serves the job's other lookups from the store, and the job compiles 0", async () => {
+    const p = project();
+    const cold = await p.run("full", "r1", "a");
+    expect(cold.report.save.outcome).toBe("saved");
+    // A job that used 2 kernels: its save records that use.
+    const some = await p.run("some", "r2", "b");
+    expect(some.report.kernels.compiled).toBe(0);
+
+    const warm = await p.run("full", "r3", "c");
+    expect(warm.report.kernels.compiled).toBe(0);
+    expect(warm.report.restore.lazy.prefetched).toBeGreaterThan(0);
+    expect(warm.report.restore.lazy.deferred).toBeGreaterThan(0);
+    expect(warm.report.lazy).toMatchObject({ failed: 0, storeDown: null });
+    expect(warm.report.lazy.onDemand).toBeGreaterThan(0);
+    expect(warm.report.lazy.onDemand + warm.report.lazy.neverFetched).toBe(warm.report.restore.lazy.deferred);
+    expect(warm.stderr).toMatch(/lazy restore: \d+ entries fetched ahead, \d+ fetched when looked up/);
+  });
+});
