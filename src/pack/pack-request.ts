@@ -52,6 +52,8 @@ export interface PackReadResult {
   packError: string | null;
   /** Compressed bytes read. */
   bytes: number;
+  /** The store failed or stalled the read (not the data): set by ranged reads of entries (framed-reader.ts). */
+  storeFault?: boolean;
   /** torch.compile's pickles rewritten for their new folder: by one process per pack, how many, how long. */
   rewriter?: { processes: number; files: number; seconds: number };
 }

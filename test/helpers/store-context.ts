@@ -21,11 +21,20 @@ export function storeContext(
     ref?: string;
     /** The cache's kind (triton by default). */
     kind?: "triton" | "inductor" | "dir" | "auto";
+    /** Restored lazily (restore: lazy): its packs hold each entry in frames of its own. */
+    lazy?: boolean;
   } = {},
 ): Promise<JobContext> {
   const config = resolveConfig(
     {
-      caches: [{ name: "triton", kind: opts.kind ?? "triton", path: cache }],
+      caches: [
+        {
+          name: "triton",
+          kind: opts.kind ?? "triton",
+          path: cache,
+          ...(opts.lazy ? { restore: "lazy" } : {}),
+        },
+      ],
       key: { prefix: opts.prefix ?? "conf" },
       ...(opts.save ? { save: opts.save } : {}),
     },

@@ -148,7 +148,7 @@ export class EntryFetcher {
       }
       this.stats.failed++;
       const why = r.bad[0]?.reason ?? r.packError ?? "not placed";
-      if (r.packError && r.bad[0]?.reason.startsWith("not read")) this.stats.storeDown = r.packError;
+      if (r.storeFault) this.stats.storeDown = r.packError ?? why;
       return { placed: false, why };
     } finally {
       clearTimeout(timer);

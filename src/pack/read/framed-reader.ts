@@ -49,9 +49,9 @@ export async function readFramed(read: FramedRead): Promise<PackReadResult> {
   const offset = first.frame[0];
   const length = last.frame[0] + last.frame[1] - offset;
   const pack = { sha256: null, size: length, entryBytes: sumSizes(run), entries: run.length };
-  let from: AsyncIterable<Buffer>;
+  let body: AsyncIterable<Buffer>;
   try {
-    from = await read.store.getRange(read.object, offset, length);
+    body = await read.store.getRange(read.object, offset, length);
   } catch (e) {
     return {
       restored: [],
@@ -59,9 +59,36 @@ export async function readFramed(read: FramedRead): Promise<PackReadResult> {
       refused: [],
       packError: (e as Error).message,
       bytes: 0,
+      storeFault: true,
     };
   }
-  return readPack({ from, pack, wanted: run, targets: read.targets, zstd: read.zstd, onBytes: read.onBytes });
+  const fault = { store: false };
+  const from = storeSide(body, fault);
+  const r = await readPack({
+    from,
+    pack,
+    wanted: run,
+    targets: read.targets,
+    zstd: read.zstd,
+    onBytes: read.onBytes,
+  });
+  return fault.store ? { ...r, storeFault: true } : r;
+}
+
+/** The store's bytes, noting when the store itself failed them (not the data: a damaged frame is the entry's fault). */
+async function* storeSide(body: AsyncIterable<Buffer>, fault: { store: boolean }): AsyncIterable<Buffer> {
+  const it = body[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<Buffer>;
+    try {
+      next = await it.next();
+    } catch (e) {
+      fault.store = true;
+      throw e;
+    }
+    if (next.done) return;
+    yield next.value;
+  }
 }
 
 function sumSizes(run: WantedEntry[]): number {

@@ -1,0 +1,265 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodeManifest, type EntryRef, type Manifest } from "../../src/manifest/manifest.js";
+import { corruptEntries } from "../helpers/entry-compare.js";
+import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
+import { tarOf } from "../helpers/hostile-pack.js";
+import { runMeasured } from "../helpers/measured-cli.js";
+import { SIM } from "../helpers/python-sim.js";
+import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
+import { tempDir } from "../helpers/sandbox.js";
+import { filesOutside, randomInt, Tally } from "./harness.js";
+
+let server: S3Server;
+beforeAll(async () => {
+  server = await startS3rver();
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+/** The idle timeout the S3 projects set: a lookup gives the store up after this. */
+const IDLE_S = 2;
+
+/**
+ * A project whose Triton cache is restored lazily: "full" compiles 8 kernels and 2 autotuned ones,
+ * "some" uses 2 of the kernels. Its key is seeded by full (revision a) then some (revision b), so a
+ * later full job gets 2 kernels ahead and looks the rest up. Before the workload, the job touches
+ * $FLIP: a fault proxy turns on then, mid-job, after the restore.
+ */
+function lazyProject(store: "local" | { prefix: string }) {
+  const dir = tempDir("kcache-lazy-fault");
+  const storeYaml =
+    store === "local"
+      ? `store:\n  path: ${path.join(dir, "store")}`
+      : `store:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${store.prefix}/\n  path-style: true\n  idle-timeout: ${IDLE_S}s\n  connect-timeout: ${IDLE_S}s\n  retries: 1`;
+  const profile = (name: string, args: string) => [
+    `  ${name}:`,
+    "    env:",
+    `      PYTHONPATH: ${SIM}`,
+    '      TRITON_SIM_COMPILE_MS: "30"',
+    "    commands:",
+    '      - name: flip\n        run: touch "$FLIP"',
+    "      - name: workload",
+    `        run: python3 ${SIM}/workload.py ${args}`,
+  ];
+  fs.writeFileSync(
+    path.join(dir, "kcache.yml"),
+    [
+      "caches:\n  - name: triton\n    kind: triton\n    path: ${CACHE_ROOT}\n    restore: lazy",
+      storeYaml,
+      "key:\n  prefix: lazy",
+      "profiles:",
+      ...profile("full", "8 2"),
+      ...profile("some", "2 0"),
+      "",
+    ].join("\n"),
+  );
+  const env = (runner: string, sha: string, over: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
+    PATH: process.env.PATH,
+    HOME: dir,
+    ...S3RVER_CREDENTIALS,
+    KCACHE_S3_ENDPOINT: server.endpoint,
+    CACHE_ROOT: path.join(dir, runner, "triton"),
+    KCACHE_STATE_DIR: path.join(dir, runner, "state"),
+    FLIP: path.join(dir, runner, "flipped"),
+    GITHUB_REF: "refs/heads/main",
+    GITHUB_EVENT_NAME: "push",
+    GITHUB_SHA: sha.repeat(40),
+    ...over,
+  });
+  const run = (
+    profile: string,
+    runner: string,
+    sha: string,
+    over: NodeJS.ProcessEnv = {},
+    onStart?: (pid: number) => void,
+  ) =>
+    runMeasured(["run", "--profile", profile, "--json"], {
+      env: env(runner, sha, over),
+      cwd: dir,
+      timeoutMs: 120_000,
+      onStart,
+    });
+  const seed = async () => {
+    for (const [profile, runner, sha] of [
+      ["full", "seed", "a"],
+      ["some", "used", "b"],
+    ] as const) {
+      const r = await run(profile, runner, sha);
+      expect(r.code, r.stderr).toBe(0);
+    }
+  };
+  return { dir, run, seed, folder: (runner: string) => path.join(dir, runner, "triton") };
+}
+
+/**
+ * The job folder's entries that differ from the seed's (corruptEntries), but for the empty folder
+ * kcache run keeps as a tripwire at $TRITON_CACHE_DIR/cache (a killed run leaves it).
+ */
+function corrupt(seed: string, job: string): string[] {
+  const lines = corruptEntries(seed, job).filter((l) => !l.startsWith("cache: "));
+  if (lines.length) console.error(lines.join("\n"));
+  return lines;
+}
+
+interface RunJson {
+  kernels: { compiled: number };
+  restore: { lazy: { prefetched: number; deferred: number } | null };
+  lazy: { onDemand: number; failed: number; waitSeconds: number; storeDown: string | null } | null;
+}
+
+describe("restore: lazy, the store failing mid-job", () => {
+  const FAULTS: [string, Fault][] = [
+    ["lazy: the store hangs mid-job (every request after the restore never answered)", { kind: "hang" }],
+    ["lazy: the store is killed mid-job (every connection after the restore reset)", { kind: "drop" }],
+  ];
+  it.each(FAULTS)(
+    "%s: the job passes, compiles what it could not fetch, within one idle timeout in all",
+    async (name, fault) => {
+      const p = lazyProject({ prefix: name.replace(/[^a-z]+/g, "-").slice(0, 30) });
+      await p.seed();
+      const tally = new Tally(name);
+      const flip = path.join(p.dir, "job", "flipped");
+      const proxy = await faultProxy(server.endpoint, () => (fs.existsSync(flip) ? fault : { kind: "pass" }));
+      try {
+        const r = await p.run("full", "job", "c", { KCACHE_S3_ENDPOINT: proxy.endpoint });
+        tally.run(r);
+        tally.row.trials++;
+        expect(r.code, r.stderr).toBe(0);
+        const report = JSON.parse(r.stdout) as RunJson;
+        expect(report.restore.lazy?.deferred).toBeGreaterThan(0);
+        // The first lookup met the fault and gave the store up; the job compiled what it lacked.
+        expect(report.lazy?.storeDown).toBeTruthy();
+        expect(report.lazy?.onDemand).toBe(0);
+        expect(report.kernels.compiled).toBeGreaterThan(0);
+        // One idle timeout in all, however many entries the job then looked up.
+        expect(report.lazy?.waitSeconds).toBeLessThan(IDLE_S + 1.5);
+        expect(r.stderr).toMatch(/the store was given up on/);
+        if (corrupt(p.folder("seed"), p.folder("job")).length) tally.row.corruptRestores++;
+        tally.row.writesOutside = filesOutside(p.dir, ["kcache.yml", ".kcache", "seed", "used", "job"]).length;
+      } finally {
+        await proxy.close();
+      }
+      expect(tally.save()).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
+    },
+  );
+});
+
+/** The key's entries that the restore leaves in the store (not used at its last save), with the pack's file. */
+function deferredOf(storeDir: string): {
+  manifest: Manifest;
+  deferred: (EntryRef & { frame: [number, number] })[];
+} {
+  const mdir = path.join(storeDir, "manifests", encodeURIComponent("branch/main"));
+  const newest = fs
+    .readdirSync(mdir)
+    .map((f) => decodeManifest(fs.readFileSync(path.join(mdir, f)), f))
+    .sort((a, b) => (a.generation ?? 0) - (b.generation ?? 0))
+    .pop() as Manifest;
+  const deferred = newest.entries.filter(
+    (e): e is EntryRef & { frame: [number, number] } =>
+      e.frame !== undefined && e.usedIn !== newest.generation,
+  );
+  return { manifest: newest, deferred };
+}
+
+/** A zstd skippable frame of exactly `n` bytes (n >= 8): decompressors pass over it. */
+function skippable(n: number): Buffer {
+  const b = Buffer.alloc(n);
+  b.writeUInt32LE(0x184d2a50, 0);
+  b.writeUInt32LE(n - 8, 4);
+  return b;
+}
+
+describe("restore: lazy, hostile entry frames in the store", () => {
+  const HOSTILE: [string, (victim: string, other: string) => Buffer][] = [
+    ["wrong digest", (v) => tarOf([{ type: "File", path: `triton/${v}/__grp__x.json`, data: "{}" }])],
+    [
+      "oversized (expands past the entry's promise)",
+      (v) => tarOf([{ type: "Zeros", path: `triton/${v}/big.cubin`, size: 24 * 1024 * 1024 }]),
+    ],
+    ["another entry's name", (_v, o) => tarOf([{ type: "File", path: `triton/${o}/evil.json`, data: "{}" }])],
+    [
+      "a path outside the cache",
+      (v) => tarOf([{ type: "File", path: `triton/${v}/../../../../evil`, data: "x" }]),
+    ],
+  ];
+  it("a frame replaced by a hostile one (wrong digest, oversized, another entry's name, a path outside) is refused, and that kernel compiles", async () => {
+    const tally = new Tally(
+      "lazy: a hostile entry frame (wrong digest, oversized, another entry's name, a path outside)",
+    );
+    for (const [label, make] of HOSTILE) {
+      const p = lazyProject("local");
+      await p.seed();
+      const store = path.join(p.dir, "store");
+      const { manifest, deferred } = deferredOf(store);
+      // The largest deferred kernel the full job will look up; another entry whose folder must stay as it is.
+      const kernels = deferred.filter((e) =>
+        fs.readdirSync(path.join(p.folder("seed"), e.name)).some((f) => f.startsWith("__grp__")),
+      );
+      const victim = kernels.sort((a, b) => b.frame[1] - a.frame[1])[0] as (typeof deferred)[number];
+      const other = manifest.entries.find(
+        (e) => e.name !== victim.name && e.usedIn === manifest.generation,
+      ) as EntryRef;
+      const hostile = execFileSync("zstd", ["-q", "-c", "-19"], { input: make(victim.name, other.name) });
+      expect(hostile.length + 8, label).toBeLessThanOrEqual(victim.frame[1]);
+      const packFile = path.join(store, (manifest.packs[victim.pack] as { object: string }).object);
+      const pack = fs.readFileSync(packFile);
+      Buffer.concat([hostile, skippable(victim.frame[1] - hostile.length)]).copy(pack, victim.frame[0]);
+      fs.writeFileSync(packFile, pack);
+
+      const r = await p.run("full", "job", "c");
+      tally.run(r);
+      tally.row.trials++;
+      expect(r.code, `${label}: ${r.stderr}`).toBe(0);
+      const report = JSON.parse(r.stdout) as RunJson;
+      expect(report.lazy, label).toMatchObject({ failed: 1, storeDown: null });
+      expect(report.kernels.compiled, label).toBe(1);
+      expect(fs.existsSync(path.join(p.folder("job"), other.name, "evil.json")), label).toBe(false);
+      if (corrupt(p.folder("seed"), p.folder("job")).length) tally.row.corruptRestores++;
+      tally.row.writesOutside += filesOutside(p.dir, ["kcache.yml", ".kcache", "seed", "used", "job", "store"]).length;
+    }
+    expect(tally.save()).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
+  });
+});
+
+describe("restore: lazy, kcache killed", () => {
+  it("kill -9 of kcache run while it fetches and places entries for the job: no partial entry, and the next job is warm", async () => {
+    const tally = new Tally("lazy: kill -9 during on-demand fetches and placements");
+    for (let trial = 0; trial < 5; trial++) {
+      const p = lazyProject("local");
+      await p.seed();
+      let timer: NodeJS.Timeout | undefined;
+      const r = await p.run("full", "job", "c", {}, (pid) => {
+        // Somewhere in the job: its commands start after the restore (~0.5 s), its lookups follow.
+        timer = setTimeout(
+          () => {
+            try {
+              process.kill(pid, "SIGKILL");
+            } catch {
+              // already done
+            }
+          },
+          randomInt(400, 1600),
+        );
+      });
+      clearTimeout(timer);
+      tally.run(r);
+      tally.row.trials++;
+      // The job's Python process outlives kcache (it was not killed); let it finish what it compiles.
+      await new Promise((done) => setTimeout(done, 2_000));
+      if (corrupt(p.folder("seed"), p.folder("job")).length) tally.row.corruptRestores++;
+      expect(corrupt(p.folder("seed"), p.folder("job"))).toEqual([]);
+      // The next job on this runner: nothing to compile, whatever the kill left.
+      const next = await p.run("full", "job", "d");
+      tally.run(next);
+      tally.row.trials++;
+      expect(next.code, next.stderr).toBe(0);
+      expect((JSON.parse(next.stdout) as RunJson).kernels.compiled).toBe(0);
+    }
+    expect(tally.save()).toMatchObject({ corruptRestores: 0 });
+  });
+});
