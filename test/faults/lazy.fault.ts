@@ -139,7 +139,13 @@ describe("restore: lazy, the store failing mid-job", () => {
         expect(report.lazy?.waitSeconds).toBeLessThan(IDLE_S + 1.5);
         expect(r.stderr).toMatch(/the store was given up on/);
         if (corrupt(p.folder("seed"), p.folder("job")).length) tally.row.corruptRestores++;
-        tally.row.writesOutside = filesOutside(p.dir, ["kcache.yml", ".kcache", "seed", "used", "job"]).length;
+        tally.row.writesOutside = filesOutside(p.dir, [
+          "kcache.yml",
+          ".kcache",
+          "seed",
+          "used",
+          "job",
+        ]).length;
       } finally {
         await proxy.close();
       }
@@ -220,7 +226,14 @@ describe("restore: lazy, hostile entry frames in the store", () => {
       expect(report.kernels.compiled, label).toBe(1);
       expect(fs.existsSync(path.join(p.folder("job"), other.name, "evil.json")), label).toBe(false);
       if (corrupt(p.folder("seed"), p.folder("job")).length) tally.row.corruptRestores++;
-      tally.row.writesOutside += filesOutside(p.dir, ["kcache.yml", ".kcache", "seed", "used", "job", "store"]).length;
+      tally.row.writesOutside += filesOutside(p.dir, [
+        "kcache.yml",
+        ".kcache",
+        "seed",
+        "used",
+        "job",
+        "store",
+      ]).length;
     }
     expect(tally.save()).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
   });
