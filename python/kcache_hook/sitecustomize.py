@@ -13,7 +13,9 @@ up is written with whether it was there ({"autotune": fn, "hit": ..., "folder": 
 KCACHE_AUTOTUNE=fresh (a profile's autotune: fresh) a process is served only the results it wrote
 itself, so each process of the job tunes for itself. When the job
 imports triton.runtime.autotuner, the module file of each autotuned kernel is written once
-({"autotuneModule": fn, "file": ...}): an autotune result's salt is made of its package. At exit each process that
+({"autotuneModule": fn, "file": ...}): an autotune result's salt is made of its package. Under a
+lazy restore (KCACHE_LAZY_SOCKET, set by kcache run), a lookup of a file absent from its entry folder
+first asks kcache to fetch that entry from the store (docs/concepts.md). At exit each process that
 imported triton writes one line saying whether the listener and the wrapper were in, with
 torch.compile's FX graph and AOTAutograd cache hits and misses when it compiled. Then any other
 sitecustomize on the path runs, as it would have without kcache. Nothing here may break the job:

@@ -67,6 +67,7 @@ function inputOverrides(key?: string): JobOverrides {
     strict: Strictness.parse(core.getInput(Inputs.strict) || undefined, `input ${Inputs.strict}:`),
     trustLocal: flag(Inputs.trustLocal) || undefined,
     isolate: flag(Inputs.isolate) || undefined,
+    lazy: flag(Inputs.lazy) || undefined,
     maxSize: sizeInput(Inputs.maxSize),
   };
 }

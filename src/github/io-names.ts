@@ -20,6 +20,8 @@ export const Inputs = {
   trustLocal: "trust-local",
   isolate: "isolate",
   maxSize: "max-size",
+  /** Restore Triton caches lazily (kcache run's --lazy). */
+  lazy: "lazy",
   /** Accepted so that workflows written for actions/cache do not warn; kcache does not use them. */
   uploadChunkSize: "upload-chunk-size",
   enableCrossOsArchive: "enableCrossOsArchive",

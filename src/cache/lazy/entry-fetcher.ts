@@ -56,6 +56,7 @@ export class EntryFetcher {
     storeDown: null,
   };
   private readonly inFlight = new Map<string, Promise<LookupAnswer>>();
+  private readonly staging = new Map<string, string>();
   private readonly done = new Map<string, LookupAnswer>();
   private readonly roots: { name: string; root: string; real: string }[];
   readonly waitMs: number;
@@ -100,6 +101,22 @@ export class EntryFetcher {
     return answer;
   }
 
+  /** One staging folder per cache for the job's fetches (each entry stages in a folder of its own there). */
+  private stagingIn(root: string): string {
+    let dir = this.staging.get(root);
+    if (!dir) {
+      dir = makeStaging(root);
+      this.staging.set(root, dir);
+    }
+    return dir;
+  }
+
+  /** Removes the staging folders (what a fetch still under way stages there is lost, never placed half). */
+  close(): void {
+    for (const dir of this.staging.values()) fs.rmSync(dir, { recursive: true, force: true });
+    this.staging.clear();
+  }
+
   private locate(folder: string) {
     const abs = path.resolve(folder);
     const parent = path.dirname(abs);
@@ -116,7 +133,7 @@ export class EntryFetcher {
     entry: DeferredEntry,
   ): Promise<LookupAnswer> {
     const t0 = performance.now();
-    const staging = makeStaging(root);
+    const staging = this.stagingIn(root);
     const target: RestoreTarget = { kind: tritonKind, root, staging, keepExisting: true };
     let timer: NodeJS.Timeout | undefined;
     const gaveUp = new Promise<null>((resolve) => {
@@ -136,12 +153,10 @@ export class EntryFetcher {
       if (r === null) {
         this.stats.storeDown = `no answer within ${Math.round(this.waitMs / 1000)} s (the idle timeout)`;
         this.stats.failed++;
-        // The read goes on in the background; its staging folder goes with the restore's cleanup.
-        void read.finally(() => fs.rmSync(staging, { recursive: true, force: true }));
+        // The read goes on in the background: what it stages is discarded, or placed whole.
         return { placed: false, why: this.stats.storeDown };
       }
       this.stats.bytesRead += r.bytes;
-      fs.rmSync(staging, { recursive: true, force: true });
       if (r.restored.length === 1) {
         this.stats.onDemand++;
         return { placed: true, why: "fetched" };

@@ -57,7 +57,7 @@ export class JobLookups {
 
   /** Stops serving; what the lookups came to. */
   async stop(prefetched: number): Promise<LazyReport> {
-    this.stopped ??= this.server.stop();
+    this.stopped ??= this.server.stop().finally(() => this.fetcher.close());
     await this.stopped;
     const s = this.fetcher.stats;
     return { ...s, prefetched, deferred: this.deferred, neverFetched: this.deferred - s.onDemand };

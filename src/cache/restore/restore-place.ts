@@ -37,7 +37,8 @@ export async function placeKey(
   folders: WorkingFolders,
   match: Match,
   report: RestoreReport,
-  skip: Set<string>,
+  /** `skip`: entries an earlier key of this restore placed; `lazy`: the caches that may leave entries in the store. */
+  { skip, lazy: lazyNames }: { skip: Set<string>; lazy: Set<string> },
 ): Promise<Placed> {
   // No Zstandard engine (ZstdUnavailableError, naming the fix): a miss, before the folders are touched.
   if (match.manifest.entries.length > 0) await zstdEngine(work.runtime.zstd);
@@ -65,7 +66,7 @@ export async function placeKey(
   const lazy = planLazy(
     match.manifest,
     wanted.entries.filter((e) => !presentIds.has(entryId(e))),
-    lazyCaches(work, targets),
+    lazyCaches(work, targets, lazyNames),
   );
   if (lazy.prefetch.length + lazy.deferred.length) {
     report.lazy ??= { prefetched: 0, deferred: 0, deferredBytes: 0 };
@@ -90,10 +91,10 @@ export async function placeKey(
 }
 
 /** The caches restored lazily: configured so, and saved as Triton's (the only kind whose lookups kcache serves). */
-function lazyCaches(ctx: JobContext, targets: Map<string, RestoreTarget>): Set<string> {
+function lazyCaches(ctx: JobContext, targets: Map<string, RestoreTarget>, asked: Set<string>): Set<string> {
   const out = new Set<string>();
   for (const c of ctx.caches) {
-    if (!c.lazy) continue;
+    if (!asked.has(c.name)) continue;
     const kind = targets.get(c.name)?.kind;
     // Triton's cache manager folders: every lookup goes through the hook, which asks kcache.
     if (kind?.lookupsSeenByHook) out.add(c.name);

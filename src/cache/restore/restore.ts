@@ -25,7 +25,14 @@ export type { RestoreReport } from "./restore-report.js";
  * counted). Entries the key lacks stay for the job as local and unverified: a save never uploads
  * them as they are. Under `isolate`, all of this happens in a folder of the job's own.
  */
-export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = {}): Promise<RestoreReport> {
+export async function restore(
+  ctx: JobContext,
+  opts: {
+    lookupOnly?: boolean;
+    /** The caller serves the job's lookups (kcache run): `restore: lazy` caches may leave entries in the store. */
+    servesLookups?: boolean;
+  } = {},
+): Promise<RestoreReport> {
   const t0 = performance.now();
   const lookupOnly = Boolean(opts.lookupOnly);
   const report = emptyReport(ctx, lookupOnly);
@@ -49,7 +56,7 @@ export async function restore(ctx: JobContext, opts: { lookupOnly?: boolean } = 
       report.matchedScope = match.scope;
       report.cacheHit = match.exact;
     }
-    if (!lookupOnly) await placeAll(ctx, work, folders, match, report, placed);
+    if (!lookupOnly) await placeAll(ctx, work, folders, match, report, placed, opts.servesLookups === true);
   } finally {
     // Whatever the store did, the state says what the folders hold and whose they are.
     await record(work, folders, lookupOnly ? null : match, placed, report);
@@ -81,10 +88,12 @@ async function placeAll(
   match: Match | null,
   report: RestoreReport,
   placed: Placement,
+  servesLookups: boolean,
 ): Promise<void> {
   const covered = new Set<string>();
+  const lazy = servesLookups ? lazyCaches(work) : noLazy(work);
   const take = async (source: Match, into: EntryRef[]) => {
-    const p = await placeKey(work, folders, source, report, covered);
+    const p = await placeKey(work, folders, source, report, { skip: covered, lazy });
     for (const [name, kind] of p.kinds) placed.kinds.set(name, kind);
     into.push(...p.restored, ...p.present);
     for (const e of [...p.restored, ...p.present, ...p.deferred]) covered.add(entryId(e));
@@ -234,4 +243,19 @@ export function folderLine(r: RestoreReport): string {
     ? `; ${r.entriesLocal} local and unverified (not in the key: the job uses them, a save never uploads them as they are)`
     : "";
   return `${r.entriesBefore} entries were in the cache folders; ${added}${lazy}${local}`;
+}
+
+/** The caches this restore may leave entries of in the store: those configured `restore: lazy`. */
+function lazyCaches(ctx: JobContext): Set<string> {
+  return new Set(ctx.caches.filter((c) => c.lazy).map((c) => c.name));
+}
+
+/** Without `kcache run` to serve the job's lookups, a lazy cache is restored whole, and that is said once. */
+function noLazy(ctx: JobContext): Set<string> {
+  const lazy = ctx.caches.filter((c) => c.lazy).map((c) => c.name);
+  if (lazy.length)
+    ctx.log.info(
+      `${lazy.join(", ")}: restore: lazy needs kcache run, which serves the job's lookups while its commands run; restored whole here`,
+    );
+  return new Set();
 }

@@ -23,7 +23,13 @@ export async function restoreStage(
     };
   const s0 = performance.now();
   const tolerated: Fault[] = [];
-  const restored = await tolerateCacheFailure("restore", ctx.strict, ctx.log, () => restore(ctx), tolerated);
+  const restored = await tolerateCacheFailure(
+    "restore",
+    ctx.strict,
+    ctx.log,
+    () => restore(ctx, { servesLookups: true }),
+    tolerated,
+  );
   return {
     restored,
     faults: restored ? restored.faults : tolerated,

@@ -59,7 +59,7 @@ describe("restore: lazy", () => {
       revision: "c".repeat(40),
       stateDir: path.join(sb.dir, "state-c"),
     });
-    const r = await restore(ctx);
+    const r = await restore(ctx, { servesLookups: true });
     expect(r.lazy).not.toBeNull();
     expect(r.lazy?.prefetched).toBeGreaterThan(0);
     expect((r.lazy?.prefetched ?? 0) + (r.lazy?.deferred ?? 0)).toBe(all.length);
@@ -98,7 +98,7 @@ describe("restore: lazy", () => {
       revision: "d".repeat(40),
       stateDir: path.join(sb.dir, "state-d"),
     });
-    const r = await restore(ctx);
+    const r = await restore(ctx, { servesLookups: true });
     const lookups = await JobLookups.start(ctx, readState(ctx.stateFile));
     const t = path.join(tempDir("t"), "d.jsonl");
     const job = await runSimWorkloadAsync(d, {
@@ -137,3 +137,21 @@ function packBytes(store: string): number {
     if (f.isFile() && f.name.endsWith(".tar.zst")) n += fs.statSync(path.join(f.parentPath, f.name)).size;
   return n;
 }
+
+describe("restore: lazy without kcache run", () => {
+  it("a plain restore, which no process serves lookups for, restores the cache whole and says so", async () => {
+    const sb = sandbox();
+    const all = await keyWithRecordedUse(sb);
+    const f = path.join(sb.dir, "plain");
+    const lines: string[] = [];
+    const ctx = await sb.context({
+      config: lazyConfig(sb, f),
+      revision: "f".repeat(40),
+      stateDir: path.join(sb.dir, "s-plain"),
+    });
+    const r = await restore({ ...ctx, log: { ...ctx.log, info: (m: string) => lines.push(m) } });
+    expect(r.lazy).toBeNull();
+    expect(entryNames(f)).toEqual(all);
+    expect(lines.join("\n")).toMatch(/restore: lazy needs kcache run.*restored whole here/);
+  });
+});

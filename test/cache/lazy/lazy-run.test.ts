@@ -30,6 +30,10 @@ function project() {
       "profiles:",
       ...profile("full", "8 2"),
       ...profile("some", "2 0"),
+      "  idle:",
+      "    commands:",
+      "      - name: nothing",
+      '        run: python3 -c "print(1)"',
       "",
     ].join("\n"),
   );
@@ -68,5 +72,18 @@ describe("kcache run with restore: lazy", () => {
     expect(warm.report.lazy.onDemand).toBeGreaterThan(0);
     expect(warm.report.lazy.onDemand + warm.report.lazy.neverFetched).toBe(warm.report.restore.lazy.deferred);
     expect(warm.stderr).toMatch(/lazy restore: \d+ entries fetched ahead, \d+ fetched when looked up/);
+  });
+
+  it("after a job that used nothing, the next job gets every entry it looks up on demand and compiles 0", async () => {
+    const p = project();
+    await p.run("full", "r1", "a");
+    const idle = await p.run("idle", "r2", "b");
+    expect(idle.report.save.outcome).toMatch(/saved|nothing-new/);
+    const next = await p.run("full", "r3", "c");
+    expect(next.report.restore.lazy.prefetched).toBe(0);
+    expect(next.report.kernels.compiled).toBe(0);
+    expect(next.report.lazy.onDemand).toBeGreaterThan(0);
+    // The idle job's save kept every entry in the key, though it fetched none of them.
+    expect(next.report.restore.lazy.deferred).toBe(idle.report.restore.entriesRestored);
   });
 });

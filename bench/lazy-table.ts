@@ -1,0 +1,34 @@
+import { fmtMB, fmtSeconds } from "./generated-caches.js";
+import { median } from "./measure.js";
+
+/** One key of bench/run-lazy-bench.ts (bench/results/bench-lazy.json). */
+export interface LazyRow {
+  key: string;
+  entries: number;
+  /** Entries the key's last save recorded as used (what a lazy restore fetches ahead). */
+  used: number;
+  /** Entries a lazy restore left in the store. */
+  deferred: number;
+  /** Uncompressed bytes of the used entries, and the compressed bytes of their frames. */
+  usedBytes: number;
+  usedFrameBytes: number;
+  eager: { seconds: number[]; bytesRead: number };
+  lazy: { seconds: number[]; bytesRead: number };
+  tar: { seconds: number[]; bytesRead: number };
+  lazyOverEager: number;
+  lazyOverTar: number;
+  /** One lookup of an entry left in the store, through the hook's socket (local store). */
+  lookupMs: { median: number; p90: number; n: number };
+}
+
+/** The lazy-vs-eager table: restore wall and bytes read, against tar + zstd, and a lookup's cost. */
+export function lazyTable(rows: LazyRow[]): string[] {
+  return [
+    "| key | restore: eager | restore: lazy | tar + zstd (whole folder) | lazy / eager | lazy / tar | bytes read: eager | lazy | the used entries' frames | lazy / used | lookup of an entry left in the store (median, p90) |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...rows.map(
+      (r) =>
+        `| ${r.key} | ${fmtSeconds(median(r.eager.seconds))} | ${fmtSeconds(median(r.lazy.seconds))} | ${fmtSeconds(median(r.tar.seconds))} | ${r.lazyOverEager.toFixed(2)}x | ${r.lazyOverTar.toFixed(2)}x | ${fmtMB(r.eager.bytesRead)} | ${fmtMB(r.lazy.bytesRead)} | ${fmtMB(r.usedFrameBytes)} | ${(r.lazy.bytesRead / r.usedFrameBytes).toFixed(2)}x | ${r.lookupMs.median.toFixed(1)} ms, ${r.lookupMs.p90.toFixed(1)} ms |`,
+    ),
+  ];
+}
