@@ -435,3 +435,21 @@ describe("BENCHMARKS.md's issue-35 goal table is the raw runs rendered", () => {
     );
   });
 });
+
+describe("BENCHMARKS.md's lazy-restore table is bench/results/bench-lazy.json", () => {
+  const file = path.join(ROOT, "bench/results/bench-lazy.json");
+  it.skipIf(!fs.existsSync(file))(
+    "both keys; a lazy restore reads only the used entries' frames (at most 1.1x their bytes)",
+    async () => {
+      const { lazyTable } = await import("../../bench/lazy-table.js");
+      const { rows } = JSON.parse(fs.readFileSync(file, "utf8"));
+      expect(doc()).toContain(lazyTable(rows).join("\n"));
+      expect(rows).toHaveLength(2);
+      for (const r of rows) {
+        expect(r.lazy.bytesRead / r.usedFrameBytes).toBeLessThanOrEqual(1.1);
+        expect(r.deferred + r.used).toBe(r.entries);
+        expect(r.lookupMs.n).toBeGreaterThan(0);
+      }
+    },
+  );
+});
