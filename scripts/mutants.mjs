@@ -211,9 +211,23 @@ const MUTANTS = [
   {
     name: "the whole-pack sha256 check skipped",
     file: "src/pack/read/pack-reader.ts",
-    find: "else if (got !== this.pack.sha256)",
+    find: "else if (this.pack.sha256 !== null && got !== this.pack.sha256)",
     replace: "else if (false)",
     tests: ["test/pack/hostile-packs.test.ts"],
+  },
+  {
+    name: "a save drops the entries a lazy restore left in the store and the job never fetched",
+    file: "src/cache/lazy/carried-over.ts",
+    find: "      if (onDisk.has(entryId({ cache: c.name, name }))) continue;",
+    replace: "      if (onDisk.size >= 0) continue;",
+    tests: ["test/cache/lazy/lazy-restore.test.ts"],
+  },
+  {
+    name: "a lazy restore fetches nothing ahead (every entry waits for a lookup)",
+    file: "src/cache/lazy/lazy-plan.ts",
+    find: "for (const e of refs) (used(e) ? plan.prefetch : plan.deferred).push(e as FramedRef);",
+    replace: "for (const e of refs) plan.deferred.push(e as FramedRef);",
+    tests: ["test/cache/lazy/lazy-restore.test.ts"],
   },
   {
     name: "coverage ignores duplicated records",
