@@ -32,3 +32,28 @@ export function lazyTable(rows: LazyRow[]): string[] {
     ),
   ];
 }
+
+/** One job of bench/gpu/lazy-on-device.sh (bench/results/gpu-lazy-2026-12-03.json). */
+export interface GpuLazyRow {
+  label: string;
+  wall: number;
+  restore: number;
+  compiled: number;
+  loaded: number;
+  entriesRestored: number;
+  bytesDownloaded: number;
+  restoreLazy: { prefetched: number; deferred: number } | null;
+  lazy: { onDemand: number; bytesRead: number; waitSeconds: number; neverFetched: number } | null;
+}
+
+/** FLA's chunk_kda on the H200: each job's restore, bytes read, entries fetched ahead and on demand, kernels compiled. */
+export function gpuLazyTable(raw: { rows: GpuLazyRow[] }): string[] {
+  return [
+    "| job | wall | restore | read by the restore | read by lookups | entries placed before the job | fetched on demand | never needed | kernels compiled | loaded |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ...raw.rows.map(
+      (r) =>
+        `| ${r.label} | ${r.wall.toFixed(1)} s | ${r.restore.toFixed(2)} s | ${fmtMB(r.bytesDownloaded)} | ${r.lazy ? fmtMB(r.lazy.bytesRead) : "-"} | ${r.entriesRestored} | ${r.lazy ? r.lazy.onDemand : "-"} | ${r.lazy ? r.lazy.neverFetched : "-"} | ${r.compiled} | ${r.loaded} |`,
+    ),
+  ];
+}

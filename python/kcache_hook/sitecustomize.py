@@ -114,7 +114,30 @@ def _register(knobs):
         pass
 
 
-_LAZY = {"socket": os.environ.get("KCACHE_LAZY_SOCKET"), "down": False, "asked": set()}
+_LAZY = {"socket": os.environ.get("KCACHE_LAZY_SOCKET"), "down": False, "asked": set(),
+         "live": os.environ.get("KCACHE_LIVE") == "1"}
+
+
+def _live_wrote(manager, filename):
+    """Under store.live, tells kcache that this process wrote into an entry folder: kcache shares the
+    entry once it settles and is complete. Nothing is waited for; autotune results are never shared."""
+    if not _LAZY["live"] or _LAZY["down"] or not _LAZY["socket"]:
+        return
+    try:
+        if isinstance(filename, str) and filename.endswith(".autotune.json"):
+            return
+        import socket
+
+        folder = os.path.abspath(getattr(manager, "cache_dir", "") or "")
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(2.0)
+            s.connect(_LAZY["socket"])
+            s.sendall((json.dumps({"wrote": folder}) + "\n").encode())
+        finally:
+            s.close()
+    except Exception:
+        pass
 
 
 def _lazy_fetch(manager, filename, lookup):
@@ -202,6 +225,7 @@ def _wrap_cache_manager(module):
     def wrapped_put(self, data, filename, *args, **kwargs):
         result = put(self, data, filename, *args, **kwargs)
         note_wrote(self)
+        _live_wrote(self, filename)
         try:
             if fresh and isinstance(filename, str) and filename.endswith(".autotune.json"):
                 own.add((os.path.abspath(getattr(self, "cache_dir", "") or ""), filename))
@@ -212,6 +236,7 @@ def _wrap_cache_manager(module):
     def wrapped_put_group(self, *args, **kwargs):
         result = put_group(self, *args, **kwargs)
         note_wrote(self)
+        _live_wrote(self, None)
         return result
 
     def wrapped_get_file(self, filename):

@@ -32,6 +32,8 @@ export interface JobContext {
   restorePrefixes: string[];
   save: SaveSettings;
   store: Store;
+  /** store.live: entries the job compiles are shared at once, and looked up by other jobs (cache/lazy/live-writer.ts). */
+  live: boolean;
   stack: { stackId: string; components: Record<string, string> };
   /** Which autotune results the job is given and who its own are recorded as produced by (docs/benchmarks.md). */
   autotune: AutotuneSettings;

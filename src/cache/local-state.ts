@@ -54,6 +54,8 @@ export interface JobRecord {
   restored?: RestoredOutcome;
   /** Entries a lazy restore left in the store: fetched when the job looks one up, carried over by the save. */
   deferred?: DeferredEntries;
+  /** cache -> entries placed from other jobs' live objects (store.live): never saved under this job's key. */
+  liveFetched?: Record<string, string[]>;
 }
 
 /** A restore's outcome as the drop-in save's run record keeps it. */

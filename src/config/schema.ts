@@ -59,6 +59,8 @@ export const localStoreSchema = z
   .object({
     type: z.literal("local"),
     path: z.string().min(1).optional(),
+    /** Each entry a job compiles is shared at once, before any save (docs/concepts.md, "Live sharing"). */
+    live: z.boolean().default(false),
   })
   .strict();
 
@@ -78,6 +80,8 @@ export const s3StoreSchema = z
     "connect-timeout": duration.optional(),
     "idle-timeout": duration.optional(),
     retries: z.number().int().min(0).max(10).optional(),
+    /** Each entry a job compiles is shared at once, before any save (docs/concepts.md, "Live sharing"). */
+    live: z.boolean().default(false),
   })
   .strict();
 
@@ -88,6 +92,8 @@ export const ghaStoreSchema = z
     timeout: duration.optional(),
     /** A call or transfer that makes no progress this long fails as stalled (default 60 s). */
     "idle-timeout": duration.optional(),
+    /** Refused (config/store-config.ts): GitHub's cache takes 200 uploads a minute per repository. */
+    live: z.boolean().optional(),
   })
   .strict();
 

@@ -7,7 +7,7 @@ import type { StoreSpec } from "./schema.js";
 
 /** Where packs and manifests are kept, resolved from kcache.yml or the environment. */
 export type StoreConfig =
-  | { type: "local"; path: string }
+  | { type: "local"; path: string; live?: boolean }
   | {
       type: "s3";
       bucket: string;
@@ -21,6 +21,8 @@ export type StoreConfig =
       connectTimeoutMs?: number;
       idleTimeoutMs?: number;
       retries?: number;
+      /** Entries shared as the job compiles them (cache/lazy/live-writer.ts). */
+      live?: boolean;
     }
   | { type: "gha"; timeoutMs?: number; idleTimeoutMs?: number };
 
@@ -43,6 +45,7 @@ export function resolveStore(
     return {
       type: "local",
       path: path.resolve(cwd, spec.path ? expand(spec.path, "store.path") : defaultLocal(env)),
+      live: spec.live,
     };
   }
   if (spec?.type === "s3") {
@@ -61,8 +64,13 @@ export function resolveStore(
       connectTimeoutMs: ms(spec["connect-timeout"]),
       idleTimeoutMs: ms(spec["idle-timeout"]),
       retries: spec.retries,
+      live: spec.live,
     };
   }
+  if (spec.live)
+    throw new ConfigError(
+      "store.live: GitHub's cache service takes at most 200 uploads a minute per repository, and live sharing uploads every entry as the job compiles it; remove live: true, or use an S3-compatible store for live sharing (docs/stores.md)",
+    );
   return { type: "gha", timeoutMs: ms(spec.timeout), idleTimeoutMs: ms(spec["idle-timeout"]) };
 }
 

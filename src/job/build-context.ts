@@ -109,6 +109,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     restorePrefixes: config.key.restorePrefixes,
     save: config.save,
     store: opts.store ?? openStore(config, env),
+    live: config.store.type !== "gha" && config.store.live === true,
     stack: { stackId: stack.stackId, components: stack.components },
     autotune: autotuneSettings({
       profile: opts.profile ?? null,

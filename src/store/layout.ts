@@ -11,7 +11,24 @@ export const RUNS = "runs";
 /** Packs prune found unreferenced; a save never reuses a condemned pack. */
 export const CONDEMNED = "condemned";
 
+/** Entries shared as jobs compile them (store.live), each alone, before any save. */
+export const LIVE = "live";
+
 const enc = (s: string) => encodeURIComponent(s);
+
+/**
+ * A live entry's objects: its pack (one entry, tar + zstd) and, written after it, its record (digest,
+ * sizes, who made it). Under the scope that wrote it and the stack it was compiled on.
+ */
+export function liveObjects(
+  scope: string,
+  stackId: string,
+  cache: string,
+  entry: string,
+): { pack: string; record: string } {
+  const base = `${LIVE}/${enc(scope)}/${enc(stackId)}/${enc(cache)}/${enc(entry)}`;
+  return { pack: `${base}.tar.zst`, record: `${base}.json` };
+}
 
 export function manifestObject(scope: string, key: string): string {
   return `${MANIFESTS}/${enc(scope)}/${enc(key)}`;

@@ -453,3 +453,28 @@ describe("BENCHMARKS.md's lazy-restore table is bench/results/bench-lazy.json", 
     },
   );
 });
+
+describe("BENCHMARKS.md's GPU lazy-restore table is bench/results/gpu-lazy-2026-12-03.json", () => {
+  it("FLA's chunk_kda warm through restore: lazy compiles 0, reads only what it uses, and fetches on demand", async () => {
+    const { gpuLazyTable } = await import("../../bench/lazy-table.js");
+    const raw = JSON.parse(
+      fs.readFileSync(path.join(ROOT, "bench/results/gpu-lazy-2026-12-03.json"), "utf8"),
+    );
+    expect(doc()).toContain(gpuLazyTable(raw).join("\n"));
+    const rows = raw.rows as {
+      label: string;
+      compiled: number;
+      bytesDownloaded: number;
+      entriesRestored: number;
+      lazy: { onDemand: number } | null;
+    }[];
+    const eager = rows.filter((r) => r.label.startsWith("eager"));
+    const lazy = rows.filter((r) => r.label.startsWith("lazy"));
+    expect(lazy.length).toBeGreaterThanOrEqual(3);
+    for (const r of [...eager, ...lazy]) expect(r.compiled).toBe(0);
+    for (const r of lazy) expect(r.bytesDownloaded).toBeLessThan((eager[0]?.bytesDownloaded ?? 0) * 0.1);
+    const onDemand = rows.find((r) => r.label.includes("on demand"));
+    expect(onDemand).toMatchObject({ compiled: 0, entriesRestored: 0 });
+    expect(onDemand?.lazy?.onDemand).toBeGreaterThan(0);
+  });
+});

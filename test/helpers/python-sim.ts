@@ -34,7 +34,7 @@ function simCommand(cacheDir: string, opts: SimOptions): { args: string[]; env: 
     String(opts.autotuned ?? 2),
     ...(opts.prefix ? ["--prefix", opts.prefix] : []),
   ];
-  const passed = ["KCACHE_TELEMETRY_FILE", "KCACHE_LAZY_SOCKET", "KCACHE_LAZY_WAIT"] as const;
+  const passed = ["KCACHE_TELEMETRY_FILE", "KCACHE_LAZY_SOCKET", "KCACHE_LAZY_WAIT", "KCACHE_LIVE"] as const;
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,

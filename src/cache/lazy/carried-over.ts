@@ -1,7 +1,10 @@
 import type { CacheKindName } from "../../kinds/kind.js";
 import { tritonKind } from "../../kinds/triton.js";
 import { entryId } from "../../manifest/entry-id.js";
+import type { EntryRef } from "../../manifest/manifest.js";
 import type { JobContext } from "../job-context.js";
+import type { JobRecord } from "../local-state.js";
+import type { SaveReport } from "../save/save-report.js";
 import { type Present, presentId } from "../save/save-scan.js";
 import type { DeferredEntries } from "./deferred-entries.js";
 
@@ -39,3 +42,31 @@ export function stillDeferred(
 
 /** The signature of an entry not on disk: no scan's signature equals it. */
 const DEFERRED_SIGNATURE = "deferred";
+
+/**
+ * What a save takes from the folders after a lazy or live job: the scan, without the entries placed
+ * from other jobs' live objects that the parent key does not hold (a live entry becomes part of a
+ * key only through the save of the job that compiled it, once its checks passed), and with the
+ * deferred entries the job never fetched.
+ */
+export function carriedOver(
+  ctx: JobContext,
+  job: JobRecord | undefined,
+  found: { scanned: Present[]; kinds: Map<string, CacheKindName>; parentRefs: Map<string, EntryRef> },
+  report: SaveReport,
+): Present[] {
+  const live = new Set(
+    Object.entries(job?.liveFetched ?? {}).flatMap(([cache, ns]) =>
+      ns.map((name) => entryId({ cache, name })),
+    ),
+  );
+  const kept = found.scanned.filter((p) => {
+    const id = presentId(p);
+    const ref = found.parentRefs.get(id);
+    if (!live.has(id) || (ref !== undefined && ref.sha256 === p.digest)) return true;
+    report.leftOut.live.entries++;
+    report.leftOut.live.bytes += p.size;
+    return false;
+  });
+  return [...kept, ...stillDeferred(ctx, job?.deferred, found.scanned, found.kinds)];
+}

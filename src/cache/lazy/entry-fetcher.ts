@@ -2,10 +2,20 @@ import fs from "node:fs";
 import path from "node:path";
 import { tritonKind } from "../../kinds/triton.js";
 import type { RestoreTarget } from "../../pack/pack-request.js";
-import { readFramed } from "../../pack/read/framed-reader.js";
+import { type FramedEntry, readFramed } from "../../pack/read/framed-reader.js";
 import { makeStaging } from "../../pack/read/staging-owner.js";
+import { liveObjects } from "../../store/layout.js";
 import type { Store } from "../../store/store.js";
-import type { DeferredEntries, DeferredEntry } from "./deferred-entries.js";
+import type { DeferredEntries } from "./deferred-entries.js";
+import { liveEntryOf } from "./live-record.js";
+
+/** Where live entries are looked for (store.live): the scopes this job may read, in order, and its stack. */
+export interface LiveReading {
+  scopes: string[];
+  stackId: string;
+}
+
+const GAVE_UP = Symbol("gave up");
 
 /** A local store has no idle timeout of its own: a lookup waits at most this long on it. */
 const LOCAL_WAIT_MS = 30_000;
@@ -20,6 +30,8 @@ export interface LookupStats {
   failed: number;
   /** Autotune results the profile's policy withholds, asked for and refused. */
   withheld: number;
+  /** Entries not in the key that another job shared live (store.live), fetched and placed. */
+  live: number;
   /** Compressed bytes read for on-demand entries. */
   bytesRead: number;
   /** Time lookups spent waiting on the store, in all. */
@@ -48,6 +60,7 @@ export interface LookedUpCache {
 export class EntryFetcher {
   readonly stats: LookupStats = {
     onDemand: 0,
+    live: 0,
     notInKey: 0,
     failed: 0,
     withheld: 0,
@@ -57,6 +70,8 @@ export class EntryFetcher {
   };
   private readonly inFlight = new Map<string, Promise<LookupAnswer>>();
   private readonly staging = new Map<string, string>();
+  /** Entries placed from other jobs' live objects ("cache/name"): a save never makes them part of a key. */
+  readonly liveFetched: string[] = [];
   private readonly done = new Map<string, LookupAnswer>();
   private readonly roots: { name: string; root: string; real: string }[];
   readonly waitMs: number;
@@ -66,6 +81,7 @@ export class EntryFetcher {
     private readonly zstd: string,
     caches: LookedUpCache[],
     private readonly deferred: DeferredEntries,
+    private readonly live: LiveReading | null = null,
   ) {
     this.roots = caches.map((c) => ({ ...c, real: realOr(c.root) }));
     this.waitMs = store.idleTimeoutMs ?? LOCAL_WAIT_MS;
@@ -79,13 +95,15 @@ export class EntryFetcher {
       return { placed: false, why: "not an entry of a lazily restored cache" };
     }
     const { cache, root, name, entry } = where;
-    if (!entry) {
-      this.stats.notInKey++;
-      return { placed: false, why: "not in the restored key" };
-    }
-    if (entry.withhold && file.endsWith(".autotune.json")) {
+    const autotune = file.endsWith(".autotune.json");
+    if (entry?.withhold && autotune) {
       this.stats.withheld++;
       return { placed: false, why: `autotune result withheld (${entry.withhold})` };
+    }
+    // Not in the key: shared live by another job, perhaps (never an autotune result: a key records who tuned it).
+    if (!entry && (this.live === null || autotune)) {
+      this.stats.notInKey++;
+      return { placed: false, why: "not in the restored key" };
     }
     const id = `${cache}/${name}`;
     const known = this.done.get(id) ?? (await this.inFlight.get(id));
@@ -94,11 +112,77 @@ export class EntryFetcher {
       this.stats.failed++;
       return { placed: false, why: `store given up on: ${this.stats.storeDown}` };
     }
-    const fetching = this.fetch(cache, root, name, entry).finally(() => this.inFlight.delete(id));
+    const t0 = performance.now();
+    const fetching = (
+      entry
+        ? this.fetch(root, entry.object, { cache, name, ...entry }).then((a) => this.counted(a, "onDemand"))
+        : this.fetchLive(cache, root, name)
+    ).finally(() => {
+      this.inFlight.delete(id);
+      this.stats.waitSeconds += (performance.now() - t0) / 1000;
+    });
     this.inFlight.set(id, fetching);
     const answer = await fetching;
     this.done.set(id, answer);
     return answer;
+  }
+
+  private counted(a: LookupAnswer, as: "onDemand" | "live"): LookupAnswer {
+    if (a.placed) this.stats[as]++;
+    else this.stats.failed++;
+    return a;
+  }
+
+  /** An entry another job shared live, from the scopes this job may read, in order (its own first). */
+  private async fetchLive(cache: string, root: string, name: string): Promise<LookupAnswer> {
+    const live = this.live as LiveReading;
+    for (const scope of live.scopes) {
+      const objects = liveObjects(scope, live.stackId, cache, name);
+      let data: Buffer | null | typeof GAVE_UP;
+      try {
+        data = await this.withinWait(this.store.read(objects.record));
+      } catch (e) {
+        return this.storeFailed((e as Error).message);
+      }
+      if (data === GAVE_UP) return this.storeFailed(this.timedOut());
+      if (data === null) continue;
+      const wanted = liveEntryOf(data, cache, name);
+      if (!wanted) {
+        this.stats.failed++;
+        return {
+          placed: false,
+          why: `live record ${objects.record} is not this entry's, or too large: refused`,
+        };
+      }
+      const a = this.counted(await this.fetch(root, objects.pack, wanted), "live");
+      if (a.placed) this.liveFetched.push(`${cache}/${name}`);
+      return a;
+    }
+    this.stats.notInKey++;
+    return { placed: false, why: "neither in the restored key nor shared live" };
+  }
+
+  private storeFailed(why: string): LookupAnswer {
+    this.stats.storeDown = why;
+    this.stats.failed++;
+    return { placed: false, why };
+  }
+
+  private timedOut(): string {
+    return `no answer within ${Math.round(this.waitMs / 1000)} s (the idle timeout)`;
+  }
+
+  /** `p`, or GAVE_UP once the wait is over (what `p` then does is not waited for). */
+  private async withinWait<T>(p: Promise<T>): Promise<T | typeof GAVE_UP> {
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<typeof GAVE_UP>((resolve) => {
+      timer = setTimeout(() => resolve(GAVE_UP), this.waitMs);
+    });
+    try {
+      return await Promise.race([p, gaveUp]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** One staging folder per cache for the job's fetches (each entry stages in a folder of its own there). */
@@ -126,49 +210,32 @@ export class EntryFetcher {
     return { cache: c.name, root: c.root, name, entry: this.deferred[c.name]?.[name] };
   }
 
-  private async fetch(
-    cache: string,
-    root: string,
-    name: string,
-    entry: DeferredEntry,
-  ): Promise<LookupAnswer> {
-    const t0 = performance.now();
-    const staging = this.stagingIn(root);
-    const target: RestoreTarget = { kind: tritonKind, root, staging, keepExisting: true };
-    let timer: NodeJS.Timeout | undefined;
-    const gaveUp = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), this.waitMs);
+  /** Fetches one entry alone (a ranged read of `wanted.frame` in `object`), verifies it and places it whole. */
+  private async fetch(root: string, object: string, wanted: FramedEntry): Promise<LookupAnswer> {
+    const target: RestoreTarget = {
+      kind: tritonKind,
+      root,
+      staging: this.stagingIn(root),
+      keepExisting: true,
+    };
+    const read = readFramed({
+      store: this.store,
+      object,
+      run: [wanted],
+      targets: new Map([[wanted.cache, target]]),
+      zstd: this.zstd,
     });
-    try {
-      const read = readFramed({
-        store: this.store,
-        object: entry.object,
-        run: [
-          { cache, name, sha256: entry.sha256, size: entry.size, files: entry.files, frame: entry.frame },
-        ],
-        targets: new Map([[cache, target]]),
-        zstd: this.zstd,
-      });
-      const r = await Promise.race([read, gaveUp]);
-      if (r === null) {
-        this.stats.storeDown = `no answer within ${Math.round(this.waitMs / 1000)} s (the idle timeout)`;
-        this.stats.failed++;
-        // The read goes on in the background: what it stages is discarded, or placed whole.
-        return { placed: false, why: this.stats.storeDown };
-      }
-      this.stats.bytesRead += r.bytes;
-      if (r.restored.length === 1) {
-        this.stats.onDemand++;
-        return { placed: true, why: "fetched" };
-      }
-      this.stats.failed++;
-      const why = r.bad[0]?.reason ?? r.packError ?? "not placed";
-      if (r.storeFault) this.stats.storeDown = r.packError ?? why;
-      return { placed: false, why };
-    } finally {
-      clearTimeout(timer);
-      this.stats.waitSeconds += (performance.now() - t0) / 1000;
+    // On a timeout the read goes on in the background: what it stages is discarded, or placed whole.
+    const r = await this.withinWait(read);
+    if (r === GAVE_UP) {
+      this.stats.storeDown = this.timedOut();
+      return { placed: false, why: this.stats.storeDown };
     }
+    this.stats.bytesRead += r.bytes;
+    if (r.restored.length === 1) return { placed: true, why: "fetched" };
+    const why = r.bad[0]?.reason ?? r.packError ?? "not placed";
+    if (r.storeFault) this.stats.storeDown = r.packError ?? why;
+    return { placed: false, why };
   }
 }
 

@@ -1,8 +1,9 @@
 import { formatBytes } from "../../format.js";
 import type { JobContext } from "../job-context.js";
-import type { LocalState } from "../local-state.js";
+import { type LocalState, writeState } from "../local-state.js";
 import { deferredTally } from "./deferred-entries.js";
 import { EntryFetcher, type LookupStats } from "./entry-fetcher.js";
+import { LiveWriter } from "./live-writer.js";
 import { LookupServer } from "./lookup-server.js";
 
 /** What a lazy restore and the job's lookups came to (the run report's `lazy`, `kcache stats`). */
@@ -13,6 +14,8 @@ export interface LazyReport extends LookupStats {
   deferred: number;
   /** Of those, entries the job never looked up. */
   neverFetched: number;
+  /** Entries the job compiled and shared live (store.live). */
+  liveWritten: number;
 }
 
 /** The variables that point a command's Python processes (kcache's hook) at the job's lookups. */
@@ -20,48 +23,88 @@ export interface LookupEnv {
   KCACHE_LAZY_SOCKET: string;
   /** Seconds the hook waits for an answer: the store's idle timeout, and a little for the placing. */
   KCACHE_LAZY_WAIT: string;
+  /** Set when the hook should tell kcache of each entry the job writes (store.live). */
+  KCACHE_LIVE?: string;
 }
 
 /**
- * The lookups of a job whose restore left entries in the store (restore: lazy): served from the
- * start of its commands to their end, in this process.
+ * The lookups of a job whose restore left entries in the store (restore: lazy), or whose store shares
+ * entries live (store.live): served from the start of its commands to their end, in this process.
  */
 export class JobLookups {
+  private stopped: Promise<void> | null = null;
+
   private constructor(
+    private readonly ctx: JobContext,
+    /** The restore's state, which the save reads (the same object: what stop records, the save sees). */
+    private readonly state: LocalState | null,
     private readonly fetcher: EntryFetcher,
+    private readonly writer: LiveWriter | null,
     private readonly server: LookupServer,
     private readonly deferred: number,
   ) {}
 
-  /** Starts serving when the restore left entries in the store; null when it left none. */
+  /** Starts serving when the restore left entries in the store or the store is live; null otherwise. */
   static async start(ctx: JobContext, state: LocalState | null): Promise<JobLookups | null> {
-    const deferred = state?.job?.deferred;
-    if (!deferred || deferredTally(deferred).entries === 0) return null;
-    const caches = ctx.caches.filter((c) => deferred[c.name]).map((c) => ({ name: c.name, root: c.path }));
-    const fetcher = new EntryFetcher(ctx.store, ctx.runtime.zstd, caches, deferred);
-    const server = await LookupServer.start(fetcher);
+    const deferred = state?.job?.deferred ?? {};
+    const count = deferredTally(deferred).entries;
+    if (count === 0 && !ctx.live) return null;
+    // Live: every Triton cache of the job (a kernel not in its key may have been shared); else the lazy ones.
+    const caches = ctx.caches
+      .filter((c) => deferred[c.name] || (ctx.live && c.kind !== "inductor" && c.kind !== "dir"))
+      .map((c) => ({ name: c.name, root: c.path }));
+    const live = ctx.live ? { scopes: ctx.scopes.read, stackId: ctx.stack.stackId } : null;
+    const fetcher = new EntryFetcher(ctx.store, ctx.runtime.zstd, caches, deferred, live);
+    const writer = ctx.live ? new LiveWriter(ctx, caches) : null;
+    const server = await LookupServer.start(fetcher, writer);
     ctx.log.debug(
-      `serving lookups of ${deferredTally(deferred).entries} deferred entries at ${server.socket}`,
+      `serving lookups (${count} deferred entries${ctx.live ? ", live" : ""}) at ${server.socket}`,
     );
-    return new JobLookups(fetcher, server, deferredTally(deferred).entries);
+    return new JobLookups(ctx, state, fetcher, writer, server, count);
   }
 
   env(): LookupEnv {
     return {
       KCACHE_LAZY_SOCKET: this.server.socket,
       KCACHE_LAZY_WAIT: String(Math.ceil(this.fetcher.waitMs / 1000) + 5),
+      ...(this.writer ? { KCACHE_LIVE: "1" } : {}),
     };
   }
 
-  private stopped: Promise<void> | null = null;
-
-  /** Stops serving; what the lookups came to. */
+  /**
+   * Stops serving, shares what the job completed last, and records in the local state the entries
+   * placed from other jobs' live objects (a save leaves them out of the key); what the lookups came to.
+   */
   async stop(prefetched: number): Promise<LazyReport> {
-    this.stopped ??= this.server.stop().finally(() => this.fetcher.close());
+    this.stopped ??= this.server
+      .stop()
+      .then(() => this.writer?.flush())
+      .finally(() => {
+        this.fetcher.close();
+        recordLiveFetched(this.ctx, this.state, this.fetcher.liveFetched);
+      });
     await this.stopped;
     const s = this.fetcher.stats;
-    return { ...s, prefetched, deferred: this.deferred, neverFetched: this.deferred - s.onDemand };
+    return {
+      ...s,
+      prefetched,
+      deferred: this.deferred,
+      neverFetched: this.deferred - s.onDemand,
+      liveWritten: this.writer?.stats.written ?? 0,
+    };
   }
+}
+
+/** Notes in the state the save reads which entries came from other jobs' live objects. */
+function recordLiveFetched(ctx: JobContext, state: LocalState | null, ids: string[]): void {
+  if (!ids.length || !state?.job) return;
+  const live: Record<string, string[]> = state.job.liveFetched ?? {};
+  for (const id of ids) {
+    const [cache, ...rest] = id.split("/");
+    live[cache as string] = [...(live[cache as string] ?? []), rest.join("/")];
+  }
+  state.job.liveFetched = live;
+  writeState(ctx.stateFile, state);
 }
 
 /** One line for people: what the job fetched and what it waited. */
@@ -69,5 +112,5 @@ export function lazyLine(r: LazyReport): string {
   const down = r.storeDown
     ? `; the store was given up on (${r.storeDown}): the job compiled what it could not fetch`
     : "";
-  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${formatBytes(r.bytesRead)}, ${r.waitSeconds.toFixed(2)} s waited), ${r.neverFetched} of ${r.deferred} never needed${r.failed ? `, ${r.failed} lookups not served` : ""}${r.withheld ? `, ${r.withheld} autotune results withheld` : ""}${down}`;
+  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${formatBytes(r.bytesRead)}, ${r.waitSeconds.toFixed(2)} s waited), ${r.neverFetched} of ${r.deferred} never needed${r.failed ? `, ${r.failed} lookups not served` : ""}${r.withheld ? `, ${r.withheld} autotune results withheld` : ""}${r.live || r.liveWritten ? `; live: ${r.live} found shared by other jobs, ${r.liveWritten} shared` : ""}${down}`;
 }

@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import type { EntryFetcher } from "./entry-fetcher.js";
+import type { LiveWriter } from "./live-writer.js";
 
 /** A lookup is one line of JSON: a folder and a file name. Anything longer is not one. */
 const MAX_REQUEST = 16 * 1024;
@@ -12,7 +13,8 @@ const MAX_REQUEST = 16 * 1024;
  * The job's processes ask for entries here: kcache's Python hook connects to this Unix socket when
  * Triton's cache manager looks up a file of an entry folder that is not on disk, sends
  * `{"folder": ..., "file": ...}` and waits for `{"placed": bool, "why": ...}` (the entry is then in
- * place, or the job compiles it). The socket is the job's own: mode 0600 in a private folder.
+ * place, or the job compiles it); under store.live it also sends `{"wrote": folder}` after each write
+ * into an entry folder. The socket is the job's own: mode 0600 in a private folder.
  */
 export class LookupServer {
   private constructor(
@@ -21,11 +23,11 @@ export class LookupServer {
     private readonly dir: string,
   ) {}
 
-  static async start(fetcher: EntryFetcher): Promise<LookupServer> {
+  static async start(fetcher: EntryFetcher, writer: LiveWriter | null = null): Promise<LookupServer> {
     // A Unix socket's path is bounded (~107 bytes): a short folder of its own under the system's temp.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-lazy-"));
     const socket = path.join(dir, `${randomBytes(4).toString("hex")}.sock`);
-    const server = net.createServer((conn) => serve(conn, fetcher));
+    const server = net.createServer((conn) => serve(conn, fetcher, writer));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(socket, () => resolve());
@@ -42,7 +44,7 @@ export class LookupServer {
   }
 }
 
-function serve(conn: net.Socket, fetcher: EntryFetcher): void {
+function serve(conn: net.Socket, fetcher: EntryFetcher, writer: LiveWriter | null): void {
   let text = "";
   conn.setEncoding("utf8");
   conn.on("error", () => {});
@@ -55,16 +57,25 @@ function serve(conn: net.Socket, fetcher: EntryFetcher): void {
     const nl = text.indexOf("\n");
     if (nl < 0) return;
     conn.removeAllListeners("data");
-    void answer(text.slice(0, nl), fetcher).then((a) => conn.end(`${JSON.stringify(a)}\n`));
+    void answer(text.slice(0, nl), fetcher, writer).then((a) => conn.end(`${JSON.stringify(a)}\n`));
   });
 }
 
-async function answer(line: string, fetcher: EntryFetcher): Promise<{ placed: boolean; why: string }> {
-  let req: { folder?: unknown; file?: unknown };
+async function answer(
+  line: string,
+  fetcher: EntryFetcher,
+  writer: LiveWriter | null,
+): Promise<{ placed: boolean; why: string }> {
+  let req: { folder?: unknown; file?: unknown; wrote?: unknown };
   try {
     req = JSON.parse(line) as typeof req;
   } catch {
     return { placed: false, why: "not a lookup" };
+  }
+  // A process of the job wrote into an entry folder: shared live once it settles (store.live).
+  if (typeof req.wrote === "string") {
+    writer?.wrote(req.wrote);
+    return { placed: false, why: "noted" };
   }
   if (typeof req.folder !== "string") return { placed: false, why: "not a lookup" };
   try {

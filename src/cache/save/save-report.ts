@@ -41,7 +41,8 @@ export interface SaveReport {
    * the key it restored (a pull request's job on this runner may have made them); `otherRevisions`,
    * those borrowed from other revisions' keys (restore-revisions), which those keys hold.
    */
-  leftOut: { unverified: Tally; otherRevisions: Tally; otherJobs: Tally };
+  /** `live`: entries the job got from other jobs' live objects (store.live), which only their own job's save may key. */
+  leftOut: { unverified: Tally; otherRevisions: Tally; otherJobs: Tally; live: Tally };
   /**
    * Untrusted jobs (pull requests', unplaced builds') that used the runner's folder while this job
    * ran, and how the save told its own entries from theirs (save-attribution.ts); null when none did.
@@ -98,6 +99,7 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
       unverified: { entries: 0, bytes: 0 },
       otherRevisions: { entries: 0, bytes: 0 },
       otherJobs: { entries: 0, bytes: 0 },
+      live: { entries: 0, bytes: 0 },
     },
     besideUntrusted: null,
     rewriter: { processes: 0, files: 0 },

@@ -8,7 +8,7 @@ import { autotuneParts } from "../autotune/provenance.js";
 import { fault, StrictFaultError } from "../faults.js";
 import type { JobContext } from "../job-context.js";
 import { keyToSave } from "../key-wholeness.js";
-import { stillDeferred } from "../lazy/carried-over.js";
+import { carriedOver } from "../lazy/carried-over.js";
 import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "../local-state.js";
 import { findManifest, type Match } from "../lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
@@ -140,10 +140,15 @@ class SaveRun {
    */
   private async scan(state: LocalState | null, ours: LocalState | null): Promise<void> {
     const { present: scanned, kinds } = await scanForSave(this.ctx, state, this.report.skipped);
-    const present = [...scanned, ...stillDeferred(this.ctx, ours?.job?.deferred, scanned, kinds)];
     this.kinds = kinds;
     const names = new Set(this.ctx.caches.map((c) => c.name));
     this.parentRefs = parentRefsOf(this.parent?.manifest ?? null, names);
+    const present = carriedOver(
+      this.ctx,
+      ours?.job,
+      { scanned, kinds, parentRefs: this.parentRefs },
+      this.report,
+    );
     // An entry the parent also has is hashed to tell a changed entry from a touched one.
     const digests = this.unrelocatable.hashAll(
       present.filter((p) => p.digest === null && this.parentRefs.has(presentId(p))),

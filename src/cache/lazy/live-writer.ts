@@ -1,0 +1,122 @@
+import fs from "node:fs";
+import path from "node:path";
+import { Readable } from "node:stream";
+import type { EntryFile, FoundEntry } from "../../kinds/kind.js";
+import { tritonKind } from "../../kinds/triton.js";
+import { writePack } from "../../pack/write/pack-writer.js";
+import { liveObjects } from "../../store/layout.js";
+import type { JobContext } from "../job-context.js";
+import type { LookedUpCache } from "./entry-fetcher.js";
+import type { LiveRecord } from "./live-record.js";
+
+/** An entry stops changing this long after its last write (Triton writes the group file last). */
+const SETTLE_MS = 300;
+/** Files in an entry folder that are not the entry's (locks, Triton <= 3.2's temp files). */
+const NOT_ENTRY = /(^lock$|\.lock$|\.tmp\.pid_\d+_)/;
+
+/**
+ * Shares each entry the job's processes complete (store.live): once it settles and is complete, it
+ * is packed alone and written under the job's write scope as `live/<scope>/<stack>/<cache>/<entry>`,
+ * then its record (digest, sizes) is written beside it, so a reader never finds a record without
+ * its pack. Autotune results are never shared live: a winner is timing, whose producer a key records.
+ * A failed upload is counted, never the job's failure.
+ */
+export class LiveWriter {
+  readonly stats = { written: 0, failed: 0 };
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly uploads = new Set<Promise<void>>();
+  private readonly sent = new Set<string>();
+
+  constructor(
+    private readonly ctx: JobContext,
+    private readonly caches: LookedUpCache[],
+  ) {}
+
+  /** A process of the job wrote into the entry folder `folder`: share it once it settles. */
+  wrote(folder: string): void {
+    const abs = path.resolve(folder);
+    const cache = this.caches.find((c) => path.resolve(c.root) === path.dirname(abs));
+    const name = path.basename(abs);
+    if (!cache || !tritonKind.isEntryName(name)) return;
+    clearTimeout(this.timers.get(abs));
+    const timer = setTimeout(() => {
+      this.timers.delete(abs);
+      this.track(this.upload(cache, name));
+    }, SETTLE_MS);
+    this.timers.set(abs, timer);
+  }
+
+  /** Shares what settles now and waits for every upload under way (each bounded by the store's idle timeout). */
+  async flush(): Promise<void> {
+    for (const [folder, timer] of this.timers) {
+      clearTimeout(timer);
+      const cache = this.caches.find((c) => path.resolve(c.root) === path.dirname(folder));
+      if (cache) this.track(this.upload(cache, path.basename(folder)));
+    }
+    this.timers.clear();
+    await Promise.all([...this.uploads]);
+  }
+
+  private track(p: Promise<void>): void {
+    this.uploads.add(p);
+    void p.finally(() => this.uploads.delete(p));
+  }
+
+  private async upload(cache: LookedUpCache, name: string): Promise<void> {
+    const entry = foundEntry(cache.root, name);
+    if (
+      !entry ||
+      tritonKind.incompleteReason(cache.root, entry) !== null ||
+      tritonKind.isAutotuneResult(entry)
+    )
+      return;
+    const sig = entry.files.map((f) => `${f.rel}:${f.size}:${f.mtimeMs}`).join("|");
+    if (this.sent.has(`${name}|${sig}`)) return;
+    this.sent.add(`${name}|${sig}`);
+    const { ctx } = this;
+    const objects = liveObjects(ctx.scopes.write, ctx.stack.stackId, cache.name, name);
+    try {
+      const w = await writePack({
+        store: ctx.store,
+        object: objects.pack,
+        inputs: [{ cache: cache.name, kind: "triton", root: cache.root, entry }],
+        level: 3,
+        zstd: ctx.runtime.zstd,
+      });
+      const e = w.entries[0];
+      if (!e) return;
+      const record: LiveRecord = {
+        format: "kcache-live/1",
+        cache: cache.name,
+        name,
+        sha256: e.sha256,
+        size: e.size,
+        files: e.files,
+        packBytes: w.size,
+        key: ctx.key,
+        at: new Date().toISOString(),
+      };
+      await ctx.store.put(objects.record, Readable.from([Buffer.from(JSON.stringify(record))]));
+      this.stats.written++;
+    } catch (err) {
+      this.stats.failed++;
+      ctx.log.debug(`live: ${cache.name}/${name} not shared: ${(err as Error).message}`);
+    }
+  }
+}
+
+/** An entry folder's files with their stats (what a scan gives), or null when it is gone. */
+function foundEntry(root: string, name: string): FoundEntry | null {
+  const dir = path.join(root, name);
+  const files: EntryFile[] = [];
+  try {
+    for (const d of fs.readdirSync(dir, { withFileTypes: true })) {
+      if (!d.isFile() || NOT_ENTRY.test(d.name)) continue;
+      const st = fs.statSync(path.join(dir, d.name));
+      files.push({ rel: d.name, size: st.size, mtimeMs: st.mtimeMs, atimeMs: st.atimeMs, ino: st.ino });
+    }
+  } catch {
+    return null;
+  }
+  return files.length ? { name, files } : null;
+}
