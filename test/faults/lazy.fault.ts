@@ -3,11 +3,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decodeManifest, type EntryRef, type Manifest } from "../../src/manifest/manifest.js";
+import { liveObjects } from "../../src/store/layout.js";
 import { corruptEntries } from "../helpers/entry-compare.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
 import { tarOf } from "../helpers/hostile-pack.js";
 import { runMeasured } from "../helpers/measured-cli.js";
-import { SIM } from "../helpers/python-sim.js";
+import { runSimWorkload, SIM } from "../helpers/python-sim.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
 import { tempDir } from "../helpers/sandbox.js";
 import { filesOutside, randomInt, Tally } from "./harness.js";
@@ -29,11 +30,11 @@ const IDLE_S = 2;
  * later full job gets 2 kernels ahead and looks the rest up. Before the workload, the job touches
  * $FLIP: a fault proxy turns on then, mid-job, after the restore.
  */
-function lazyProject(store: "local" | { prefix: string }) {
+function lazyProject(store: "local" | "local-live" | { prefix: string }) {
   const dir = tempDir("kcache-lazy-fault");
   const storeYaml =
-    store === "local"
-      ? `store:\n  path: ${path.join(dir, "store")}`
+    store === "local" || store === "local-live"
+      ? `store:\n  path: ${path.join(dir, "store")}${store === "local-live" ? "\n  live: true" : ""}`
       : `store:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${store.prefix}/\n  path-style: true\n  idle-timeout: ${IDLE_S}s\n  connect-timeout: ${IDLE_S}s\n  retries: 1`;
   const profile = (name: string, args: string) => [
     `  ${name}:`,
@@ -276,3 +277,84 @@ describe("restore: lazy, kcache killed", () => {
     expect(tally.save()).toMatchObject({ corruptRestores: 0 });
   });
 });
+
+describe("store.live, hostile live objects", () => {
+  it("a live record or pack that is not what it says (wrong digest, oversized, another entry's name, a path outside) is refused, and the kernel compiles", async () => {
+    const tally = new Tally(
+      "live: a hostile live object (wrong digest, oversized, another entry's name, a path outside)",
+    );
+    // The entry folders the job compiles, learnt from one run of it elsewhere (the simulator's keys are fixed).
+    const oracle = tempDir("oracle");
+    const names = runSimWorkload(path.join(oracle, "triton"), {
+      plain: 8,
+      autotuned: 2,
+      compileMs: 1,
+    }).written;
+    const victim = names.find((n) =>
+      fs.readdirSync(path.join(oracle, "triton", n)).some((f) => f.startsWith("__grp__")),
+    );
+    const other = names.find((n) => n !== victim) as string;
+    const v = victim as string;
+    const pack = (members: Parameters<typeof tarOf>[0]) =>
+      execFileSync("zstd", ["-q", "-c"], { input: tarOf(members) });
+    const honest = tarOf(
+      fs.readdirSync(path.join(oracle, "triton", v)).map((f) => ({
+        type: "File" as const,
+        path: `triton/${v}/${f}`,
+        data: fs.readFileSync(path.join(oracle, "triton", v, f)),
+      })),
+    );
+    const HOSTILE: [string, Buffer, Record<string, unknown>][] = [
+      ["wrong digest", execFileSync("zstd", ["-q", "-c"], { input: honest }), { sha256: "0".repeat(64) }],
+      [
+        "oversized",
+        pack([{ type: "Zeros", path: `triton/${v}/big.cubin`, size: 24 << 20 }]),
+        { size: 2 ** 40 },
+      ],
+      ["another entry's name", pack([{ type: "File", path: `triton/${other}/evil.json`, data: "{}" }]), {}],
+      ["a path outside", pack([{ type: "File", path: `triton/${v}/../../../../evil`, data: "x" }]), {}],
+    ];
+    for (const [label, body, lie] of HOSTILE) {
+      const p = lazyProject("local-live");
+      const stackId = await stackIdOf(p.dir);
+      const objects = liveObjects("branch/main", stackId, "triton", v);
+      const store = path.join(p.dir, "store");
+      fs.mkdirSync(path.dirname(path.join(store, objects.pack)), { recursive: true });
+      fs.writeFileSync(path.join(store, objects.pack), body);
+      const record = {
+        format: "kcache-live/1",
+        cache: "triton",
+        name: v,
+        sha256: "a".repeat(64),
+        size: 200_000,
+        files: 8,
+        packBytes: body.length,
+        key: "x",
+        at: new Date().toISOString(),
+        ...lie,
+      };
+      fs.writeFileSync(path.join(store, objects.record), JSON.stringify(record));
+
+      const r = await p.run("full", "job", "c");
+      tally.run(r);
+      tally.row.trials++;
+      expect(r.code, `${label}: ${r.stderr}`).toBe(0);
+      const report = JSON.parse(r.stdout) as RunJson & { lazy: { live: number; failed: number } };
+      expect(report.lazy?.live, label).toBe(0);
+      expect(report.lazy?.storeDown, label).toBeNull();
+      // The victim's lookup found the live object and refused it; the kernel compiled.
+      expect(report.lazy?.failed, label).toBeGreaterThanOrEqual(1);
+      expect(report.kernels.compiled, label).toBeGreaterThan(0);
+      expect(fs.existsSync(path.join(p.folder("job"), other, "evil.json")), label).toBe(false);
+      if (corrupt(path.join(oracle, "triton"), p.folder("job")).length) tally.row.corruptRestores++;
+      tally.row.writesOutside += filesOutside(p.dir, ["kcache.yml", ".kcache", "job", "store"]).length;
+    }
+    expect(tally.save()).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
+  });
+});
+
+/** The stack id kcache run keys by in this project (this machine's Python stack). */
+async function stackIdOf(dir: string): Promise<string> {
+  const r = await runMeasured(["stack", "--json"], { env: { PATH: process.env.PATH, HOME: dir }, cwd: dir });
+  return (JSON.parse(r.stdout) as { stackId: string }).stackId;
+}

@@ -1,4 +1,5 @@
 import { formatBytes } from "../../format.js";
+import { cacheKind } from "../../kinds/registry.js";
 import type { JobContext } from "../job-context.js";
 import { type LocalState, writeState } from "../local-state.js";
 import { deferredTally } from "./deferred-entries.js";
@@ -51,7 +52,9 @@ export class JobLookups {
     if (count === 0 && !ctx.live) return null;
     // Live: every Triton cache of the job (a kernel not in its key may have been shared); else the lazy ones.
     const caches = ctx.caches
-      .filter((c) => deferred[c.name] || (ctx.live && c.kind !== "inductor" && c.kind !== "dir"))
+      .filter(
+        (c) => deferred[c.name] || (ctx.live && (c.kind === "auto" || cacheKind(c.kind).lookupsSeenByHook)),
+      )
       .map((c) => ({ name: c.name, root: c.path }));
     const live = ctx.live ? { scopes: ctx.scopes.read, stackId: ctx.stack.stackId } : null;
     const fetcher = new EntryFetcher(ctx.store, ctx.runtime.zstd, caches, deferred, live);

@@ -79,7 +79,7 @@ export class LiveWriter {
       const w = await writePack({
         store: ctx.store,
         object: objects.pack,
-        inputs: [{ cache: cache.name, kind: "triton", root: cache.root, entry }],
+        inputs: [{ cache: cache.name, kind: tritonKind.kind, root: cache.root, entry }],
         level: 3,
         zstd: ctx.runtime.zstd,
       });

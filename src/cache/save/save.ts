@@ -143,12 +143,8 @@ class SaveRun {
     this.kinds = kinds;
     const names = new Set(this.ctx.caches.map((c) => c.name));
     this.parentRefs = parentRefsOf(this.parent?.manifest ?? null, names);
-    const present = carriedOver(
-      this.ctx,
-      ours?.job,
-      { scanned, kinds, parentRefs: this.parentRefs },
-      this.report,
-    );
+    const folders = { scanned, kinds, parentRefs: this.parentRefs };
+    const present = carriedOver(this.ctx, ours?.job, folders, this.report);
     // An entry the parent also has is hashed to tell a changed entry from a touched one.
     const digests = this.unrelocatable.hashAll(
       present.filter((p) => p.digest === null && this.parentRefs.has(presentId(p))),

@@ -12,6 +12,7 @@ import {
 import type { Store, StoredObject } from "../../store/store.js";
 import { type CatalogItem, readCatalog, readCatalogItems } from "../catalog.js";
 import { leased, readLeases, storeNow } from "../pack-lease.js";
+import { liveToDelete } from "./prune-live.js";
 
 export interface PrunePolicy {
   /** Keep the newest N manifests per scope and prefix. */
@@ -38,6 +39,8 @@ export interface PruneReport {
   temporaryReaped: number;
   /** Run records (kcache stats' history) older than --older-than. */
   runRecordsDeleted: number;
+  /** Live objects (store.live) of entries a key now holds, or no key took within a day (prune-live.ts). */
+  liveDeleted: number;
   dryRun: boolean;
 }
 
@@ -70,8 +73,11 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
     packsSpared: 0,
     temporaryReaped: 0,
     runRecordsDeleted: 0,
+    liveDeleted: 0,
     dryRun: Boolean(policy.dryRun),
   };
+  const live = await liveToDelete(store, kept, policy, now);
+  report.liveDeleted = live.length;
   // Run records age out by the same --older-than as keys.
   const oldRuns =
     policy.olderThanMs === undefined
@@ -83,7 +89,7 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
   if (policy.dryRun) return report;
   // First, before prune writes anything of its own (a local store's first write reaps them too).
   report.temporaryReaped = (await store.reapTemporary?.()) ?? 0;
-  for (const o of oldRuns) await store.delete(o.name);
+  for (const o of [...oldRuns, ...live]) await store.delete(o.name);
   // Manifests first: a restore never finds a manifest whose packs are gone.
   for (const object of doomed.keys()) await store.delete(object);
 

@@ -1,0 +1,31 @@
+import { entryId } from "../../manifest/entry-id.js";
+import { LIVE } from "../../store/layout.js";
+import type { Store, StoredObject } from "../../store/store.js";
+import type { CatalogItem } from "../catalog.js";
+
+/** Live entries no key took are kept this long (a job that shared them, and its save, are long done). */
+export const LIVE_MAX_AGE_MS = 24 * 3600 * 1000;
+
+/**
+ * The live objects (store.live) prune deletes: those of entries a kept key now holds (the key's packs
+ * serve them), and those older than a day or `olderThanMs` (no key took them: a failed job's, a pull
+ * request's). Never younger than `graceMs`: a job may be sharing them now.
+ */
+export async function liveToDelete(
+  store: Store,
+  kept: CatalogItem[],
+  policy: { olderThanMs?: number; graceMs: number },
+  now: number,
+): Promise<StoredObject[]> {
+  const held = new Set<string>();
+  for (const i of kept) for (const e of i.manifest?.entries ?? []) held.add(entryId(e));
+  const maxAge = Math.min(LIVE_MAX_AGE_MS, policy.olderThanMs ?? LIVE_MAX_AGE_MS);
+  return (await store.list(`${LIVE}/`)).filter((o) => {
+    const age = now - o.modified.getTime();
+    if (age <= policy.graceMs) return false;
+    const parts = o.name.split("/");
+    const cache = decodeURIComponent(parts[3] ?? "");
+    const name = decodeURIComponent((parts[4] ?? "").replace(/\.(tar\.zst|json)$/, ""));
+    return age > maxAge || held.has(entryId({ cache, name }));
+  });
+}
