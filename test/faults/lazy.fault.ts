@@ -355,6 +355,10 @@ describe("store.live, hostile live objects", () => {
 
 /** The stack id kcache run keys by in this project (this machine's Python stack). */
 async function stackIdOf(dir: string): Promise<string> {
-  const r = await runMeasured(["stack", "--json"], { env: { PATH: process.env.PATH, HOME: dir }, cwd: dir });
+  const state = tempDir("stack-state");
+  const r = await runMeasured(["stack", "--json"], {
+    env: { PATH: process.env.PATH, HOME: dir, KCACHE_STATE_DIR: state },
+    cwd: dir,
+  });
   return (JSON.parse(r.stdout) as { stackId: string }).stackId;
 }
