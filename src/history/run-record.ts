@@ -32,7 +32,21 @@ export interface RunOutcome {
     bytesRestored: number;
   } | null;
   save: { outcome: string; bytesUploaded: number } | null;
+  /** A lazy restore's and live sharing's counts (run-profile.ts's LazyReport), when the job had lookups served. */
+  lazy?: LazyCounts | null;
 }
+
+/** What `kcache stats` sums of a job's lazy restore and live sharing. */
+export interface LazyCounts {
+  prefetched: number;
+  onDemand: number;
+  live: number;
+  neverFetched: number;
+  bytesRead: number;
+  waitSeconds: number;
+}
+
+const LAZY_FIELDS = ["prefetched", "onDemand", "live", "neverFetched", "bytesRead", "waitSeconds"] as const;
 
 export const RUN_RECORD_SCHEMA = "kcache-run-record/1";
 /** The most result records one run record keeps. */
@@ -70,6 +84,8 @@ export interface RunRecord
   records: { id: string; metrics: Record<string, number> }[];
   /** The values a `baseline: history` threshold check read, by check name: what later runs compare with. */
   history?: Record<string, HistoryRows>;
+  /** Entries fetched ahead, on demand and live, never fetched; bytes read and seconds waited (restore: lazy, store.live). */
+  lazy?: LazyCounts;
 }
 
 /** One `baseline: history` check's values in one run. */
@@ -136,7 +152,12 @@ export function runRecord(
       : null,
     records,
     ...(Object.keys(history).length ? { history } : {}),
+    ...(report.lazy ? { lazy: lazyCounts(report.lazy) } : {}),
   };
+}
+
+function lazyCounts(l: LazyCounts): LazyCounts {
+  return Object.fromEntries(LAZY_FIELDS.map((f) => [f, l[f]])) as unknown as LazyCounts;
 }
 
 /**
@@ -208,6 +229,10 @@ function isRunRecord(r: unknown, where: { scope: string; prefix: string }): r is
     timed(o.restore) &&
     timed(o.save) &&
     (o.jobSeconds === undefined || num(o.jobSeconds)) &&
+    (o.lazy === undefined ||
+      (!!o.lazy &&
+        typeof o.lazy === "object" &&
+        LAZY_FIELDS.every((f) => num((o.lazy as Record<string, unknown>)[f])))) &&
     (o.records === undefined || Array.isArray(o.records))
   );
 }

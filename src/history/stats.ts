@@ -1,5 +1,5 @@
 import { medianOf } from "../checks/record-diff.js";
-import type { RunRecord } from "./run-record.js";
+import type { LazyCounts, RunRecord } from "./run-record.js";
 import { type EntryCost, entryCost, secondsSaved } from "./time-saved.js";
 
 export { readRunRecords } from "./run-record.js";
@@ -25,6 +25,8 @@ export interface WeekStats {
   entryCost: EntryCost | null;
   restoreSeconds: { p50: number; p90: number } | null;
   saveSeconds: { p50: number; p90: number } | null;
+  /** The week's runs with a lazy restore or live sharing, and their counts summed; null when none had. */
+  lazy: (LazyCounts & { runs: number }) | null;
 }
 
 /** The ISO 8601 week of an instant ("2026-W49"). */
@@ -97,9 +99,26 @@ export function weeklyStats(records: RunRecord[]): WeekStats[] {
         ? { p50: percentile(restores, 50), p90: percentile(restores, 90) }
         : null,
       saveSeconds: saves.length ? { p50: percentile(saves, 50), p90: percentile(saves, 90) } : null,
+      lazy: lazySums(runs),
     });
   }
   return out.sort((a, b) =>
     a.prefix === b.prefix ? (a.week < b.week ? 1 : -1) : a.prefix < b.prefix ? -1 : 1,
   );
+}
+
+/** The lazy and live counts of the runs that had them, summed. */
+function lazySums(runs: RunRecord[]): WeekStats["lazy"] {
+  const lazy = runs.flatMap((r) => (r.lazy ? [r.lazy] : []));
+  if (!lazy.length) return null;
+  const sum = (f: keyof LazyCounts) => lazy.reduce((n, l) => n + l[f], 0);
+  return {
+    runs: lazy.length,
+    prefetched: sum("prefetched"),
+    onDemand: sum("onDemand"),
+    live: sum("live"),
+    neverFetched: sum("neverFetched"),
+    bytesRead: sum("bytesRead"),
+    waitSeconds: sum("waitSeconds"),
+  };
 }

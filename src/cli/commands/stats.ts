@@ -111,6 +111,17 @@ function weekLines(
     "job-times": "learnt from the jobs' seconds over their new kernels",
     "job-times-upper-bound": "at most: the jobs' seconds per new kernel, too few runs for more",
   };
+  const lazy = weeks.filter((w) => w.lazy);
+  if (lazy.length)
+    lines.push(
+      "",
+      "| prefix | week | lazy or live runs | entries fetched ahead | on demand | live | never needed | bytes read by lookups | lookups waited s |",
+      "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+      ...lazy.map((w) => {
+        const l = w.lazy as NonNullable<WeekStats["lazy"]>;
+        return `| ${w.prefix} | ${w.week} | ${l.runs} | ${l.prefetched} | ${l.onDemand} | ${l.live} | ${l.neverFetched} | ${formatBytes(l.bytesRead)} | ${l.waitSeconds.toFixed(2)} |`;
+      }),
+    );
   const costs = new Map(weeks.flatMap((w) => (w.entryCost ? [[w.prefix, w.entryCost] as const] : [])));
   if (costs.size) lines.push("");
   for (const [prefix, c] of costs)

@@ -52,7 +52,12 @@ function project() {
     expect(r.code, r.stderr).toBe(0);
     return { report: JSON.parse(r.stdout), stderr: r.stderr };
   };
-  return { dir, run };
+  const stats = async () => {
+    const r = await runCli(["stats", "--json"], { env: env("any", "e"), cwd: dir });
+    expect(r.code, r.stderr).toBe(0);
+    return JSON.parse(r.stdout);
+  };
+  return { dir, run, stats };
 }
 
 describe("kcache run with restore: lazy", () => {
@@ -85,5 +90,10 @@ describe("kcache run with restore: lazy", () => {
     expect(next.report.lazy.onDemand).toBeGreaterThan(0);
     // The idle job's save kept every entry in the key, though it fetched none of them.
     expect(next.report.restore.lazy.deferred).toBe(idle.report.restore.entriesRestored);
+    // kcache stats sums what the default branch's lazy runs fetched, ahead and on demand.
+    const stats = await p.stats();
+    const week = stats.weeks.find((w: { lazy: unknown }) => w.lazy);
+    expect(week.lazy).toMatchObject({ onDemand: next.report.lazy.onDemand, prefetched: 0 });
+    expect(week.lazy.neverFetched).toBe(next.report.lazy.neverFetched);
   });
 });
