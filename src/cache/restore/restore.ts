@@ -257,5 +257,9 @@ function noLazy(ctx: JobContext): Set<string> {
     ctx.log.info(
       `${lazy.join(", ")}: restore: lazy needs kcache run, which serves the job's lookups while its commands run; restored whole here`,
     );
+  if (ctx.live)
+    ctx.log.info(
+      "store.live needs kcache run, which shares the job's kernels as it compiles them: nothing is shared live in this job",
+    );
   return new Set();
 }
