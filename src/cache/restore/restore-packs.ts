@@ -3,7 +3,7 @@ import { formatBytes } from "../../format.js";
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../../manifest/manifest.js";
 import type { PackReadResult, RestoreTarget } from "../../pack/pack-request.js";
-import { readPack } from "../../pack/read/pack-reader.js";
+import { readPack, unreadPack } from "../../pack/read/pack-reader.js";
 import { restoreOnThread } from "../../pack/threads/restore-on-thread.js";
 import { ThreadPool, threadCount } from "../../pack/threads/thread-pool.js";
 import type { JobContext } from "../job-context.js";
@@ -118,12 +118,6 @@ async function readOnePackTimed(
     const from = file ? { file } : await ctx.store.get(pack.object, pack.size);
     return await readPack({ from, pack, wanted: refs, targets, zstd, onBytes });
   } catch (e) {
-    return {
-      restored: [],
-      bad: refs.map((r) => ({ entry: `${r.cache}/${r.name}`, reason: "pack unreadable" })),
-      refused: [],
-      packError: (e as Error).message,
-      bytes: 0,
-    };
+    return unreadPack(refs, "pack unreadable", e as Error);
   }
 }

@@ -1,6 +1,6 @@
 import type { Store } from "../../store/store.js";
 import type { PackReadResult, RestoreTarget, WantedEntry } from "../pack-request.js";
-import { readPack } from "./pack-reader.js";
+import { readPack, unreadPack } from "./pack-reader.js";
 
 /** An entry a manifest places in zstd frames of its own: [offset, bytes] in its pack. */
 export interface FramedEntry extends WantedEntry {
@@ -53,14 +53,7 @@ export async function readFramed(read: FramedRead): Promise<PackReadResult> {
   try {
     body = await read.store.getRange(read.object, offset, length);
   } catch (e) {
-    return {
-      restored: [],
-      bad: run.map((w) => ({ entry: `${w.cache}/${w.name}`, reason: "not read: pack unreadable" })),
-      refused: [],
-      packError: (e as Error).message,
-      bytes: 0,
-      storeFault: true,
-    };
+    return { ...unreadPack(run, "not read: pack unreadable", e as Error), storeFault: true };
   }
   const fault = { store: false };
   const from = storeSide(body, fault);

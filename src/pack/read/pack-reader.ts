@@ -247,3 +247,14 @@ export async function readPack(read: PackRead): Promise<PackReadResult> {
   }
   return restorer.finish(error);
 }
+
+/** The outcome of a read that got no byte of its pack: every wanted entry bad for `reason`, the error as the pack's. */
+export function unreadPack(wanted: WantedEntry[], reason: string, error: Error): PackReadResult {
+  return {
+    restored: [],
+    bad: wanted.map((w) => ({ entry: `${w.cache}/${w.name}`, reason })),
+    refused: [],
+    packError: error.message,
+    bytes: 0,
+  };
+}
