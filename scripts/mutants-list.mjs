@@ -727,8 +727,8 @@ export const MUTANTS = [
   {
     name: "a drop-in save leaves no run record (kcache stats empty for actions/cache users)",
     file: "src/pipeline/drop-in-save.ts",
-    find: "if (report) await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);",
-    replace: "if (report && ctx.key === '') await writeRunRecord(dropInRunRecord(ctx, job, report), ctx);",
+    find: "if (report) await writeRunRecord(dropInRunRecord(ctx, job, report, lazy), ctx);",
+    replace: "if (report && ctx.key === '') await writeRunRecord(dropInRunRecord(ctx, job, report, lazy), ctx);",
     tests: ["test/history/drop-in-stats.test.ts"],
   },
   {
@@ -793,5 +793,21 @@ export const MUTANTS = [
     find: "    copy_to(len(data))\n",
     replace: "\n",
     tests: ["test/kinds/inductor.test.ts"],
+  },
+  {
+    name: "the action's save reads the local state before the lookup server stopped (a job keys entries it got live)",
+    file: "src/github/action.ts",
+    find: "  const lazy = await stopLookups(log);\n  const state = readState(ctx.stateFile);\n",
+    replace: "  const state = readState(ctx.stateFile);\n  const lazy = await stopLookups(log);\n",
+    tests: ["test/github/action-lazy.test.ts"],
+    testName: "store.live",
+  },
+  {
+    name: "the action's restore step never serves lookups (a lazy cache in the action always restored whole)",
+    file: "src/github/action.ts",
+    find: "  if (r && serves) await startLookups(r, log);",
+    replace: "",
+    tests: ["test/github/action-lazy.test.ts"],
+    testName: "lazy restore leaves entries",
   },
 ];

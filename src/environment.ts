@@ -20,6 +20,14 @@ export const ENVIRONMENT_VARIABLES = {
   KCACHE_ASCEND_ROOT: "where the Ascend probe looks for the driver and CANN (tests)",
   KCACHE_NVIDIA_PROC: "where the NVIDIA probe reads the driver version (tests)",
   KCACHE_SAVE_ALWAYS: "set by the action for its post step: save even when the job failed",
+  KCACHE_LAZY_SOCKET:
+    "set by kcache run and the action's restore step for the job's processes: the Unix socket kcache's hook asks for entries left in the store (restore: lazy) and tells of entries written (store.live); the save step stops what serves it",
+  KCACHE_LAZY_WAIT:
+    "set beside KCACHE_LAZY_SOCKET: the seconds the hook waits for a lookup (the store's idle timeout and a little)",
+  KCACHE_LIVE:
+    "set beside KCACHE_LAZY_SOCKET under store.live: the hook tells kcache of each entry the job writes",
+  KCACHE_LOOKUP_DAEMON:
+    "set by the action's restore step for the process it starts to serve the job's lookups until the save step",
   // GitHub Actions'.
   GITHUB_ACTIONS: "true inside GitHub Actions: warnings become annotations",
   GITHUB_SHA: "the revision a key is made for",

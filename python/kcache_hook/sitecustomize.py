@@ -14,8 +14,9 @@ KCACHE_AUTOTUNE=fresh (a profile's autotune: fresh) a process is served only the
 itself, so each process of the job tunes for itself. When the job
 imports triton.runtime.autotuner, the module file of each autotuned kernel is written once
 ({"autotuneModule": fn, "file": ...}): an autotune result's salt is made of its package. Under a
-lazy restore (KCACHE_LAZY_SOCKET, set by kcache run), a lookup of a file absent from its entry folder
-first asks kcache to fetch that entry from the store (docs/concepts.md). At exit each process that
+lazy restore (KCACHE_LAZY_SOCKET, set by kcache run or for the steps after the action's restore
+step), a lookup of a file absent from its entry folder first asks kcache to fetch that entry from
+the store (docs/concepts.md); the hook is in for that alone when no telemetry file is named. At exit each process that
 imported triton writes one line saying whether the listener and the wrapper were in, with
 torch.compile's FX graph and AOTAutograd cache hits and misses when it compiled. Then any other
 sitecustomize on the path runs, as it would have without kcache. Nothing here may break the job:
@@ -34,6 +35,8 @@ _local = threading.local()
 
 
 def _write(record):
+    if not _FILE:
+        return
     try:
         line = json.dumps(record, separators=(",", ":")) + "\n"
         fd = os.open(_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -364,16 +367,17 @@ def _run_next_sitecustomize():
     spec.loader.exec_module(module)
 
 
-if _FILE:
+if _FILE or _LAZY["socket"]:
     try:
         for _name, _after in _AFTER_LOAD.items():
             if _name in sys.modules:
                 _after(sys.modules[_name])
         if not all(n in sys.modules for n in _AFTER_LOAD):
             sys.meta_path.insert(0, _KnobsFinder())
-        import atexit
+        if _FILE:
+            import atexit
 
-        atexit.register(_at_exit)
+            atexit.register(_at_exit)
     except Exception:
         pass
 try:

@@ -1,6 +1,7 @@
 import * as core from "@actions/core";
 import { Strictness } from "../cache/faults.js";
-import { readState, restoredContext } from "../cache/local-state.js";
+import { serveLookups } from "../cache/lazy/lookup-daemon.js";
+import { afterRestore, readState, restoredContext } from "../cache/local-state.js";
 import { restore } from "../cache/restore/restore.js";
 import type { SaveOptions } from "../cache/save/save.js";
 import { keyRecorded } from "../cache/save/save-report.js";
@@ -16,6 +17,7 @@ import { prewarm } from "../pipeline/prewarm.js";
 import { defaultOutDir, type RunReport, runProfile } from "../pipeline/run-profile.js";
 import { settleStage } from "../pipeline/stages/settle-stage.js";
 import { stderrProgress } from "../progress.js";
+import { servesLookups, startLookups, stopLookups } from "./action-lookups.js";
 import { githubCommandLog } from "./command-groups.js";
 import { Inputs, Outputs, SAVE_ALWAYS_ENV, State } from "./io-names.js";
 import { publishRun, setOutputs } from "./outputs.js";
@@ -120,7 +122,11 @@ async function restoreStep(log: Log, postSave: boolean): Promise<void> {
   const { ctx } = j;
   setOutputs({ [Outputs.primaryKey]: ctx.key });
   const lookupOnly = flag(Inputs.lookupOnly);
-  const r = await tolerateCacheFailure("restore", ctx.strict, log, () => restore(ctx, { lookupOnly }));
+  const serves = servesLookups(ctx, lookupOnly);
+  const r = await tolerateCacheFailure("restore", ctx.strict, log, () =>
+    restore(ctx, { lookupOnly, servesLookups: serves }),
+  );
+  if (r && serves) await startLookups(r, log);
   // Later steps find each cache where it was restored: a folder of the job's own under isolate.
   for (const c of restoredContext(ctx, r).caches) if (c.env) core.exportVariable(c.env, c.path);
   setOutputs({
@@ -156,8 +162,10 @@ async function saveStep(log: Log, key?: string, post = false): Promise<void> {
     post && env[SAVE_ALWAYS_ENV] === "true"
       ? { evict: { never: "save-always: the job may have failed, so its use proves nothing" } }
       : {};
+  // The lookups the restore step served end first: the state then says what came from other jobs live.
+  const lazy = await stopLookups(log);
   const state = readState(ctx.stateFile);
-  const r = await dropInSave(ctx, opts, [], state);
+  const r = await dropInSave(ctx, opts, [], state, lazy);
   if (r) log.info(`${r.message} (${r.store})`);
   if (r && keyRecorded(r.outcome))
     log.info(usageSummary(r.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));
@@ -201,6 +209,23 @@ async function prewarmStep(log: Log): Promise<void> {
     [Outputs.prewarm]: r.outcome,
   });
   if (r.run) publish(r.run);
+}
+
+/**
+ * The process the restore step starts to serve the job's lookups until the save step
+ * (action-lookups.ts): the same inputs build the same job, whose restore the local state records.
+ * It writes nothing to the job's log: what it warns of is in its answer to the stop request.
+ */
+export async function runLookupDaemon(prefetched: number): Promise<void> {
+  const warnings: string[] = [];
+  const log: Log = { warnings, info: () => {}, warn: (m) => warnings.push(m), debug: () => {} };
+  try {
+    const { ctx } = await job(log);
+    const state = readState(ctx.stateFile);
+    await serveLookups(afterRestore(ctx, state), state, prefetched, warnings, process.stdout);
+  } catch (e) {
+    process.stdout.write(`${JSON.stringify({ error: (e as Error).message })}\n`);
+  }
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { JobContext } from "../cache/job-context.js";
+import type { LazyReport } from "../cache/lazy/job-lookups.js";
 import type { JobRecord } from "../cache/local-state.js";
 import type { SaveReport } from "../cache/save/save-report.js";
 import { type RunOutcome, type RunRecord, runRecord } from "./run-record.js";
@@ -14,7 +15,12 @@ type Context = Pick<JobContext, "key" | "prefix" | "revision" | "stack" | "scope
  * new kernel costs.
  * A job that fails before its save, or whose save fails, leaves no record (`kcache run` records every run).
  */
-export function dropInRunRecord(ctx: Context, job: JobRecord | undefined, report: SaveReport): RunRecord {
+export function dropInRunRecord(
+  ctx: Context,
+  job: JobRecord | undefined,
+  report: SaveReport,
+  lazy: LazyReport | null = null,
+): RunRecord {
   const savedAt = Date.now() - report.seconds * 1000;
   const r = job?.restored;
   const stage = (kind: "restore" | "save", seconds: number) => ({
@@ -47,6 +53,7 @@ export function dropInRunRecord(ctx: Context, job: JobRecord | undefined, report
       ? { cacheHit: r.cacheHit, matchedKey: r.matchedKey, entriesRestored: r.entries, bytesRestored: r.bytes }
       : null,
     save: report,
+    lazy,
   };
   return {
     ...runRecord(outcome, ctx, undefined, ""),

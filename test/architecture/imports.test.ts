@@ -39,7 +39,7 @@ const MAY_IMPORT: Record<string, string[]> = {
     "telemetry",
   ],
   report: ["cache", "checks", "history", "pipeline"],
-  github: ["cache", "config", "job", "keys", "kinds", "pipeline", "report", "stack", "store"],
+  github: ["cache", "config", "job", "keys", "kinds", "pipeline", "report", "stack", "store", "telemetry"],
   cli: [
     "cache",
     "checks",

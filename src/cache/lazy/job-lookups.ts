@@ -45,8 +45,15 @@ export class JobLookups {
     private readonly deferred: number,
   ) {}
 
-  /** Starts serving when the restore left entries in the store or the store is live; null otherwise. */
-  static async start(ctx: JobContext, state: LocalState | null): Promise<JobLookups | null> {
+  /**
+   * Starts serving when the restore left entries in the store or the store is live; null otherwise.
+   * `onStop`: served in a process of its own (lookup-daemon.ts), what answers the request to stop.
+   */
+  static async start(
+    ctx: JobContext,
+    state: LocalState | null,
+    onStop?: () => Promise<unknown>,
+  ): Promise<JobLookups | null> {
     const deferred = state?.job?.deferred ?? {};
     const count = deferredTally(deferred).entries;
     if (count === 0 && !ctx.live) return null;
@@ -59,7 +66,7 @@ export class JobLookups {
     const live = ctx.live ? { scopes: ctx.scopes.read, stackId: ctx.stack.stackId } : null;
     const fetcher = new EntryFetcher(ctx.store, ctx.runtime.zstd, caches, deferred, live);
     const writer = ctx.live ? new LiveWriter(ctx, caches) : null;
-    const server = await LookupServer.start(fetcher, writer);
+    const server = await LookupServer.start(fetcher, writer, onStop);
     ctx.log.debug(
       `serving lookups (${count} deferred entries${ctx.live ? ", live" : ""}) at ${server.socket}`,
     );
@@ -115,5 +122,10 @@ export function lazyLine(r: LazyReport): string {
   const down = r.storeDown
     ? `; the store was given up on (${r.storeDown}): the job compiled what it could not fetch`
     : "";
-  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${formatBytes(r.bytesRead)}, ${r.waitSeconds.toFixed(2)} s waited), ${r.neverFetched} of ${r.deferred} never needed${r.failed ? `, ${r.failed} lookups not served` : ""}${r.withheld ? `, ${r.withheld} autotune results withheld` : ""}${r.live || r.liveWritten ? `; live: ${r.live} found shared by other jobs, ${r.liveWritten} shared` : ""}${down}`;
+  const fetched = `${formatBytes(r.bytesRead)}, ${r.waitSeconds.toFixed(2)} s waited`;
+  const refused = `${r.failed ? `, ${r.failed} lookups not served` : ""}${r.withheld ? `, ${r.withheld} autotune results withheld` : ""}`;
+  const live = `live: ${r.live} entries found shared by other jobs, ${r.liveWritten} shared`;
+  // A job whose restore left nothing in the store (store.live alone) has no lazy restore to speak of.
+  if (r.prefetched === 0 && r.deferred === 0) return `${live} (${fetched})${refused}${down}`;
+  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${fetched}), ${r.neverFetched} of ${r.deferred} never needed${refused}${r.live || r.liveWritten ? `; ${live}` : ""}${down}`;
 }

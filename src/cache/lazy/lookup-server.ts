@@ -14,57 +14,92 @@ const MAX_REQUEST = 16 * 1024;
  * Triton's cache manager looks up a file of an entry folder that is not on disk, sends
  * `{"folder": ..., "file": ...}` and waits for `{"placed": bool, "why": ...}` (the entry is then in
  * place, or the job compiles it); under store.live it also sends `{"wrote": folder}` after each write
- * into an entry folder. The socket is the job's own: mode 0600 in a private folder.
+ * into an entry folder. The socket is the job's own: mode 0600 in a private folder. Served by a
+ * process of its own (the action's steps, lookup-daemon.ts), it also takes `{"stop": true}` from
+ * the step that ends the job, answered with what `onStop` returns.
  */
 export class LookupServer {
+  /** Answers under way: stopping waits for them, not for idle connections. */
+  private readonly pending = new Set<Promise<void>>();
+
   private constructor(
     private readonly server: net.Server,
     readonly socket: string,
     private readonly dir: string,
   ) {}
 
-  static async start(fetcher: EntryFetcher, writer: LiveWriter | null = null): Promise<LookupServer> {
+  static async start(
+    fetcher: EntryFetcher,
+    writer: LiveWriter | null = null,
+    onStop?: () => Promise<unknown>,
+  ): Promise<LookupServer> {
     // A Unix socket's path is bounded (~107 bytes): a short folder of its own under the system's temp.
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-lazy-"));
     const socket = path.join(dir, `${randomBytes(4).toString("hex")}.sock`);
-    const server = net.createServer((conn) => serve(conn, fetcher, writer));
+    let self: LookupServer | null = null;
+    const server = net.createServer((conn) => self?.serve(conn, { fetcher, writer, onStop }));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(socket, () => resolve());
     });
     fs.chmodSync(socket, 0o600);
     server.unref();
-    return new LookupServer(server, socket, dir);
+    self = new LookupServer(server, socket, dir);
+    return self;
   }
 
   /** Stops taking lookups; those under way are answered first. */
   async stop(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.close();
+    while (this.pending.size) await Promise.allSettled([...this.pending]);
     fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private serve(conn: net.Socket, handlers: Handlers): void {
+    let text = "";
+    conn.setEncoding("utf8");
+    conn.on("error", () => {});
+    conn.on("data", (chunk: string) => {
+      text += chunk;
+      if (text.length > MAX_REQUEST) {
+        conn.destroy();
+        return;
+      }
+      const nl = text.indexOf("\n");
+      if (nl < 0) return;
+      conn.removeAllListeners("data");
+      const line = text.slice(0, nl);
+      if (handlers.onStop && isStop(line)) {
+        // Not pending: stopping waits for lookups, and this answer comes after it.
+        void handlers.onStop().then((a) => conn.end(`${JSON.stringify(a)}\n`));
+        return;
+      }
+      const done = answer(line, handlers).then((a) => {
+        conn.end(`${JSON.stringify(a)}\n`);
+      });
+      this.pending.add(done);
+      void done.finally(() => this.pending.delete(done));
+    });
   }
 }
 
-function serve(conn: net.Socket, fetcher: EntryFetcher, writer: LiveWriter | null): void {
-  let text = "";
-  conn.setEncoding("utf8");
-  conn.on("error", () => {});
-  conn.on("data", (chunk: string) => {
-    text += chunk;
-    if (text.length > MAX_REQUEST) {
-      conn.destroy();
-      return;
-    }
-    const nl = text.indexOf("\n");
-    if (nl < 0) return;
-    conn.removeAllListeners("data");
-    void answer(text.slice(0, nl), fetcher, writer).then((a) => conn.end(`${JSON.stringify(a)}\n`));
-  });
+interface Handlers {
+  fetcher: EntryFetcher;
+  writer: LiveWriter | null;
+  onStop?: () => Promise<unknown>;
+}
+
+function isStop(line: string): boolean {
+  try {
+    return (JSON.parse(line) as { stop?: unknown })?.stop === true;
+  } catch {
+    return false;
+  }
 }
 
 async function answer(
   line: string,
-  fetcher: EntryFetcher,
-  writer: LiveWriter | null,
+  { fetcher, writer }: Handlers,
 ): Promise<{ placed: boolean; why: string }> {
   let req: { folder?: unknown; file?: unknown; wrote?: unknown };
   try {

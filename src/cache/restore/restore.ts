@@ -29,7 +29,7 @@ export async function restore(
   ctx: JobContext,
   opts: {
     lookupOnly?: boolean;
-    /** The caller serves the job's lookups (kcache run): `restore: lazy` caches may leave entries in the store. */
+    /** The caller serves the job's lookups (kcache run, the action's restore step): `restore: lazy` caches may leave entries in the store. */
     servesLookups?: boolean;
   } = {},
 ): Promise<RestoreReport> {
@@ -255,11 +255,11 @@ function noLazy(ctx: JobContext): Set<string> {
   const lazy = ctx.caches.filter((c) => c.lazy).map((c) => c.name);
   if (lazy.length)
     ctx.log.info(
-      `${lazy.join(", ")}: restore: lazy needs kcache run, which serves the job's lookups while its commands run; restored whole here`,
+      `${lazy.join(", ")}: restore: lazy needs kcache run or the action's restore step, which serve the job's lookups while it runs; restored whole here`,
     );
   if (ctx.live)
     ctx.log.info(
-      "store.live needs kcache run, which shares the job's kernels as it compiles them: nothing is shared live in this job",
+      "store.live needs kcache run or the action's restore step, which share the job's kernels as it compiles them: nothing is shared live in this job",
     );
   return new Set();
 }

@@ -131,3 +131,13 @@ export function countSaved(
     }
   }
 }
+
+/** Why a save with no entry of its own saved nothing, as a person reads it. */
+export function nothingToSave(report: SaveReport): string {
+  const { unverified, live } = report.leftOut;
+  if (unverified.entries)
+    return `nothing this job can vouch for: the ${unverified.entries} entries in the caches were there before it and are in no key it restored (local, unverified); nothing saved`;
+  if (live.entries)
+    return `nothing of its own: the ${live.entries} entries in the caches came from other jobs live, and those jobs' saves key them; nothing saved`;
+  return "the caches hold no complete entries; nothing saved";
+}

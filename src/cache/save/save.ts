@@ -17,7 +17,13 @@ import { jobsOwn } from "./save-attribution.js";
 import { commitManifest, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
-import { countSaved, emptySaveReport, type SaveOutcome, type SaveReport } from "./save-report.js";
+import {
+  countSaved,
+  emptySaveReport,
+  nothingToSave,
+  type SaveOutcome,
+  type SaveReport,
+} from "./save-report.js";
 import { type Present, presentId, scanForSave } from "./save-scan.js";
 import { Unrelocatable } from "./save-unrelocatable.js";
 
@@ -108,13 +114,7 @@ class SaveRun {
       this.report.entriesReused = this.reused.length;
       return this.done("nothing-new", `nothing new since ${parent.key}: no pack written, 0 bytes uploaded`);
     }
-    if (this.kept.length === 0)
-      return this.done(
-        "empty",
-        this.report.leftOut.unverified.entries
-          ? `nothing this job can vouch for: the ${this.report.leftOut.unverified.entries} entries in the caches were there before it and are in no key it restored (local, unverified); nothing saved`
-          : "the caches hold no complete entries; nothing saved",
-      );
+    if (this.kept.length === 0) return this.done("empty", nothingToSave(this.report));
     await this.takeLease();
     try {
       // Nothing new still records the key: a manifest over the parent's packs and no pack bytes, so an
