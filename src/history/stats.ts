@@ -1,4 +1,5 @@
 import { medianOf } from "../checks/record-diff.js";
+import { formatBytes } from "../format.js";
 import type { LazyCounts, RunRecord } from "./run-record.js";
 import { type EntryCost, entryCost, secondsSaved } from "./time-saved.js";
 
@@ -105,6 +106,36 @@ export function weeklyStats(records: RunRecord[]): WeekStats[] {
   return out.sort((a, b) =>
     a.prefix === b.prefix ? (a.week < b.week ? 1 : -1) : a.prefix < b.prefix ? -1 : 1,
   );
+}
+
+/** The columns of a week's lazy and live counts, as `kcache stats` prints them and its page shows them. */
+export const LAZY_COLUMNS = [
+  "prefix",
+  "week",
+  "lazy or live runs",
+  "entries fetched ahead",
+  "on demand",
+  "live",
+  "never needed",
+  "bytes read by lookups",
+  "lookups waited s",
+] as const;
+
+/** A week's lazy and live counts in LAZY_COLUMNS' order; null for a week without them. */
+export function lazyCells(w: WeekStats): string[] | null {
+  const l = w.lazy;
+  if (!l) return null;
+  return [
+    w.prefix,
+    w.week,
+    String(l.runs),
+    String(l.prefetched),
+    String(l.onDemand),
+    String(l.live),
+    String(l.neverFetched),
+    formatBytes(l.bytesRead),
+    l.waitSeconds.toFixed(2),
+  ];
 }
 
 /** The lazy and live counts of the runs that had them, summed. */

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { LazyReport } from "../cache/lazy/job-lookups.js";
 import { diffRecords, medianOf, type RecordDiff } from "../checks/record-diff.js";
 import { type ResultRecord, readRecords } from "../checks/records.js";
 import type { CompareSpec } from "../config/profile-schema.js";
@@ -31,6 +32,8 @@ export interface CompareRun {
   /** Autotune results the run's kernels ran on: given by the restore (pinned winners) or tuned in the run. */
   autotune: { given: number; tuned: number; producers: string[] };
   stages: Stage[];
+  /** A lazy restore's and live sharing's counts (restore: lazy, store.live); absent or null without. */
+  lazy?: LazyReport | null;
 }
 
 export interface CompareReport {
@@ -194,6 +197,7 @@ function summarise(label: string, kind: "cold" | "warm", round: number, r: RunRe
     })),
     autotune: autotuneOf(r),
     stages: r.stages,
+    lazy: r.lazy ?? null,
   };
 }
 

@@ -23,7 +23,7 @@ export type {
   Stage,
 } from "./run-report.js";
 
-import { JobLookups, type LazyReport, lazyLine } from "../cache/lazy/job-lookups.js";
+import { allFetchedAhead, JobLookups, type LazyReport, lazyLine } from "../cache/lazy/job-lookups.js";
 import { readState, restoredContext } from "../cache/local-state.js";
 import type { RestoreReport } from "../cache/restore/restore.js";
 import { hostEnvironment } from "../environment.js";
@@ -141,7 +141,9 @@ async function commandsServed(
   } finally {
     await lookups?.stop(restored?.lazy?.prefetched ?? 0);
   }
-  const lazy = (await lookups?.stop(restored?.lazy?.prefetched ?? 0)) ?? null;
+  // A lazy restore that left nothing in the store served no lookups: every entry came ahead.
+  const prefetched = restored?.lazy?.prefetched ?? 0;
+  const lazy = lookups ? await lookups.stop(prefetched) : restored?.lazy ? allFetchedAhead(prefetched) : null;
   if (lazy) log.info(lazyLine(lazy));
   return lazy;
 }

@@ -1,5 +1,5 @@
 import type { CompareReport } from "../pipeline/compare.js";
-import { compareMarkdown, winnersLine } from "./compare-markdown.js";
+import { compareMarkdown, lazyRunsLine, winnersLine } from "./compare-markdown.js";
 import { escapeHtml } from "./html-escape.js";
 
 /**
@@ -40,6 +40,7 @@ details pre { white-space: pre-wrap; background: #f7f7f7; padding: .5rem; }
 <svg id="timeline" role="img" aria-label="stage timeline"></svg>
 <h2>Per-record timing change, warm vs cold</h2>
 <p id="winners">${escapeHtml(winnersLine(r))}</p>
+${lazyRunsLine(r) ? `<p id="lazy">${escapeHtml(lazyRunsLine(r) as string)}</p>` : ""}
 <p id="records-note"></p>
 <p class="legend"><span style="background:#2b9a66"></span>faster warm than cold
 <span style="background:#d9822b"></span>slower <span style="border:2px solid #b3261e"></span>beyond the threshold

@@ -1,5 +1,6 @@
 import { formatRange } from "../checks/record-diff.js";
-import type { CompareReport } from "../pipeline/compare.js";
+import { formatBytes } from "../format.js";
+import type { CompareReport, CompareRun } from "../pipeline/compare.js";
 
 const s = (v: number) => `${v.toFixed(2)} s`;
 
@@ -22,6 +23,8 @@ export function compareMarkdown(r: CompareReport): string {
     `Kernels compiled per run: cold ${x.kernelsCompiled.cold.join(", ")}; warm ${x.kernelsCompiled.warm.join(", ")}. kcache's own time: restore ${s(x.restoreSeconds.median)} (median of warm runs), save ${x.saveSeconds.values.length ? s(x.saveSeconds.median) : "-"} (the seeding run).`,
   ];
   lines.push("", winnersLine(r));
+  const lazy = lazyRunsLine(r);
+  if (lazy) lines.push("", lazy);
   if (r.records) {
     const d = r.records;
     lines.push(
@@ -42,6 +45,18 @@ export function compareMarkdown(r: CompareReport): string {
       lines.push(`Records only in cold runs: ${d.missing.length}; only in warm runs: ${d.extra.length}.`);
   }
   return `${lines.join("\n")}\n`;
+}
+
+/**
+ * What the warm runs' lazy restores fetched (restore: lazy, store.live), one number per run: ahead,
+ * when looked up, never needed, bytes read and seconds waited. Null when no run had one.
+ */
+export function lazyRunsLine(r: CompareReport): string | null {
+  const warm = r.runs.filter((x) => x.kind === "warm" && x.lazy);
+  if (!warm.length) return null;
+  const each = (f: (l: NonNullable<CompareRun["lazy"]>) => string) =>
+    warm.map((x) => f(x.lazy as NonNullable<CompareRun["lazy"]>)).join(", ");
+  return `Lazy restore, warm runs: entries fetched ahead ${each((l) => String(l.prefetched))}; fetched when looked up ${each((l) => String(l.onDemand))}; found live ${each((l) => String(l.live))}; never needed ${each((l) => String(l.neverFetched))}; bytes read on demand ${each((l) => formatBytes(l.bytesRead))}; lookups waited ${each((l) => `${l.waitSeconds.toFixed(2)} s`)}.`;
 }
 
 /**

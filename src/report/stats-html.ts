@@ -1,5 +1,5 @@
 import { formatBytes } from "../format.js";
-import type { WeekStats } from "../history/stats.js";
+import { LAZY_COLUMNS, lazyCells, type WeekStats } from "../history/stats.js";
 import { escapeHtml } from "./html-escape.js";
 
 export interface StatsPage {
@@ -14,7 +14,8 @@ export interface StatsPage {
 /**
  * `kcache stats --html`: a self-contained page (data embedded as JSON, drawn by an inline script into
  * SVG; no network) with, per workload prefix and week, the hit rate and the median Triton compile
- * seconds of missed and of exact-hit runs, and the same numbers in a table.
+ * seconds of missed and of exact-hit runs, and the same numbers in a table; weeks with lazy restores
+ * or live sharing get a table of what those fetched.
  */
 export function statsHtml(p: StatsPage): string {
   const data = JSON.stringify(p).replace(/</g, "\\u003c");
@@ -26,6 +27,18 @@ export function statsHtml(p: StatsPage): string {
         `<tr><td>${escapeHtml(w.prefix)}</td><td>${w.week}</td><td>${w.runs}</td><td>${w.hits.exact} / ${w.hits.prefix} / ${w.hits.miss}</td><td>${w.hitRate === null ? "-" : `${Math.round(w.hitRate * 100)}%`}</td><td>${w.kernelsCompiled}</td><td>${cell(w.compileSecondsCold)} / ${cell(w.compileSecondsWarm)}</td><td>${cell(w.secondsSavedEstimate, 0)}</td><td>${cell(w.restoreSeconds?.p50, 2)} / ${cell(w.saveSeconds?.p50, 2)}</td></tr>`,
     )
     .join("\n");
+  const lazyRows = p.weeks.flatMap((w) => {
+    const cells = lazyCells(w);
+    return cells ? [`<tr>${cells.map((c) => `<td>${escapeHtml(c)}</td>`).join("")}</tr>`] : [];
+  });
+  const lazyTable = lazyRows.length
+    ? `<h2>Lazy restores and live sharing</h2>
+<table id="lazy">
+<tr>${LAZY_COLUMNS.map((c) => `<th>${c}</th>`).join("")}</tr>
+${lazyRows.join("\n")}
+</table>
+`
+    : "";
   // Only series some week has a value for: a legend entry for nothing drawn misleads.
   const has = (f: (w: WeekStats) => number | null | undefined) => p.weeks.some((w) => f(w) != null);
   const legend = [
@@ -66,7 +79,7 @@ ${prefixes.map((x, i) => `<h2>${escapeHtml(x)}</h2>\n<svg id="chart-${i}" data-p
 <tr><th>prefix</th><th>week</th><th>runs</th><th>exact / prefix / miss</th><th>hit rate</th><th>kernels compiled</th><th>compile s cold / warm</th><th>saved s (est.)</th><th>restore / save s p50</th></tr>
 ${rows}
 </table>
-<script>
+${lazyTable}<script>
 const data = ${data};
 const NS = "http://www.w3.org/2000/svg";
 const el = (name, attrs, text) => {

@@ -154,3 +154,46 @@ describe("the stats page's legend", () => {
     expect(page).toContain("The store holds 105 B for p.");
   });
 });
+
+describe("the stats page's lazy table", () => {
+  const week = (prefix: string, lazy: WeekStats["lazy"]) =>
+    ({
+      prefix,
+      week: "2026-W49",
+      runs: 2,
+      hits: { exact: 2, prefix: 0, miss: 0 },
+      hitRate: 1,
+      kernelsCompiled: 0,
+      compileSecondsCold: null,
+      compileSecondsWarm: null,
+      secondsSavedEstimate: null,
+      restoreSeconds: null,
+      saveSeconds: null,
+      lazy,
+    }) as unknown as WeekStats;
+  const page = (weeks: WeekStats[]) =>
+    statsHtml({ store: "local store /s", scope: "branch/main", runs: 2, weeks, storeBytes: {} });
+
+  it("shows what lazy restores and live sharing fetched, per prefix and week, and nothing for weeks without them", () => {
+    const lazy = {
+      runs: 2,
+      prefetched: 86,
+      onDemand: 7,
+      live: 3,
+      neverFetched: 353,
+      bytesRead: 2_000_000,
+      waitSeconds: 0.25,
+    };
+    const html = page([week("fla-bench", lazy), week("fla-tests", null)]);
+    const table = html.slice(
+      html.indexOf('<table id="lazy">'),
+      html.indexOf("</table>", html.indexOf('<table id="lazy">')),
+    );
+    expect(table).toContain("<th>on demand</th>");
+    expect(table).toContain(
+      "<tr><td>fla-bench</td><td>2026-W49</td><td>2</td><td>86</td><td>7</td><td>3</td><td>353</td><td>2.00 MB</td><td>0.25</td></tr>",
+    );
+    expect(table).not.toContain("fla-tests");
+    expect(page([week("fla-tests", null)])).not.toContain("Lazy restores and live sharing");
+  });
+});

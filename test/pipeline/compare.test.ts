@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { allFetchedAhead } from "../../src/cache/lazy/job-lookups.js";
 import { resolveConfig } from "../../src/config/load.js";
 import { buildJob } from "../../src/job/build-job.js";
 import { silentLog } from "../../src/log.js";
@@ -51,6 +52,28 @@ async function compareSim(env: Record<string, string> = {}, rounds = 2) {
 }
 
 describe("kcache compare", () => {
+  it("says per warm run what its lazy restore fetched (restore: lazy), in the Markdown and on the page", async () => {
+    const { report } = await compareSim({}, 1);
+    // An eager comparison has no lazy restore to speak of.
+    expect(report.runs.every((r) => r.lazy === null)).toBe(true);
+    expect(compareMarkdown(report)).not.toContain("Lazy restore");
+    expect(compareHtml(report)).not.toContain('<p id="lazy">');
+    // The counts a warm run's lazy restore reports (run-profile.ts's LazyReport, as FLA's smoke run had them).
+    const warm = report.runs.find((r) => r.kind === "warm") as (typeof report.runs)[number];
+    warm.lazy = {
+      ...allFetchedAhead(43),
+      deferred: 180,
+      onDemand: 2,
+      neverFetched: 178,
+      bytesRead: 51_000,
+      waitSeconds: 0.01,
+    };
+    const line =
+      "Lazy restore, warm runs: entries fetched ahead 43; fetched when looked up 2; found live 0; never needed 178; bytes read on demand 51.0 kB; lookups waited 0.01 s.";
+    expect(compareMarkdown(report)).toContain(line);
+    expect(compareHtml(report)).toContain(`<p id="lazy">${line}</p>`);
+  });
+
   it("alternates cold and warm runs and shows the saving is compilation", async () => {
     const { report } = await compareSim();
     expect(report.runs.map((r) => r.label)).toEqual(["cold-1", "warm-1", "cold-2", "warm-2"]);

@@ -105,6 +105,24 @@ export class JobLookups {
   }
 }
 
+/** The report of a lazy restore that left nothing in the store: every entry it wanted came ahead. */
+export function allFetchedAhead(prefetched: number): LazyReport {
+  return {
+    prefetched,
+    deferred: 0,
+    neverFetched: 0,
+    liveWritten: 0,
+    onDemand: 0,
+    notInKey: 0,
+    failed: 0,
+    withheld: 0,
+    live: 0,
+    bytesRead: 0,
+    waitSeconds: 0,
+    storeDown: null,
+  };
+}
+
 /** Notes in the state the save reads which entries came from other jobs' live objects. */
 function recordLiveFetched(ctx: JobContext, state: LocalState | null, ids: string[]): void {
   if (!ids.length || !state?.job) return;

@@ -5,7 +5,14 @@ import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
-import { readRunRecords, type WeekStats, weeklyStats, workloadOf } from "../../history/stats.js";
+import {
+  LAZY_COLUMNS,
+  lazyCells,
+  readRunRecords,
+  type WeekStats,
+  weeklyStats,
+  workloadOf,
+} from "../../history/stats.js";
 import { type PrefixWorkingSet, workingSets } from "../../history/working-sets.js";
 import { jobScopes } from "../../job/build-context.js";
 import { defaultBranchScope } from "../../keys/scope.js";
@@ -111,15 +118,14 @@ function weekLines(
     "job-times": "learnt from the jobs' seconds over their new kernels",
     "job-times-upper-bound": "at most: the jobs' seconds per new kernel, too few runs for more",
   };
-  const lazy = weeks.filter((w) => w.lazy);
-  if (lazy.length)
+  if (weeks.some((w) => w.lazy))
     lines.push(
       "",
-      "| prefix | week | lazy or live runs | entries fetched ahead | on demand | live | never needed | bytes read by lookups | lookups waited s |",
-      "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-      ...lazy.map((w) => {
-        const l = w.lazy as NonNullable<WeekStats["lazy"]>;
-        return `| ${w.prefix} | ${w.week} | ${l.runs} | ${l.prefetched} | ${l.onDemand} | ${l.live} | ${l.neverFetched} | ${formatBytes(l.bytesRead)} | ${l.waitSeconds.toFixed(2)} |`;
+      `| ${LAZY_COLUMNS.join(" | ")} |`,
+      `|---|---|${"---:|".repeat(LAZY_COLUMNS.length - 2)}`,
+      ...weeks.flatMap((w) => {
+        const cells = lazyCells(w);
+        return cells ? [`| ${cells.join(" | ")} |`] : [];
       }),
     );
   const costs = new Map(weeks.flatMap((w) => (w.entryCost ? [[w.prefix, w.entryCost] as const] : [])));
