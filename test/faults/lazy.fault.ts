@@ -30,12 +30,12 @@ const IDLE_S = 2;
  * later full job gets 2 kernels ahead and looks the rest up. Before the workload, the job touches
  * $FLIP: a fault proxy turns on then, mid-job, after the restore.
  */
-function lazyProject(store: "local" | "local-live" | { prefix: string }) {
+function lazyProject(store: "local" | "local-live" | { prefix: string; live?: boolean }) {
   const dir = tempDir("kcache-lazy-fault");
   const storeYaml =
     store === "local" || store === "local-live"
       ? `store:\n  path: ${path.join(dir, "store")}${store === "local-live" ? "\n  live: true" : ""}`
-      : `store:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${store.prefix}/\n  path-style: true\n  idle-timeout: ${IDLE_S}s\n  connect-timeout: ${IDLE_S}s\n  retries: 1`;
+      : `store:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${store.prefix}/\n  path-style: true\n  idle-timeout: ${IDLE_S}s\n  connect-timeout: ${IDLE_S}s\n  retries: 1${store.live ? "\n  live: true" : ""}`;
   const profile = (name: string, args: string) => [
     `  ${name}:`,
     "    env:",
@@ -107,9 +107,18 @@ function corrupt(seed: string, job: string): string[] {
 }
 
 interface RunJson {
+  passed: boolean;
   kernels: { compiled: number };
   restore: { lazy: { prefetched: number; deferred: number } | null };
-  lazy: { onDemand: number; failed: number; waitSeconds: number; storeDown: string | null } | null;
+  lazy: {
+    onDemand: number;
+    failed: number;
+    waitSeconds: number;
+    storeDown: string | null;
+    liveWritten: number;
+    liveFailed: number;
+    liveFlushSeconds: number;
+  } | null;
 }
 
 describe("restore: lazy, the store failing mid-job", () => {
@@ -151,6 +160,41 @@ describe("restore: lazy, the store failing mid-job", () => {
         await proxy.close();
       }
       expect(tally.save()).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
+    },
+  );
+});
+
+describe("store.live, the store failing mid-job", () => {
+  const FAULTS: [string, Fault][] = [
+    ["live: the store hangs mid-job (every request after the restore never answered)", { kind: "hang" }],
+    ["live: the store is killed mid-job (every connection after the restore reset)", { kind: "drop" }],
+  ];
+  it.each(FAULTS)(
+    "%s: the job passes, its new kernels go unshared, and its end waits one idle timeout at most for them",
+    async (name, fault) => {
+      const p = lazyProject({ prefix: name.replace(/[^a-z]+/g, "-").slice(0, 30), live: true });
+      const tally = new Tally(name);
+      const flip = path.join(p.dir, "job", "flipped");
+      const proxy = await faultProxy(server.endpoint, () => (fs.existsSync(flip) ? fault : { kind: "pass" }));
+      try {
+        // Nothing saved yet: the job compiles every kernel, and each one it completes is to be shared live.
+        const r = await p.run("full", "job", "a", { KCACHE_S3_ENDPOINT: proxy.endpoint });
+        tally.run(r);
+        tally.row.trials++;
+        expect(r.code, r.stderr).toBe(0);
+        const report = JSON.parse(r.stdout) as RunJson;
+        expect(report.passed).toBe(true);
+        expect(report.kernels.compiled).toBeGreaterThan(0);
+        expect(report.lazy?.liveWritten).toBe(0);
+        expect(report.lazy?.liveFailed).toBeGreaterThan(0);
+        // The first failed upload gives the store up: the job's end waits for what was under way, once.
+        expect(report.lazy?.liveFlushSeconds).toBeLessThan(IDLE_S + 1.5);
+        expect(r.stderr).toMatch(/not shared \(the store failed\)/);
+        tally.row.writesOutside = filesOutside(p.dir, ["kcache.yml", ".kcache", "job"]).length;
+      } finally {
+        await proxy.close();
+      }
+      expect(tally.save()).toMatchObject({ writesOutside: 0 });
     },
   );
 });

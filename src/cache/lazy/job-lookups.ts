@@ -17,6 +17,10 @@ export interface LazyReport extends LookupStats {
   neverFetched: number;
   /** Entries the job compiled and shared live (store.live). */
   liveWritten: number;
+  /** Entries the job compiled that were not shared live: the store failed (then no later one is tried). */
+  liveFailed: number;
+  /** Seconds the end of the job waited for live uploads under way (each bounded by the store's idle timeout). */
+  liveFlushSeconds: number;
 }
 
 /** The variables that point a command's Python processes (kcache's hook) at the job's lookups. */
@@ -34,6 +38,7 @@ export interface LookupEnv {
  */
 export class JobLookups {
   private stopped: Promise<void> | null = null;
+  private flushSeconds = 0;
 
   private constructor(
     private readonly ctx: JobContext,
@@ -88,7 +93,11 @@ export class JobLookups {
   async stop(prefetched: number): Promise<LazyReport> {
     this.stopped ??= this.server
       .stop()
-      .then(() => this.writer?.flush())
+      .then(async () => {
+        const t0 = performance.now();
+        await this.writer?.flush();
+        this.flushSeconds = (performance.now() - t0) / 1000;
+      })
       .finally(() => {
         this.fetcher.close();
         recordLiveFetched(this.ctx, this.state, this.fetcher.liveFetched);
@@ -101,6 +110,8 @@ export class JobLookups {
       deferred: this.deferred,
       neverFetched: this.deferred - s.onDemand,
       liveWritten: this.writer?.stats.written ?? 0,
+      liveFailed: this.writer?.stats.failed ?? 0,
+      liveFlushSeconds: this.flushSeconds,
     };
   }
 }
@@ -112,6 +123,8 @@ export function allFetchedAhead(prefetched: number): LazyReport {
     deferred: 0,
     neverFetched: 0,
     liveWritten: 0,
+    liveFailed: 0,
+    liveFlushSeconds: 0,
     onDemand: 0,
     notInKey: 0,
     failed: 0,
@@ -142,8 +155,8 @@ export function lazyLine(r: LazyReport): string {
     : "";
   const fetched = `${formatBytes(r.bytesRead)}, ${r.waitSeconds.toFixed(2)} s waited`;
   const refused = `${r.failed ? `, ${r.failed} lookups not served` : ""}${r.withheld ? `, ${r.withheld} autotune results withheld` : ""}`;
-  const live = `live: ${r.live} entries found shared by other jobs, ${r.liveWritten} shared`;
+  const live = `live: ${r.live} entries found shared by other jobs, ${r.liveWritten} shared${r.liveFailed ? `, ${r.liveFailed} not shared (the store failed)` : ""}`;
   // A job whose restore left nothing in the store (store.live alone) has no lazy restore to speak of.
   if (r.prefetched === 0 && r.deferred === 0) return `${live} (${fetched})${refused}${down}`;
-  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${fetched}), ${r.neverFetched} of ${r.deferred} never needed${refused}${r.live || r.liveWritten ? `; ${live}` : ""}${down}`;
+  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${fetched}), ${r.neverFetched} of ${r.deferred} never needed${refused}${r.live || r.liveWritten || r.liveFailed ? `; ${live}` : ""}${down}`;
 }

@@ -19,10 +19,13 @@ const NOT_ENTRY = /(^lock$|\.lock$|\.tmp\.pid_\d+_)/;
  * is packed alone and written under the job's write scope as `live/<scope>/<stack>/<cache>/<entry>`,
  * then its record (digest, sizes) is written beside it, so a reader never finds a record without
  * its pack. Autotune results are never shared live: a winner is timing, whose producer a key records.
- * A failed upload is counted, never the job's failure.
+ * A failed upload is counted, never the job's failure; after one, the store is given up on for
+ * the rest of the job (each later entry is counted as not shared, and nothing waits on the store).
  */
 export class LiveWriter {
   readonly stats = { written: 0, failed: 0 };
+  /** Why the store was given up on for live uploads, once one failed. */
+  private down: string | null = null;
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly uploads = new Set<Promise<void>>();
   private readonly sent = new Set<string>();
@@ -73,6 +76,10 @@ export class LiveWriter {
     const sig = entry.files.map((f) => `${f.rel}:${f.size}:${f.mtimeMs}`).join("|");
     if (this.sent.has(`${name}|${sig}`)) return;
     this.sent.add(`${name}|${sig}`);
+    if (this.down) {
+      this.stats.failed++;
+      return;
+    }
     const { ctx } = this;
     const objects = liveObjects(ctx.scopes.write, ctx.stack.stackId, cache.name, name);
     try {
@@ -100,6 +107,7 @@ export class LiveWriter {
       this.stats.written++;
     } catch (err) {
       this.stats.failed++;
+      this.down ??= (err as Error).message;
       ctx.log.debug(`live: ${cache.name}/${name} not shared: ${(err as Error).message}`);
     }
   }
