@@ -1810,6 +1810,48 @@ var TEMP_DIR = /^tmp\./;
 var TEMP_FILE = /\.tmp\.pid_\d+_/;
 var LOCK = /(^lock$|\.lock$)/;
 var SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.=+-]*$/;
+function scanEntryFolder(dir, name, tally) {
+  const files = [];
+  let inside;
+  try {
+    inside = fs4.readdirSync(dir, { withFileTypes: true });
+  } catch (e2) {
+    if (vanished(e2)) return null;
+    throw e2;
+  }
+  for (const f2 of inside) {
+    if (f2.isDirectory()) {
+      if (TEMP_DIR.test(f2.name)) tally.tempDirs++;
+      else tally.otherFiles++;
+      continue;
+    }
+    if (!f2.isFile()) {
+      tally.otherFiles++;
+      continue;
+    }
+    if (LOCK.test(f2.name)) {
+      tally.lockFiles++;
+      continue;
+    }
+    if (TEMP_FILE.test(f2.name)) {
+      tally.tempDirs++;
+      continue;
+    }
+    if (MACHINE_LOCAL.test(f2.name)) {
+      tally.localFiles++;
+      continue;
+    }
+    let st2;
+    try {
+      st2 = fs4.statSync(path4.join(dir, f2.name));
+    } catch (e2) {
+      if (vanished(e2)) return null;
+      throw e2;
+    }
+    files.push({ rel: f2.name, size: st2.size, mtimeMs: st2.mtimeMs, atimeMs: st2.atimeMs, ino: st2.ino });
+  }
+  return { name, files };
+}
 var tritonKind = {
   kind: "triton",
   entryShape: "folder",
@@ -1834,49 +1876,8 @@ var tritonKind = {
         result.tempDirs++;
         continue;
       }
-      const dir = path4.join(root, d.name);
-      const files = [];
-      let inside;
-      try {
-        inside = fs4.readdirSync(dir, { withFileTypes: true });
-      } catch (e2) {
-        if (vanished(e2)) continue;
-        throw e2;
-      }
-      let gone = false;
-      for (const f2 of inside) {
-        if (f2.isDirectory()) {
-          if (TEMP_DIR.test(f2.name)) result.tempDirs++;
-          else result.otherFiles++;
-          continue;
-        }
-        if (!f2.isFile()) {
-          result.otherFiles++;
-          continue;
-        }
-        if (LOCK.test(f2.name)) {
-          result.lockFiles++;
-          continue;
-        }
-        if (TEMP_FILE.test(f2.name)) {
-          result.tempDirs++;
-          continue;
-        }
-        if (MACHINE_LOCAL.test(f2.name)) {
-          result.localFiles++;
-          continue;
-        }
-        let st2;
-        try {
-          st2 = fs4.statSync(path4.join(dir, f2.name));
-        } catch (e2) {
-          if (!vanished(e2)) throw e2;
-          gone = true;
-          break;
-        }
-        files.push({ rel: f2.name, size: st2.size, mtimeMs: st2.mtimeMs, atimeMs: st2.atimeMs, ino: st2.ino });
-      }
-      if (!gone) result.entries.push({ name: d.name, files });
+      const entry = scanEntryFolder(path4.join(root, d.name), d.name, result);
+      if (entry) result.entries.push(entry);
     }
     return result;
   },

@@ -436,8 +436,8 @@ export const MUTANTS = [
   {
     name: "Triton-Ascend's precompiled header (.gch) is saved and restored",
     file: "src/kinds/triton.ts",
-    find: "        if (MACHINE_LOCAL.test(f.name)) {",
-    replace: "        if (MACHINE_LOCAL.test(f.name) && false) {",
+    find: "    if (MACHINE_LOCAL.test(f.name)) {",
+    replace: "    if (MACHINE_LOCAL.test(f.name) && false) {",
     tests: ["test/kinds/triton-entry-names.test.ts"],
   },
   {

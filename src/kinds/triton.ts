@@ -62,6 +62,58 @@ export function looksLikeTritonCache(root: string, top: fs.Dirent[]): boolean {
   });
 }
 
+/**
+ * One entry folder's files as a scan of the cache finds them (locks, temp files and machine-local
+ * files left out, counted in `tally`); null when the folder or one of its files vanished under it
+ * (another process moved the entry away: not there, not an error).
+ */
+export function scanEntryFolder(
+  dir: string,
+  name: string,
+  tally: Omit<ScanResult, "entries">,
+): FoundEntry | null {
+  const files: EntryFile[] = [];
+  let inside: fs.Dirent[];
+  try {
+    inside = fs.readdirSync(dir, { withFileTypes: true });
+  } catch (e) {
+    if (vanished(e)) return null;
+    throw e;
+  }
+  for (const f of inside) {
+    if (f.isDirectory()) {
+      if (TEMP_DIR.test(f.name)) tally.tempDirs++;
+      else tally.otherFiles++;
+      continue;
+    }
+    if (!f.isFile()) {
+      tally.otherFiles++;
+      continue;
+    }
+    if (LOCK.test(f.name)) {
+      tally.lockFiles++;
+      continue;
+    }
+    if (TEMP_FILE.test(f.name)) {
+      tally.tempDirs++;
+      continue;
+    }
+    if (MACHINE_LOCAL.test(f.name)) {
+      tally.localFiles++;
+      continue;
+    }
+    let st: fs.Stats;
+    try {
+      st = fs.statSync(path.join(dir, f.name));
+    } catch (e) {
+      if (vanished(e)) return null;
+      throw e;
+    }
+    files.push({ rel: f.name, size: st.size, mtimeMs: st.mtimeMs, atimeMs: st.atimeMs, ino: st.ino });
+  }
+  return { name, files };
+}
+
 export const tritonKind: CacheKind = {
   kind: "triton",
   entryShape: "folder",
@@ -87,51 +139,8 @@ export const tritonKind: CacheKind = {
         result.tempDirs++;
         continue;
       }
-      const dir = path.join(root, d.name);
-      const files: EntryFile[] = [];
-      // Another process (a restore into the same folder, Triton itself) may move an entry away
-      // between the two reads: an entry that vanished is not there, not an error.
-      let inside: fs.Dirent[];
-      try {
-        inside = fs.readdirSync(dir, { withFileTypes: true });
-      } catch (e) {
-        if (vanished(e)) continue;
-        throw e;
-      }
-      let gone = false;
-      for (const f of inside) {
-        if (f.isDirectory()) {
-          if (TEMP_DIR.test(f.name)) result.tempDirs++;
-          else result.otherFiles++;
-          continue;
-        }
-        if (!f.isFile()) {
-          result.otherFiles++;
-          continue;
-        }
-        if (LOCK.test(f.name)) {
-          result.lockFiles++;
-          continue;
-        }
-        if (TEMP_FILE.test(f.name)) {
-          result.tempDirs++;
-          continue;
-        }
-        if (MACHINE_LOCAL.test(f.name)) {
-          result.localFiles++;
-          continue;
-        }
-        let st: fs.Stats;
-        try {
-          st = fs.statSync(path.join(dir, f.name));
-        } catch (e) {
-          if (!vanished(e)) throw e;
-          gone = true;
-          break;
-        }
-        files.push({ rel: f.name, size: st.size, mtimeMs: st.mtimeMs, atimeMs: st.atimeMs, ino: st.ino });
-      }
-      if (!gone) result.entries.push({ name: d.name, files });
+      const entry = scanEntryFolder(path.join(root, d.name), d.name, result);
+      if (entry) result.entries.push(entry);
     }
     return result;
   },

@@ -56,28 +56,72 @@ export default function setup(): () => void {
   };
 }
 
-/** The table of what the scenarios measured, printed; with KCACHE_FAULTS_WRITE=1 also RELIABILITY.md's and the raw rows. */
+/**
+ * The table of what the scenarios measured, printed. With KCACHE_FAULTS_WRITE=1 also RELIABILITY.md's
+ * and the raw rows (a full run: every row); with KCACHE_FAULTS_WRITE=merge, the rows of the scenarios
+ * this run measured replace theirs in the raw file, whose other rows stay, and RELIABILITY.md says which
+ * rows were measured alone, when and where.
+ */
 function writeTable(): void {
   if (!fs.existsSync(ROWS_DIR)) return;
   const rows = fs
     .readdirSync(ROWS_DIR)
-    .map((f) => JSON.parse(fs.readFileSync(path.join(ROWS_DIR, f), "utf8")) as FaultRow)
-    .sort((a, b) => rank(a.fault) - rank(b.fault) || (a.fault < b.fault ? -1 : 1));
-  const table = render(rows);
-  process.stdout.write(`\n${table}\n`);
-  if (process.env.KCACHE_FAULTS_WRITE === "1") {
-    fs.mkdirSync(path.join(ROOT, "bench/results"), { recursive: true });
-    fs.writeFileSync(
-      path.join(ROOT, "bench/results/faults.json"),
-      `${JSON.stringify({ machine: machine(), date: new Date().toISOString().slice(0, 10), rows }, null, 1)}\n`,
-    );
-    const doc = path.join(ROOT, "RELIABILITY.md");
-    const text = fs.readFileSync(doc, "utf8");
-    const start = "<!-- faults:start -->";
-    const end = "<!-- faults:end -->";
-    const block = `${start}\nMeasured by \`KCACHE_FAULTS_WRITE=1 npm run test:faults\` on ${new Date().toISOString().slice(0, 10)}: ${machine()}.\n\n${table}\n${end}`;
-    fs.writeFileSync(doc, text.replace(new RegExp(`${start}[\\s\\S]*${end}`), block));
+    .map((f) => JSON.parse(fs.readFileSync(path.join(ROWS_DIR, f), "utf8")) as FaultRow);
+  process.stdout.write(`\n${render(ordered(rows))}\n`);
+  const mode = process.env.KCACHE_FAULTS_WRITE;
+  if (mode !== "1" && mode !== "merge") return;
+  const rawFile = path.join(ROOT, "bench/results/faults.json");
+  const now = { date: new Date().toISOString().slice(0, 10), machine: machine() };
+  const raw: RawFaults =
+    mode === "merge"
+      ? mergedRows(JSON.parse(fs.readFileSync(rawFile, "utf8")) as RawFaults, rows, now)
+      : { ...now, rows: ordered(rows) };
+  fs.mkdirSync(path.dirname(rawFile), { recursive: true });
+  fs.writeFileSync(rawFile, `${JSON.stringify(raw, null, 1)}\n`);
+  const doc = path.join(ROOT, "RELIABILITY.md");
+  const text = fs.readFileSync(doc, "utf8");
+  const start = "<!-- faults:start -->";
+  const end = "<!-- faults:end -->";
+  const alone = new Map<string, string[]>();
+  for (const r of raw.remeasured ?? []) {
+    const when = `on ${r.date} (${r.machine})`;
+    alone.set(when, [...(alone.get(when) ?? []), `"${r.fault}"`]);
   }
+  const header = [
+    `Measured by \`KCACHE_FAULTS_WRITE=1 npm run test:faults\` on ${raw.date}: ${raw.machine}.`,
+    ...[...alone].map(
+      ([when, faults]) =>
+        `Measured alone ${when}, their files only (\`KCACHE_FAULTS_WRITE=merge\`): ${faults.join("; ")}.`,
+    ),
+  ].join("\n");
+  const block = `${start}\n${header}\n\n${render(raw.rows)}\n${end}`;
+  fs.writeFileSync(doc, text.replace(new RegExp(`${start}[\\s\\S]*${end}`), block));
+}
+
+/** bench/results/faults.json: the last full run's date and machine, its rows, and the rows measured alone since. */
+interface RawFaults {
+  date: string;
+  machine: string;
+  rows: FaultRow[];
+  remeasured?: { fault: string; date: string; machine: string }[];
+}
+
+/** The raw file with this run's rows in place of those of the same scenario, and noted as measured alone. */
+function mergedRows(old: RawFaults, rows: FaultRow[], now: { date: string; machine: string }): RawFaults {
+  const fresh = new Set(rows.map((r) => r.fault));
+  return {
+    date: old.date,
+    machine: old.machine,
+    rows: ordered([...old.rows.filter((r) => !fresh.has(r.fault)), ...rows]),
+    remeasured: [
+      ...(old.remeasured ?? []).filter((r) => !fresh.has(r.fault)),
+      ...rows.map((r) => ({ fault: r.fault, ...now })),
+    ],
+  };
+}
+
+function ordered(rows: FaultRow[]): FaultRow[] {
+  return [...rows].sort((a, b) => rank(a.fault) - rank(b.fault) || (a.fault < b.fault ? -1 : 1));
 }
 
 function rank(fault: string): number {

@@ -7,8 +7,9 @@ import { liveObjects } from "../../src/store/layout.js";
 import { corruptEntries } from "../helpers/entry-compare.js";
 import { type Fault, faultProxy } from "../helpers/fault-proxy.js";
 import { tarOf } from "../helpers/hostile-pack.js";
+import { lazyKcacheYml } from "../helpers/lazy-project.js";
 import { runMeasured } from "../helpers/measured-cli.js";
-import { runSimWorkload, SIM } from "../helpers/python-sim.js";
+import { runSimWorkload } from "../helpers/python-sim.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
 import { tempDir } from "../helpers/sandbox.js";
 import { filesOutside, randomInt, Tally } from "./harness.js";
@@ -36,27 +37,14 @@ function lazyProject(store: "local" | "local-live" | { prefix: string; live?: bo
     store === "local" || store === "local-live"
       ? `store:\n  path: ${path.join(dir, "store")}${store === "local-live" ? "\n  live: true" : ""}`
       : `store:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${store.prefix}/\n  path-style: true\n  idle-timeout: ${IDLE_S}s\n  connect-timeout: ${IDLE_S}s\n  retries: 1${store.live ? "\n  live: true" : ""}`;
-  const profile = (name: string, args: string) => [
-    `  ${name}:`,
-    "    env:",
-    `      PYTHONPATH: ${SIM}`,
-    '      TRITON_SIM_COMPILE_MS: "30"',
-    "    commands:",
-    '      - name: flip\n        run: touch "$FLIP"',
-    "      - name: workload",
-    `        run: python3 ${SIM}/workload.py ${args}`,
-  ];
   fs.writeFileSync(
     path.join(dir, "kcache.yml"),
-    [
-      "caches:\n  - name: triton\n    kind: triton\n    path: ${CACHE_ROOT}\n    restore: lazy",
-      storeYaml,
-      "key:\n  prefix: lazy",
-      "profiles:",
-      ...profile("full", "8 2"),
-      ...profile("some", "2 0"),
-      "",
-    ].join("\n"),
+    lazyKcacheYml({
+      store: [storeYaml],
+      profiles: { full: "8 2", some: "2 0" },
+      before: [{ name: "flip", run: 'touch "$FLIP"' }],
+      compileMs: 30,
+    }),
   );
   const env = (runner: string, sha: string, over: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,

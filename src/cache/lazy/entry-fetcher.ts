@@ -6,6 +6,7 @@ import { type FramedEntry, readFramed } from "../../pack/read/framed-reader.js";
 import { makeStaging } from "../../pack/read/staging-owner.js";
 import { liveObjects } from "../../store/layout.js";
 import type { Store } from "../../store/store.js";
+import { CacheLocator, type LookedUpCache } from "./cache-locator.js";
 import type { DeferredEntries } from "./deferred-entries.js";
 import { liveEntryOf } from "./live-record.js";
 
@@ -45,11 +46,7 @@ export interface LookupAnswer {
   why: string;
 }
 
-/** A cache whose entries are looked up: its name and folder. */
-export interface LookedUpCache {
-  name: string;
-  root: string;
-}
+export type { LookedUpCache } from "./cache-locator.js";
 
 /**
  * Serves a job's lookups of the entries a lazy restore left in the store: each fetched alone (a
@@ -73,7 +70,7 @@ export class EntryFetcher {
   /** Entries placed from other jobs' live objects ("cache/name"): a save never makes them part of a key. */
   readonly liveFetched: string[] = [];
   private readonly done = new Map<string, LookupAnswer>();
-  private readonly roots: { name: string; root: string; real: string }[];
+  private readonly locator: CacheLocator;
   readonly waitMs: number;
 
   constructor(
@@ -83,7 +80,7 @@ export class EntryFetcher {
     private readonly deferred: DeferredEntries,
     private readonly live: LiveReading | null = null,
   ) {
-    this.roots = caches.map((c) => ({ ...c, real: realOr(c.root) }));
+    this.locator = new CacheLocator(caches);
     this.waitMs = store.idleTimeoutMs ?? LOCAL_WAIT_MS;
   }
 
@@ -202,12 +199,10 @@ export class EntryFetcher {
   }
 
   private locate(folder: string) {
-    const abs = path.resolve(folder);
-    const parent = path.dirname(abs);
-    const name = path.basename(abs);
-    const c = this.roots.find((r) => r.root === parent || r.real === parent || r.real === realOr(parent));
-    if (!c || !tritonKind.isEntryName(name)) return null;
-    return { cache: c.name, root: c.root, name, entry: this.deferred[c.name]?.[name] };
+    const at = this.locator.locate(folder);
+    if (!at) return null;
+    const { cache, name } = at;
+    return { cache: cache.name, root: cache.root, name, entry: this.deferred[cache.name]?.[name] };
   }
 
   /** Fetches one entry alone (a ranged read of `wanted.frame` in `object`), verifies it and places it whole. */
@@ -236,13 +231,5 @@ export class EntryFetcher {
     const why = r.bad[0]?.reason ?? r.packError ?? "not placed";
     if (r.storeFault) this.stats.storeDown = r.packError ?? why;
     return { placed: false, why };
-  }
-}
-
-function realOr(p: string): string {
-  try {
-    return fs.realpathSync(p);
-  } catch {
-    return p;
   }
 }

@@ -1,18 +1,15 @@
-import fs from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
-import type { EntryFile, FoundEntry } from "../../kinds/kind.js";
-import { tritonKind } from "../../kinds/triton.js";
+import type { FoundEntry } from "../../kinds/kind.js";
+import { scanEntryFolder, tritonKind } from "../../kinds/triton.js";
 import { writePack } from "../../pack/write/pack-writer.js";
 import { liveObjects } from "../../store/layout.js";
 import type { JobContext } from "../job-context.js";
-import type { LookedUpCache } from "./entry-fetcher.js";
+import { CacheLocator, type LookedUpCache } from "./cache-locator.js";
 import type { LiveRecord } from "./live-record.js";
 
 /** An entry stops changing this long after its last write (Triton writes the group file last). */
 const SETTLE_MS = 300;
-/** Files in an entry folder that are not the entry's (locks, Triton <= 3.2's temp files). */
-const NOT_ENTRY = /(^lock$|\.lock$|\.tmp\.pid_\d+_)/;
 
 /**
  * Shares each entry the job's processes complete (store.live): once it settles and is complete, it
@@ -30,33 +27,41 @@ export class LiveWriter {
   private readonly uploads = new Set<Promise<void>>();
   private readonly sent = new Set<string>();
 
+  private readonly locator: CacheLocator;
+  /** Entry folders written into lately, by cache and name, waiting to settle. */
+  private readonly pending = new Map<string, { cache: LookedUpCache; name: string }>();
+
   constructor(
     private readonly ctx: JobContext,
-    private readonly caches: LookedUpCache[],
-  ) {}
+    caches: LookedUpCache[],
+  ) {
+    this.locator = new CacheLocator(caches);
+  }
 
   /** A process of the job wrote into the entry folder `folder`: share it once it settles. */
   wrote(folder: string): void {
-    const abs = path.resolve(folder);
-    const cache = this.caches.find((c) => path.resolve(c.root) === path.dirname(abs));
-    const name = path.basename(abs);
-    if (!cache || !tritonKind.isEntryName(name)) return;
-    clearTimeout(this.timers.get(abs));
+    const at = this.locator.locate(folder);
+    if (!at) return;
+    const id = `${at.cache.name}\0${at.name}`;
+    clearTimeout(this.timers.get(id));
+    this.pending.set(id, at);
     const timer = setTimeout(() => {
-      this.timers.delete(abs);
-      this.track(this.upload(cache, name));
+      this.timers.delete(id);
+      this.pending.delete(id);
+      this.track(this.upload(at.cache, at.name));
     }, SETTLE_MS);
-    this.timers.set(abs, timer);
+    this.timers.set(id, timer);
   }
 
   /** Shares what settles now and waits for every upload under way (each bounded by the store's idle timeout). */
   async flush(): Promise<void> {
-    for (const [folder, timer] of this.timers) {
+    for (const [id, timer] of this.timers) {
       clearTimeout(timer);
-      const cache = this.caches.find((c) => path.resolve(c.root) === path.dirname(folder));
-      if (cache) this.track(this.upload(cache, path.basename(folder)));
+      const at = this.pending.get(id);
+      if (at) this.track(this.upload(at.cache, at.name));
     }
     this.timers.clear();
+    this.pending.clear();
     await Promise.all([...this.uploads]);
   }
 
@@ -113,18 +118,17 @@ export class LiveWriter {
   }
 }
 
-/** An entry folder's files with their stats (what a scan gives), or null when it is gone. */
+/** An entry folder's files as a scan of the cache finds them, or null when it is gone or unreadable. */
 function foundEntry(root: string, name: string): FoundEntry | null {
-  const dir = path.join(root, name);
-  const files: EntryFile[] = [];
   try {
-    for (const d of fs.readdirSync(dir, { withFileTypes: true })) {
-      if (!d.isFile() || NOT_ENTRY.test(d.name)) continue;
-      const st = fs.statSync(path.join(dir, d.name));
-      files.push({ rel: d.name, size: st.size, mtimeMs: st.mtimeMs, atimeMs: st.atimeMs, ino: st.ino });
-    }
+    const entry = scanEntryFolder(path.join(root, name), name, {
+      tempDirs: 0,
+      lockFiles: 0,
+      localFiles: 0,
+      otherFiles: 0,
+    });
+    return entry?.files.length ? entry : null;
   } catch {
     return null;
   }
-  return files.length ? { name, files } : null;
 }

@@ -37,8 +37,8 @@ export async function placeKey(
   folders: WorkingFolders,
   match: Match,
   report: RestoreReport,
-  /** `skip`: entries an earlier key of this restore placed; `lazy`: the caches that may leave entries in the store. */
-  { skip, lazy: lazyNames }: { skip: Set<string>; lazy: Set<string> },
+  /** `skip`: entries an earlier key of this restore placed; `servesLookups`: lazy caches may leave entries in the store. */
+  { skip, servesLookups }: { skip: Set<string>; servesLookups: boolean },
 ): Promise<Placed> {
   // No Zstandard engine (ZstdUnavailableError, naming the fix): a miss, before the folders are touched.
   if (match.manifest.entries.length > 0) await zstdEngine(work.runtime.zstd);
@@ -66,7 +66,7 @@ export async function placeKey(
   const lazy = planLazy(
     match.manifest,
     wanted.entries.filter((e) => !presentIds.has(entryId(e))),
-    lazyCaches(work, targets, lazyNames),
+    servesLookups ? lazyCaches(work, targets) : new Set(),
   );
   if (lazy.prefetch.length + lazy.deferred.length) {
     report.lazy ??= { prefetched: 0, deferred: 0, deferredBytes: 0 };
@@ -91,10 +91,10 @@ export async function placeKey(
 }
 
 /** The caches restored lazily: configured so, and saved as Triton's (the only kind whose lookups kcache serves). */
-function lazyCaches(ctx: JobContext, targets: Map<string, RestoreTarget>, asked: Set<string>): Set<string> {
+function lazyCaches(ctx: JobContext, targets: Map<string, RestoreTarget>): Set<string> {
   const out = new Set<string>();
   for (const c of ctx.caches) {
-    if (!asked.has(c.name)) continue;
+    if (!c.lazy) continue;
     const kind = targets.get(c.name)?.kind;
     // Triton's cache manager folders: every lookup goes through the hook, which asks kcache.
     if (kind?.lookupsSeenByHook) out.add(c.name);

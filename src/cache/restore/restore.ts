@@ -91,9 +91,10 @@ async function placeAll(
   servesLookups: boolean,
 ): Promise<void> {
   const covered = new Set<string>();
-  const lazy = servesLookups ? lazyCaches(work) : noLazy(work);
+  // Without a server of the job's lookups, lazy caches are restored whole (and that is said once).
+  if (!servesLookups) sayRestoredWhole(work);
   const take = async (source: Match, into: EntryRef[]) => {
-    const p = await placeKey(work, folders, source, report, { skip: covered, lazy });
+    const p = await placeKey(work, folders, source, report, { skip: covered, servesLookups });
     for (const [name, kind] of p.kinds) placed.kinds.set(name, kind);
     into.push(...p.restored, ...p.present);
     for (const e of [...p.restored, ...p.present, ...p.deferred]) covered.add(entryId(e));
@@ -245,13 +246,8 @@ export function folderLine(r: RestoreReport): string {
   return `${r.entriesBefore} entries were in the cache folders; ${added}${lazy}${local}`;
 }
 
-/** The caches this restore may leave entries of in the store: those configured `restore: lazy`. */
-function lazyCaches(ctx: JobContext): Set<string> {
-  return new Set(ctx.caches.filter((c) => c.lazy).map((c) => c.name));
-}
-
-/** Without `kcache run` to serve the job's lookups, a lazy cache is restored whole, and that is said once. */
-function noLazy(ctx: JobContext): Set<string> {
+/** Without `kcache run` or the action's restore step to serve the job's lookups, a lazy cache is restored whole. */
+function sayRestoredWhole(ctx: JobContext): void {
   const lazy = ctx.caches.filter((c) => c.lazy).map((c) => c.name);
   if (lazy.length)
     ctx.log.info(
@@ -261,5 +257,4 @@ function noLazy(ctx: JobContext): Set<string> {
     ctx.log.info(
       "store.live needs kcache run or the action's restore step, which share the job's kernels as it compiles them: nothing is shared live in this job",
     );
-  return new Set();
 }

@@ -2,40 +2,18 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../../helpers/cli.js";
-import { SIM } from "../../helpers/python-sim.js";
+import { lazyKcacheYml } from "../../helpers/lazy-project.js";
 import { tempDir } from "../../helpers/sandbox.js";
 
 /** A project whose Triton cache is restored lazily: a "full" job and a "some" job using 2 of its kernels. */
 function project() {
   const dir = tempDir("kcache-lazy-run");
-  const profile = (name: string, args: string) => [
-    `  ${name}:`,
-    "    env:",
-    `      PYTHONPATH: ${SIM}`,
-    '      TRITON_SIM_COMPILE_MS: "20"',
-    "    commands:",
-    "      - name: workload",
-    `        run: python3 ${SIM}/workload.py ${args}`,
-  ];
   fs.writeFileSync(
     path.join(dir, "kcache.yml"),
-    [
-      "caches:",
-      "  - name: triton",
-      "    kind: triton",
-      "    path: ${CACHE_ROOT}",
-      "    restore: lazy",
-      `store:\n  path: ${path.join(dir, "store")}`,
-      "key:\n  prefix: sim-bench",
-      "profiles:",
-      ...profile("full", "8 2"),
-      ...profile("some", "2 0"),
-      "  idle:",
-      "    commands:",
-      "      - name: nothing",
-      '        run: python3 -c "print(1)"',
-      "",
-    ].join("\n"),
+    lazyKcacheYml({
+      store: [`store:\n  path: ${path.join(dir, "store")}`],
+      profiles: { full: "8 2", some: "2 0", idle: { run: 'python3 -c "print(1)"' } },
+    }),
   );
   const env = (runner: string, sha: string): NodeJS.ProcessEnv => ({
     PATH: process.env.PATH,
