@@ -4,6 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, RunnerJob } from "../helpers/action-runner.js";
 import { runCli } from "../helpers/cli.js";
+import { startGhaCacheServer } from "../helpers/gha-cache-server.js";
 import { SIM } from "../helpers/python-sim.js";
 import { tempDir } from "../helpers/sandbox.js";
 
@@ -16,7 +17,8 @@ afterAll(() => fs.rmSync(ACTION, { force: true }));
 
 const PUSH = { GITHUB_EVENT_NAME: "push", GITHUB_REF: "refs/heads/main" };
 
-function project(store: string[]) {
+/** A project on a local store (with `store` lines more), or on GitHub's cache service ("gha"). */
+function project(store: string[] | "gha") {
   const root = tempDir("action-lazy");
   fs.writeFileSync(
     path.join(root, "kcache.yml"),
@@ -25,9 +27,9 @@ function project(store: string[]) {
       "  - name: triton",
       "    kind: triton",
       "    path: ${RUNNER_TEMP}/triton-cache",
-      "store:",
-      `  path: ${path.join(root, "store")}`,
-      ...store,
+      ...(store === "gha"
+        ? ["store:", "  type: gha"]
+        : ["store:", `  path: ${path.join(root, "store")}`, ...store]),
       "key:",
       "  prefix: kernels",
       "",
@@ -40,21 +42,21 @@ function project(store: string[]) {
  * The simulated Triton workload as a `run:` step that puts its own folder on PYTHONPATH before
  * what earlier steps exported (kcache's hook), as a step that sets PYTHONPATH must.
  */
-function workload(job: RunnerJob, args: string[]) {
+async function workload(job: RunnerJob, args: string[]) {
   const exported = job.stepEnv().PYTHONPATH;
-  const out = job.run("python3", [path.join(SIM, "workload.py"), ...args], {
+  const out = await job.runAsync("python3", [path.join(SIM, "workload.py"), ...args], {
     PYTHONPATH: `${SIM}${exported ? `${path.delimiter}${exported}` : ""}`,
     TRITON_SIM_COMPILE_MS: "1",
   });
   return JSON.parse(out.trim().split("\n").at(-1) as string) as { compiled: number; loaded: number };
 }
 
-const runner = (root: string, name: string, sha: string) =>
-  new RunnerJob(root, name, { ...PUSH, GITHUB_SHA: sha.repeat(40) }, ACTION);
+const runner = (root: string, name: string, sha: string, env: Record<string, string> = {}) =>
+  new RunnerJob(root, name, { ...PUSH, GITHUB_SHA: sha.repeat(40), ...env }, ACTION);
 
 describe("the action's restore step serves lookups until the save (restore: lazy, store.live)", () => {
   it("a lazy restore leaves entries in the store, later steps fetch what they look up, and the job compiles 0", async () => {
-    const root = await keyNobodyUsed();
+    const root = await keyNobodyUsed(project([]));
     const c = runner(root, "c", "c");
     const restored = await c.uses("", LAZY);
     expect(restored.code).toBe(0);
@@ -66,7 +68,7 @@ describe("the action's restore step serves lookups until the save (restore: lazy
     // Nothing was placed ahead: every entry the workload loads comes from the store when looked up.
     const cacheDir = path.join(c.dir, "temp", "triton-cache");
     expect(fs.readdirSync(cacheDir).filter((n) => fs.readdirSync(path.join(cacheDir, n)).length)).toEqual([]);
-    const warm = workload(c, ["6", "2"]);
+    const warm = await workload(c, ["6", "2"]);
     expect(warm).toMatchObject({ compiled: 0 });
     expect(warm.loaded).toBeGreaterThan(0);
     const [post] = await c.end();
@@ -87,13 +89,13 @@ describe("the action's restore step serves lookups until the save (restore: lazy
   });
 
   it("the serving process killed -9 mid-job: the job compiles what it could not fetch, and the save warns and keeps the key whole", async () => {
-    const root = await keyNobodyUsed();
+    const root = await keyNobodyUsed(project([]));
     const c = runner(root, "c", "c");
     await c.uses("", LAZY);
     const pid = servingProcess(c);
     expect(pid).not.toBeNull();
     process.kill(pid as number, "SIGKILL");
-    const cold = workload(c, ["6", "2"]);
+    const cold = await workload(c, ["6", "2"]);
     expect(cold.compiled).toBeGreaterThan(0);
     const [post] = await c.end();
     expect(post?.result?.code).toBe(0);
@@ -101,8 +103,27 @@ describe("the action's restore step serves lookups until the save (restore: lazy
     // The next job finds every entry of the key: none was dropped for want of a fetch.
     const d = runner(root, "d", "d");
     await d.uses("", LAZY);
-    expect(workload(d, ["6", "2"]).compiled).toBe(0);
+    expect((await workload(d, ["6", "2"])).compiled).toBe(0);
     await d.end();
+  });
+
+  it("on GitHub's cache service: each entry looked up is a ranged blob download, and the job compiles 0", async () => {
+    const gha = await startGhaCacheServer();
+    try {
+      const root = await keyNobodyUsed(project("gha"), gha.env);
+      const c = runner(root, "c", "c", gha.env);
+      expect((await c.uses("", LAZY)).log).toMatch(
+        /serving the job's lookups until the save step \([1-9]\d* entries/,
+      );
+      expect(await workload(c, ["6", "2"])).toMatchObject({ compiled: 0 });
+      const [post] = await c.end();
+      expect(post?.result?.log).toMatch(
+        /lazy restore: 0 entries fetched ahead, [1-9]\d* fetched when looked up/,
+      );
+      expect(post?.result?.log).not.toMatch(/::warning/);
+    } finally {
+      await gha.stop();
+    }
   });
 
   it("without lazy, restore and save steps say nothing of lookups and export no hook", async () => {
@@ -119,13 +140,13 @@ describe("the action's restore step serves lookups until the save (restore: lazy
     const a = runner(root, "a", "a");
     const restoredA = await a.uses("", { config: "kcache.yml" });
     expect(restoredA.log).toMatch(/kernels the job compiles are shared live/);
-    expect(workload(a, ["4", "0"]).compiled).toBe(4);
+    expect((await workload(a, ["4", "0"])).compiled).toBe(4);
     // A's entries settle and are shared within a second of their last write.
     await waitFor(() => fs.existsSync(path.join(root, "store", "live")) && liveRecords(root) >= 4, 20_000);
 
     const b = runner(root, "b", "b");
     await b.uses("", { config: "kcache.yml" });
-    expect(workload(b, ["4", "0"])).toMatchObject({ compiled: 0, loaded: 4 });
+    expect(await workload(b, ["4", "0"])).toMatchObject({ compiled: 0, loaded: 4 });
     const [postB] = await b.end();
     expect(postB?.result?.log).toMatch(/live: [1-9]\d* entries found shared by other jobs, 0 shared/);
     // Every entry B has came from A live: B's save keys none of them (A's will, once A passed).
@@ -141,14 +162,13 @@ describe("the action's restore step serves lookups until the save (restore: lazy
 const LAZY = { config: "kcache.yml", lazy: "true" };
 
 /** A project whose key holds 6 kernels and 2 autotuned ones, none of them used by the job that saved it last. */
-async function keyNobodyUsed(): Promise<string> {
-  const root = project([]);
-  const a = runner(root, "a", "a");
+async function keyNobodyUsed(root: string, env: Record<string, string> = {}): Promise<string> {
+  const a = runner(root, "a", "a", env);
   await a.uses("", LAZY);
-  expect(workload(a, ["6", "2"]).compiled).toBeGreaterThan(0);
+  expect((await workload(a, ["6", "2"])).compiled).toBeGreaterThan(0);
   expect((await a.end())[0]?.result?.log).toMatch(/saved/);
   // A job that used none of the key's entries: its save keeps them all, used by nobody lately.
-  const idle = runner(root, "idle", "b");
+  const idle = runner(root, "idle", "b", env);
   await idle.uses("", LAZY);
   expect((await idle.end())[0]?.result?.code).toBe(0);
   return root;

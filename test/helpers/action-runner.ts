@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFile, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { data, Evaluator, Lexer, Parser } from "@actions/expressions";
@@ -107,6 +107,19 @@ export class RunnerJob {
       this.status = "failure";
       return String((e as { stdout?: Buffer }).stdout ?? "");
     }
+  }
+
+  /**
+   * `run` without blocking this process: servers the test runs in it (GitHub's cache service) go on
+   * answering while the step runs, as they would on a real runner.
+   */
+  runAsync(file: string, args: string[], extra: NodeJS.ProcessEnv = {}): Promise<string> {
+    return new Promise((resolve) => {
+      execFile(file, args, { env: this.stepEnv(extra), cwd: this.workspace }, (err, stdout) => {
+        if (err) this.status = "failure";
+        resolve(String(stdout));
+      });
+    });
   }
 
   /** The end of the job: post steps in reverse order, each when its post-if holds. */
