@@ -57,3 +57,34 @@ export function gpuLazyTable(raw: { rows: GpuLazyRow[] }): string[] {
     ),
   ];
 }
+
+/** One runner of bench/gpu/action-lazy-on-device.sh: its steps' seconds and what its job compiled. */
+interface GpuActionLazyRun {
+  runner: string;
+  restore_s: number;
+  job_s: number;
+  post_s: number;
+  counts: { compiled: number; loaded: number };
+}
+
+/** The table of the action's lazy restore on the GPU (bench/results/gpu-action-lazy-*.json). */
+export function gpuActionLazyTable(raw: {
+  runs: Record<string, GpuActionLazyRun>;
+  lazy_line_b: string;
+}): string[] {
+  const what: Record<string, string> = {
+    "runner-a": "A: a miss, the job compiles, the post step saves",
+    "runner-idle": "idle: restores and saves, runs no kernel",
+    "runner-b": "B: restores lazily, the job's lookups served until the post step",
+  };
+  return [
+    "| runner | restore step | job | post step (stops the server, saves) | kernels compiled | loaded from cache |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...Object.values(raw.runs).map(
+      (r) =>
+        `| ${what[r.runner] ?? r.runner} | ${r.restore_s.toFixed(2)} s | ${r.job_s.toFixed(2)} s | ${r.post_s.toFixed(2)} s | ${r.counts.compiled} | ${r.counts.loaded} |`,
+    ),
+    "",
+    `B's post step: \`${raw.lazy_line_b}\`.`,
+  ];
+}

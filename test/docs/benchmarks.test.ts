@@ -478,3 +478,19 @@ describe("BENCHMARKS.md's GPU lazy-restore table is bench/results/gpu-lazy-2026-
     expect(onDemand?.lazy?.onDemand).toBeGreaterThan(0);
   });
 });
+
+describe("BENCHMARKS.md's table of lazy restores under the action is bench/results/gpu-action-lazy-2026-12-03.json", () => {
+  it("runner B, served by the restore step's lookup server, compiled 0 kernels and fetched what it used on demand", async () => {
+    const { gpuActionLazyTable } = await import("../../bench/lazy-table.js");
+    const raw = JSON.parse(
+      fs.readFileSync(path.join(ROOT, "bench/results/gpu-action-lazy-2026-12-03.json"), "utf8"),
+    );
+    expect(doc()).toContain(gpuActionLazyTable(raw).join("\n"));
+    expect(raw.runs["runner-a"].counts.compiled).toBeGreaterThan(0);
+    expect(raw.runs["runner-b"].counts).toMatchObject({ compiled: 0 });
+    expect(raw.runs["runner-b"].counts.loaded).toBeGreaterThan(0);
+    expect(raw.lazy_line_b).toMatch(
+      /^lazy restore: 0 entries fetched ahead, [1-9]\d* fetched when looked up/,
+    );
+  });
+});
