@@ -1,5 +1,4 @@
 import fs from "node:fs";
-import path from "node:path";
 import { tritonKind } from "../../kinds/triton.js";
 import type { RestoreTarget } from "../../pack/pack-request.js";
 import { type FramedEntry, readFramed } from "../../pack/read/framed-reader.js";
