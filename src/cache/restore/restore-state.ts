@@ -1,11 +1,8 @@
-import fs from "node:fs";
-import path from "node:path";
 import type { CacheFolder, CacheKind, FoundEntry, ScanResult } from "../../kinds/kind.js";
 import { RelocationError } from "../../kinds/pickle-rewriter.js";
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../../manifest/manifest.js";
 import type { RestoreTarget } from "../../pack/pack-request.js";
-import { stagingIsStale } from "../../pack/read/staging-owner.js";
 import { folderKind, scanFolder } from "../cache-folder.js";
 import { entrySignature } from "../entry-signature.js";
 import type { JobContext } from "../job-context.js";
@@ -142,16 +139,4 @@ export async function stateAfterRestore(
   const seen = Object.values(atime);
   record.atime = seen.length ? seen.every(Boolean) : null;
   return record;
-}
-
-/** Removes staging folders no live restore owns (staging-owner.ts says when that is known). */
-export function removeStaleStaging(root: string): void {
-  let names: string[];
-  try {
-    names = fs.readdirSync(root);
-  } catch {
-    return;
-  }
-  for (const n of names)
-    if (stagingIsStale(root, n)) fs.rmSync(path.join(root, n), { recursive: true, force: true });
 }
