@@ -222,10 +222,12 @@ export async function runLookupDaemon(prefetched: number): Promise<void> {
   try {
     const { ctx } = await job(log);
     const state = readState(ctx.stateFile);
-    await serveLookups(afterRestore(ctx, state), state, prefetched, warnings, process.stdout);
+    if (await serveLookups(afterRestore(ctx, state), state, prefetched, warnings, process.stdout)) return;
   } catch (e) {
     process.stdout.write(`${JSON.stringify({ error: (e as Error).message })}\n`);
   }
+  // Nothing to serve: leave once the answer is written (a store client's sockets must not keep it).
+  process.stdout.write("", () => process.exit(0));
 }
 
 /**

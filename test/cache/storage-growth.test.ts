@@ -45,5 +45,5 @@ describe("the store over many default-branch commits", () => {
     expect(final.entries).toBe(400);
     const ratio = packBytes(sb.store) / packBytes(alone.store);
     expect(ratio).toBeLessThanOrEqual(2);
-  }, 120_000);
+  });
 });

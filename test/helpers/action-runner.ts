@@ -74,8 +74,36 @@ export class RunnerJob {
       RUNNER_TEMP: path.join(this.dir, "temp"),
       GITHUB_STEP_SUMMARY: this.summary,
       GITHUB_REPOSITORY: "org/kernels",
+      // As GitHub's runner marks every process of a job, to end those left over when the job ends.
+      RUNNER_TRACKING_ID: `github_${path.basename(this.dir)}_${process.pid}_${Date.now()}`,
       ...event,
     };
+  }
+
+  /** The job's processes still running, found by RUNNER_TRACKING_ID as GitHub's runner finds them. */
+  processes(): number[] {
+    const mark = `RUNNER_TRACKING_ID=${this.env.RUNNER_TRACKING_ID}`;
+    return fs
+      .readdirSync("/proc")
+      .filter((n) => /^\d+$/.test(n))
+      .filter((pid) => {
+        try {
+          return fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(mark);
+        } catch {
+          return false; // gone, or not ours to read
+        }
+      })
+      .map(Number);
+  }
+
+  /** Ends the processes the job left running (a lookup server whose save step never came, as when a test fails before it). */
+  killOrphans(): void {
+    for (const pid of this.processes())
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
   }
 
   /** The environment a `run:` step sees: the job's plus what earlier steps exported. */

@@ -92,5 +92,5 @@ describe("a threshold with baseline: history", () => {
       fs.readFileSync(path.join(main.report.outDir, "baseline-no_slower_than_main.json"), "utf8"),
     ) as { results: { op: string; median_ms: number }[] };
     expect(baseline.results.find((r) => r.op === "a")?.median_ms).toBe(1.0);
-  }, 120_000);
+  });
 });

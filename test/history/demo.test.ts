@@ -38,5 +38,5 @@ describe("the demo's run-history section (npm run demo -- --history)", () => {
     } finally {
       fs.rmSync(work, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 });

@@ -72,7 +72,7 @@ describe("kcache stats for the drop-in path (restore and save around the user's 
     expect(text.stdout).toMatch(
       /one kernel ≈ [\d.]+ s \(learnt from the jobs' seconds over their new kernels\)/,
     );
-  }, 120_000);
+  });
 
   it("a repository on master: stats names the branch its runs are recorded for and the setting that picks it", async () => {
     const p = project({ prefix: "master" });

@@ -117,7 +117,7 @@ describe("run records and kcache stats", () => {
       (await runCli(["prune", "--older-than", "30d", "--json"], { env: p.env("any"), cwd: p.dir })).stdout,
     );
     expect(pruned.runRecordsDeleted).toBe(2);
-  }, 120_000);
+  });
 
   it("numbers weeks as ISO 8601 does (a new year's first days can belong to the last week of the old one)", () => {
     expect(isoWeek("2026-12-01T10:00:00Z")).toBe("2026-W49");

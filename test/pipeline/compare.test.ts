@@ -122,7 +122,7 @@ describe("kcache compare", () => {
     expect(dom).toMatch(/data-id="op=chunk_bwd_1 mode=fwdbwd" data-change="50.00"/);
     expect(dom).toMatch(/Warm runs took [\d.]+ s against [\d.]+ s cold \(median of 1 each\)/);
     expect(dom).toContain("6 record timings matched on op, mode; 1 moved more than 5%.");
-  }, 120_000);
+  });
 });
 
 describe("kcache diff", () => {

@@ -52,7 +52,7 @@ describe.skipIf(!tempRecordsReads && !canMountTmpfs)("kcache run records which k
     const next = await p.run(2);
     expect(next.report.restore?.entriesRestored).toBe(warm.report.save?.usage.live.entries);
     expect(next.report.kernels.compiled).toBe(0);
-  }, 60_000);
+  });
 
   it("a run whose command failed saves nothing, so it evicts nothing", async () => {
     const p = project();
@@ -62,7 +62,7 @@ describe.skipIf(!tempRecordsReads && !canMountTmpfs)("kcache run records which k
     expect(failed.report.save).toBeNull();
     const after = await p.run(4);
     expect(after.report.kernels.compiled).toBe(0);
-  }, 60_000);
+  });
 
   it.skipIf(!canMountTmpfs)(
     "on a noatime runner the hook alone says what was used",

@@ -89,7 +89,8 @@ function firstLine(
  * The serving process: serves the job's lookups until a stop request (or its lifetime) ends them,
  * says on `ready` (then closed) that it serves, and answers the stop request with what the lookups
  * came to. The entries other jobs shared live are recorded in the local state before the answer,
- * so the save that follows leaves them out of its key.
+ * so the save that follows leaves them out of its key. False when there is nothing to serve (the
+ * process is then to leave).
  */
 export async function serveLookups(
   ctx: JobContext,
@@ -97,7 +98,7 @@ export async function serveLookups(
   prefetched: number,
   warnings: string[],
   ready: Writable,
-): Promise<void> {
+): Promise<boolean> {
   let lookups: JobLookups | null = null;
   const lifetime = setTimeout(() => void stopped().finally(() => process.exit(0)), LIFETIME_MS);
   const stopped = async (): Promise<DaemonReport> => {
@@ -112,14 +113,15 @@ export async function serveLookups(
   } catch (e) {
     clearTimeout(lifetime);
     ready.write(`${JSON.stringify({ error: (e as Error).message })}\n`);
-    return;
+    return false;
   }
   if (!lookups) {
     clearTimeout(lifetime);
     ready.write(`${JSON.stringify({ none: true })}\n`);
-    return;
+    return false;
   }
   ready.write(`${JSON.stringify({ env: lookups.env() })}\n`);
+  return true;
 }
 
 /**

@@ -103,7 +103,7 @@ describe("store.live: two runners, one S3 store (s3rver, a real S3-compatible se
     const f = fleet();
     // A: compiles N kernels (and their launchers), shares them live, then holds until $GO (no save yet).
     const a = f.run("hold", "runner-a", "a");
-    await until(async () => (await liveRecords("branch/main")).length >= N, 60_000);
+    await until(async () => (await liveRecords("branch/main")).length >= N, 120_000);
     const b = await f.run("use", "runner-b", "b");
     expect(b.restore.matchedKey).toBeNull(); // no key yet: A has not saved
     expect(b.kernels.compiled).toBe(0);

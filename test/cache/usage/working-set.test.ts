@@ -48,7 +48,7 @@ describe("working-set caches: a key holds what the job uses, not its history", (
     });
     expect(ratio(last(h))).toBeGreaterThan(1.5);
     expect(h.every((c) => c.save.usage.evicted.entries === 0)).toBe(true);
-  }, 120_000);
+  });
 
   it.skipIf(!tempRecordsReads && !canMountTmpfs)(
     "a job whose kernels vary from run to run (a sharded matrix) does not thrash: a set used every 4th run stays",
