@@ -36,6 +36,10 @@ function runTests(dir, tests, testName) {
         path.join(ROOT, "node_modules/vitest/vitest.mjs"),
         "run",
         "--reporter=dot",
+        // A planted bug that hangs is caught by the time limit: three minutes here, not the suite's ten
+        // (which are for slow machines, not for hangs the mutant run is looking for).
+        "--testTimeout=180000",
+        "--hookTimeout=180000",
         ...(testName ? ["-t", testName] : []),
         ...tests,
       ],
