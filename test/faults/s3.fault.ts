@@ -11,6 +11,9 @@ import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rve
 import { tempDir } from "../helpers/sandbox.js";
 import { filesOutside, Tally } from "./harness.js";
 
+/** The idle and connect timeouts the scenarios' kcache.yml sets. */
+const IDLE_S = 2;
+
 let server: S3Server;
 beforeAll(async () => {
   server = await startS3rver();
@@ -67,7 +70,7 @@ describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
       });
       fs.writeFileSync(
         path.join(dir, "kcache.yml"),
-        `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${faultName.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 40)}-${packs}/\n  path-style: true\n  idle-timeout: 2s\n  connect-timeout: 2s\n  retries: 1\nsave:\n  pack-mib: ${packs === 1 ? 64 : 1}\n`,
+        `caches:\n  - name: triton\n    kind: triton\n    path: \${CACHE_ROOT}\nstore:\n  type: s3\n  bucket: ${server.bucket}\n  prefix: ${faultName.replace(/[^A-Za-z0-9]+/g, "-").slice(0, 40)}-${packs}/\n  path-style: true\n  idle-timeout: ${IDLE_S}s\n  connect-timeout: ${IDLE_S}s\n  retries: 1\nsave:\n  pack-mib: ${packs === 1 ? 64 : 1}\n`,
       );
       const env = (over: Record<string, string>): NodeJS.ProcessEnv => ({
         PATH: process.env.PATH,
@@ -138,8 +141,10 @@ describe("S3 faults through a fault-injecting proxy in front of s3rver", () => {
       }
       const row = tally.save();
       expect(row).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
-      // One idle timeout (2 s) plus start-up and the report, one pack or many.
-      expect(row.maxWallS).toBeLessThan(10);
+      // Up to four idle timeouts (a lookup and its retry, a pack and its retry), one pack or many, plus
+      // what a command costs here and now without a fault: the healthy save of the same key above (a
+      // loaded machine stretches both alike), twice over for the load changing between them.
+      expect(row.maxWallS).toBeLessThan(2 * first.seconds + 4 * IDLE_S);
     },
   );
 });
