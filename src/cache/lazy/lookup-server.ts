@@ -6,6 +6,11 @@ import path from "node:path";
 import type { EntryFetcher } from "./entry-fetcher.js";
 import type { LiveWriter } from "./live-writer.js";
 
+/** The private folders of lookup servers, under the system's temp folder. */
+const PREFIX = "kcache-lazy-";
+/** A folder younger than this may be a server still starting: never taken for a stale one. */
+const STARTING_MS = 60_000;
+
 /** A lookup is one line of JSON: a folder and a file name. Anything longer is not one. */
 const MAX_REQUEST = 16 * 1024;
 
@@ -33,8 +38,9 @@ export class LookupServer {
     writer: LiveWriter | null = null,
     onStop?: () => Promise<unknown>,
   ): Promise<LookupServer> {
+    await removeStaleServers();
     // A Unix socket's path is bounded (~107 bytes): a short folder of its own under the system's temp.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-lazy-"));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), PREFIX));
     const socket = path.join(dir, `${randomBytes(4).toString("hex")}.sock`);
     let self: LookupServer | null = null;
     const server = net.createServer((conn) => self?.serve(conn, { fetcher, writer, onStop }));
@@ -118,4 +124,48 @@ async function answer(
   } catch (e) {
     return { placed: false, why: (e as Error).message };
   }
+}
+
+/**
+ * Removes the folders of lookup servers that died without removing them (kill -9, a runner that
+ * ended the job's processes): a folder older than a minute whose socket no server answers on. A
+ * folder of a live server (another job's, on a shared machine) answers, and stays.
+ */
+export async function removeStaleServers(tmp = os.tmpdir()): Promise<number> {
+  let names: string[];
+  try {
+    names = fs.readdirSync(tmp).filter((n) => n.startsWith(PREFIX));
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const n of names) {
+    const dir = path.join(tmp, n);
+    try {
+      const st = fs.lstatSync(dir);
+      if (!st.isDirectory() || Date.now() - st.mtimeMs < STARTING_MS) continue;
+      const sockets = fs.readdirSync(dir).filter((f) => f.endsWith(".sock"));
+      if ((await Promise.all(sockets.map((f) => answers(path.join(dir, f))))).some(Boolean)) continue;
+      fs.rmSync(dir, { recursive: true, force: true });
+      removed++;
+    } catch {
+      // not ours to read or remove: left as it is
+    }
+  }
+  return removed;
+}
+
+/** Whether a server answers at the Unix socket `file` (a connection is accepted within a second). */
+function answers(file: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const conn = net.createConnection(file);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      conn.destroy();
+      resolve(ok);
+    };
+    const timer = setTimeout(() => done(true), 1000);
+    conn.on("connect", () => done(true));
+    conn.on("error", () => done(false));
+  });
 }
