@@ -1810,7 +1810,7 @@ var TEMP_DIR = /^tmp\./;
 var TEMP_FILE = /\.tmp\.pid_\d+_/;
 var LOCK = /(^lock$|\.lock$)/;
 var SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.=+-]*$/;
-function scanEntryFolder(dir, name, tally) {
+function scanEntryFolder(dir, name, tally = { tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 }) {
   const files = [];
   let inside;
   try {

@@ -1,11 +1,10 @@
-import path from "node:path";
 import * as core from "@actions/core";
 import type { JobContext } from "../cache/job-context.js";
 import { type LazyReport, type LookupEnv, lazyLine } from "../cache/lazy/job-lookups.js";
 import { startLookupDaemon, stopLookupDaemon } from "../cache/lazy/lookup-daemon.js";
 import type { RestoreReport } from "../cache/restore/restore-report.js";
 import type { Log } from "../log.js";
-import { hookDir } from "../telemetry/hook.js";
+import { hookFirstOn } from "../telemetry/hook.js";
 
 /** The variable that tells a step the job's lookups are served, and where (set by the restore step). */
 const SOCKET: keyof LookupEnv = "KCACHE_LAZY_SOCKET";
@@ -26,9 +25,9 @@ export function servesLookups(ctx: JobContext, lookupOnly: boolean): boolean {
  */
 export async function startLookups(restored: RestoreReport, log: Log): Promise<void> {
   let env: LookupEnv | null;
-  let hook: string;
+  let pythonPath: string;
   try {
-    hook = hookDir();
+    pythonPath = hookFirstOn(process.env.PYTHONPATH);
     env = await startLookupDaemon(process.argv[1] as string, restored.lazy?.prefetched ?? 0, process.env);
   } catch (e) {
     log.warn(
@@ -37,8 +36,7 @@ export async function startLookups(restored: RestoreReport, log: Log): Promise<v
     return;
   }
   if (!env) return;
-  const existing = process.env.PYTHONPATH ? `${path.delimiter}${process.env.PYTHONPATH}` : "";
-  core.exportVariable("PYTHONPATH", `${hook}${existing}`);
+  core.exportVariable("PYTHONPATH", pythonPath);
   for (const [name, value] of Object.entries(env)) core.exportVariable(name, value);
   const left = restored.lazy?.deferred ?? 0;
   log.info(

@@ -70,7 +70,7 @@ export function looksLikeTritonCache(root: string, top: fs.Dirent[]): boolean {
 export function scanEntryFolder(
   dir: string,
   name: string,
-  tally: Omit<ScanResult, "entries">,
+  tally: Omit<ScanResult, "entries"> = { tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 },
 ): FoundEntry | null {
   const files: EntryFile[] = [];
   let inside: fs.Dirent[];

@@ -14,6 +14,11 @@ export function hookDir(): string {
   }
 }
 
+/** A PYTHONPATH with kcache's hook first, then `pythonPath` (what the job had) as it was. */
+export function hookFirstOn(pythonPath: string | undefined): string {
+  return pythonPath ? `${hookDir()}${path.delimiter}${pythonPath}` : hookDir();
+}
+
 /**
  * Environment that makes a command's Python processes report kernel loads to `file`. Under
  * `autotune: fresh` (KCACHE_AUTOTUNE=fresh) the hook also makes each process tune for itself: an
@@ -24,10 +29,9 @@ export function telemetryEnv(
   file: string,
   autotune: "pinned" | "fresh" | "any" = "any",
 ): NodeJS.ProcessEnv {
-  const existing = env.PYTHONPATH ? `${path.delimiter}${env.PYTHONPATH}` : "";
   const out: NodeJS.ProcessEnv = {
     ...env,
-    PYTHONPATH: `${hookDir()}${existing}`,
+    PYTHONPATH: hookFirstOn(env.PYTHONPATH),
     KCACHE_TELEMETRY_FILE: file,
   };
   if (autotune === "fresh") out.KCACHE_AUTOTUNE = "fresh";

@@ -23,13 +23,14 @@ export class LiveWriter {
   readonly stats = { written: 0, failed: 0 };
   /** Why the store was given up on for live uploads, once one failed. */
   private down: string | null = null;
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** Entry folders written into lately, by cache and name, each waiting to settle on its timer. */
+  private readonly settling = new Map<
+    string,
+    { cache: LookedUpCache; name: string; timer: NodeJS.Timeout }
+  >();
   private readonly uploads = new Set<Promise<void>>();
   private readonly sent = new Set<string>();
-
   private readonly locator: CacheLocator;
-  /** Entry folders written into lately, by cache and name, waiting to settle. */
-  private readonly pending = new Map<string, { cache: LookedUpCache; name: string }>();
 
   constructor(
     private readonly ctx: JobContext,
@@ -43,25 +44,21 @@ export class LiveWriter {
     const at = this.locator.locate(folder);
     if (!at) return;
     const id = `${at.cache.name}\0${at.name}`;
-    clearTimeout(this.timers.get(id));
-    this.pending.set(id, at);
+    clearTimeout(this.settling.get(id)?.timer);
     const timer = setTimeout(() => {
-      this.timers.delete(id);
-      this.pending.delete(id);
+      this.settling.delete(id);
       this.track(this.upload(at.cache, at.name));
     }, SETTLE_MS);
-    this.timers.set(id, timer);
+    this.settling.set(id, { ...at, timer });
   }
 
   /** Shares what settles now and waits for every upload under way (each bounded by the store's idle timeout). */
   async flush(): Promise<void> {
-    for (const [id, timer] of this.timers) {
+    for (const { cache, name, timer } of this.settling.values()) {
       clearTimeout(timer);
-      const at = this.pending.get(id);
-      if (at) this.track(this.upload(at.cache, at.name));
+      this.track(this.upload(cache, name));
     }
-    this.timers.clear();
-    this.pending.clear();
+    this.settling.clear();
     await Promise.all([...this.uploads]);
   }
 
@@ -121,12 +118,7 @@ export class LiveWriter {
 /** An entry folder's files as a scan of the cache finds them, or null when it is gone or unreadable. */
 function foundEntry(root: string, name: string): FoundEntry | null {
   try {
-    const entry = scanEntryFolder(path.join(root, name), name, {
-      tempDirs: 0,
-      lockFiles: 0,
-      localFiles: 0,
-      otherFiles: 0,
-    });
+    const entry = scanEntryFolder(path.join(root, name), name);
     return entry?.files.length ? entry : null;
   } catch {
     return null;
