@@ -1,9 +1,8 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { ROOT, RunnerJob } from "../helpers/action-runner.js";
+import { actionForTests, ROOT, RunnerJob } from "../helpers/action-runner.js";
 import { S3RVER_CREDENTIALS, type S3Server, startS3rver } from "../helpers/s3rver.js";
 import { tempDir } from "../helpers/sandbox.js";
 
@@ -13,15 +12,13 @@ import { tempDir } from "../helpers/sandbox.js";
  * then the default branch again on a fresh runner. The store is the page's s3:// bucket on a real
  * S3-compatible server (s3rver) on 127.0.0.1.
  */
-const ACTION = path.join(ROOT, "dist", `.test-self-hosted-${process.pid}.mjs`);
+const ACTION = actionForTests("self-hosted");
 const SIM = path.join(ROOT, "demo", "sim");
 let s3: S3Server;
 beforeAll(async () => {
-  execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), ACTION], { cwd: ROOT });
   s3 = await startS3rver("fla-ci-cache");
 });
 afterAll(async () => {
-  fs.rmSync(ACTION, { force: true });
   await s3?.stop();
 });
 

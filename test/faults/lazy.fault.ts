@@ -109,79 +109,77 @@ interface RunJson {
   } | null;
 }
 
+/** The store failing once the job's first command ran (after the restore), as each row names it. */
+const midJobFaults = (row: "lazy" | "live"): [string, Fault][] => [
+  [`${row}: the store hangs mid-job (every request after the restore never answered)`, { kind: "hang" }],
+  [`${row}: the store is killed mid-job (every connection after the restore reset)`, { kind: "drop" }],
+];
+
+/**
+ * The "full" job on runner "job" at revision `sha`, its store requests through a proxy that turns
+ * `fault` on when the job's first command touches $FLIP; counted in `tally`.
+ */
+async function runWithFaultMidJob(
+  p: ReturnType<typeof lazyProject>,
+  fault: Fault,
+  sha: string,
+  tally: Tally,
+): Promise<Awaited<ReturnType<typeof runMeasured>>> {
+  const flip = path.join(p.dir, "job", "flipped");
+  const proxy = await faultProxy(server.endpoint, () => (fs.existsSync(flip) ? fault : { kind: "pass" }));
+  try {
+    const r = await p.run("full", "job", sha, { KCACHE_S3_ENDPOINT: proxy.endpoint });
+    tally.run(r);
+    tally.row.trials++;
+    return r;
+  } finally {
+    await proxy.close();
+  }
+}
+
 describe("restore: lazy, the store failing mid-job", () => {
-  const FAULTS: [string, Fault][] = [
-    ["lazy: the store hangs mid-job (every request after the restore never answered)", { kind: "hang" }],
-    ["lazy: the store is killed mid-job (every connection after the restore reset)", { kind: "drop" }],
-  ];
-  it.each(FAULTS)(
+  it.each(midJobFaults("lazy"))(
     "%s: the job passes, compiles what it could not fetch, within one idle timeout in all",
     async (name, fault) => {
       const p = lazyProject({ prefix: name.replace(/[^a-z]+/g, "-").slice(0, 30) });
       await p.seed();
       const tally = new Tally(name);
-      const flip = path.join(p.dir, "job", "flipped");
-      const proxy = await faultProxy(server.endpoint, () => (fs.existsSync(flip) ? fault : { kind: "pass" }));
-      try {
-        const r = await p.run("full", "job", "c", { KCACHE_S3_ENDPOINT: proxy.endpoint });
-        tally.run(r);
-        tally.row.trials++;
-        expect(r.code, r.stderr).toBe(0);
-        const report = JSON.parse(r.stdout) as RunJson;
-        expect(report.restore.lazy?.deferred).toBeGreaterThan(0);
-        // The first lookup met the fault and gave the store up; the job compiled what it lacked.
-        expect(report.lazy?.storeDown).toBeTruthy();
-        expect(report.lazy?.onDemand).toBe(0);
-        expect(report.kernels.compiled).toBeGreaterThan(0);
-        // One idle timeout in all, however many entries the job then looked up.
-        expect(report.lazy?.waitSeconds).toBeLessThan(IDLE_S + 1.5);
-        expect(r.stderr).toMatch(/the store was given up on/);
-        if (corrupt(p.folder("seed"), p.folder("job")).length) tally.row.corruptRestores++;
-        tally.row.writesOutside = filesOutside(p.dir, [
-          "kcache.yml",
-          ".kcache",
-          "seed",
-          "used",
-          "job",
-        ]).length;
-      } finally {
-        await proxy.close();
-      }
+      const r = await runWithFaultMidJob(p, fault, "c", tally);
+      expect(r.code, r.stderr).toBe(0);
+      const report = JSON.parse(r.stdout) as RunJson;
+      expect(report.restore.lazy?.deferred).toBeGreaterThan(0);
+      // The first lookup met the fault and gave the store up; the job compiled what it lacked.
+      expect(report.lazy?.storeDown).toBeTruthy();
+      expect(report.lazy?.onDemand).toBe(0);
+      expect(report.kernels.compiled).toBeGreaterThan(0);
+      // One idle timeout in all, however many entries the job then looked up.
+      expect(report.lazy?.waitSeconds).toBeLessThan(IDLE_S + 1.5);
+      expect(r.stderr).toMatch(/the store was given up on/);
+      if (corrupt(p.folder("seed"), p.folder("job")).length) tally.row.corruptRestores++;
+      tally.row.writesOutside = filesOutside(p.dir, ["kcache.yml", ".kcache", "seed", "used", "job"]).length;
       expect(tally.save()).toMatchObject({ corruptRestores: 0, writesOutside: 0 });
     },
   );
 });
 
 describe("store.live, the store failing mid-job", () => {
-  const FAULTS: [string, Fault][] = [
-    ["live: the store hangs mid-job (every request after the restore never answered)", { kind: "hang" }],
-    ["live: the store is killed mid-job (every connection after the restore reset)", { kind: "drop" }],
-  ];
-  it.each(FAULTS)(
+  it.each(midJobFaults("live"))(
     "%s: the job passes, its new kernels go unshared, and its end waits one idle timeout at most for them",
     async (name, fault) => {
       const p = lazyProject({ prefix: name.replace(/[^a-z]+/g, "-").slice(0, 30), live: true });
       const tally = new Tally(name);
-      const flip = path.join(p.dir, "job", "flipped");
-      const proxy = await faultProxy(server.endpoint, () => (fs.existsSync(flip) ? fault : { kind: "pass" }));
-      try {
-        // Nothing saved yet: the job compiles every kernel, and each one it completes is to be shared live.
-        const r = await p.run("full", "job", "a", { KCACHE_S3_ENDPOINT: proxy.endpoint });
-        tally.run(r);
-        tally.row.trials++;
-        expect(r.code, r.stderr).toBe(0);
-        const report = JSON.parse(r.stdout) as RunJson;
-        expect(report.passed).toBe(true);
-        expect(report.kernels.compiled).toBeGreaterThan(0);
-        expect(report.lazy?.liveWritten).toBe(0);
-        expect(report.lazy?.liveFailed).toBeGreaterThan(0);
-        // The first failed upload gives the store up: the job's end waits for what was under way, once.
-        expect(report.lazy?.liveFlushSeconds).toBeLessThan(IDLE_S + 1.5);
-        expect(r.stderr).toMatch(/not shared \(the store failed\)/);
-        tally.row.writesOutside = filesOutside(p.dir, ["kcache.yml", ".kcache", "job"]).length;
-      } finally {
-        await proxy.close();
-      }
+      // Nothing saved yet: the job compiles every kernel, and each one it completes is to be shared live.
+      const r = await runWithFaultMidJob(p, fault, "a", tally);
+      expect(r.code, r.stderr).toBe(0);
+      const report = JSON.parse(r.stdout) as RunJson;
+      expect(report.passed).toBe(true);
+      expect(report.kernels.compiled).toBeGreaterThan(0);
+      expect(report.lazy?.liveWritten).toBe(0);
+      expect(report.lazy?.liveFailed).toBeGreaterThan(0);
+      // The first failed upload gives the store up: the job's end waits for what was under way, once.
+      expect(report.lazy?.liveFlushSeconds).toBeLessThan(IDLE_S + 1.5);
+      expect(r.stderr).toMatch(/not shared \(the store failed\)/);
+      tally.row.writesOutside = filesOutside(p.dir, ["kcache.yml", ".kcache", "job"]).length;
       expect(tally.save()).toMatchObject({ writesOutside: 0 });
     },
   );

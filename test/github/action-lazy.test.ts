@@ -1,19 +1,13 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, RunnerJob } from "../helpers/action-runner.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { actionForTests, RunnerJob } from "../helpers/action-runner.js";
 import { runCli } from "../helpers/cli.js";
 import { startGhaCacheServer } from "../helpers/gha-cache-server.js";
 import { SIM } from "../helpers/python-sim.js";
 import { tempDir } from "../helpers/sandbox.js";
 
-/** The action bundled from src/, beside dist/action.mjs so it finds python/ as the shipped action does. */
-const ACTION = path.join(ROOT, "dist", `.test-action-lazy-${process.pid}.mjs`);
-beforeAll(() => {
-  execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), ACTION], { cwd: ROOT });
-});
-afterAll(() => fs.rmSync(ACTION, { force: true }));
+const ACTION = actionForTests("action-lazy");
 
 const PUSH = { GITHUB_EVENT_NAME: "push", GITHUB_REF: "refs/heads/main" };
 

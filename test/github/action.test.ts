@@ -1,11 +1,10 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Inputs, Outputs, SAVE_ALWAYS_ENV } from "../../src/github/io-names.js";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
-import { actionYml, ROOT, RunnerJob } from "../helpers/action-runner.js";
+import { actionForTests, actionYml, bundleAction, ROOT, RunnerJob } from "../helpers/action-runner.js";
 import { type GhaCacheServer, startGhaCacheServer } from "../helpers/gha-cache-server.js";
 import { tempDir } from "../helpers/sandbox.js";
 
@@ -15,14 +14,12 @@ const DIST_ACTION = path.join(ROOT, "dist", "action.mjs");
  * caught by a behaviour test, and the staleness test below says when dist/ must be rebuilt. Beside
  * dist/action.mjs, so it finds python/ and package.json as the shipped action does (ignored by git).
  */
-const ACTION = path.join(ROOT, "dist", `.test-action-${process.pid}.mjs`);
+const ACTION = actionForTests("action");
 let gha: GhaCacheServer;
 beforeAll(async () => {
-  execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), ACTION], { cwd: ROOT });
   gha = await startGhaCacheServer();
 });
 afterAll(async () => {
-  fs.rmSync(ACTION, { force: true });
   await gha?.stop();
 });
 const SIM = path.join(ROOT, "demo", "sim");
@@ -116,7 +113,7 @@ describe("the kcache action", () => {
 
   it("dist/action.mjs and its pack worker are built from the current source", () => {
     const fresh = path.join(tempDir("bundle"), "action.mjs");
-    execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), fresh], { cwd: ROOT });
+    bundleAction(fresh);
     expect(fs.readFileSync(DIST_ACTION, "utf8") === fs.readFileSync(fresh, "utf8")).toBe(true);
     const worker = (dir: string) => fs.readFileSync(path.join(dir, "pack-worker.js"), "utf8");
     expect(worker(path.dirname(DIST_ACTION)) === worker(path.dirname(fresh))).toBe(true);

@@ -3,11 +3,28 @@ import fs from "node:fs";
 import path from "node:path";
 import { data, Evaluator, Lexer, Parser } from "@actions/expressions";
 import { truthy } from "@actions/expressions/result";
+import { afterAll, beforeAll } from "vitest";
 import { parse } from "yaml";
 import { installedStack } from "../fixtures/installed-stack.js";
 import { readCommandFile } from "./runner-files.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
+
+/** Bundles the action from src/ into `file` (scripts/bundle-action.mjs, as `npm run build:action` does). */
+export function bundleAction(file: string): void {
+  execFileSync(process.execPath, [path.join(ROOT, "scripts", "bundle-action.mjs"), file], { cwd: ROOT });
+}
+
+/**
+ * The action bundled from src/ for one test file's tests: built before them, removed after. Beside
+ * dist/action.mjs, so it finds python/ and package.json as the shipped action does (ignored by git).
+ */
+export function actionForTests(name: string): string {
+  const file = path.join(ROOT, "dist", `.test-${name}-${process.pid}.mjs`);
+  beforeAll(() => bundleAction(file));
+  afterAll(() => fs.rmSync(file, { force: true }));
+  return file;
+}
 
 export interface ActionYml {
   inputs: Record<string, { default?: string }>;
