@@ -70,3 +70,16 @@ export async function keyToSave(
     };
   return { stop: null, replacing: true };
 }
+
+/**
+ * The parent a job's local state names, unless it is this very key in this scope: a save asks only
+ * once keyToSave found that key absent or broken (pruned, evicted, the store wiped since), so it is no
+ * parent, and a save that took it for one said "already exists" and never saved the key again.
+ */
+export function unlessThisKey<P extends { key: string; scope: string }>(
+  parent: P | null | undefined,
+  key: string,
+  scope: string,
+): P | null {
+  return parent && !(parent.key === key && parent.scope === scope) ? parent : null;
+}

@@ -45,6 +45,27 @@ describe("a key whose pack the store evicted", () => {
     expect(whole).toMatchObject({ cacheHit: true, entriesRestored: 12, entriesBad: 0 });
   });
 
+  it("evicted whole (manifest and packs), is saved again by a save on a runner whose state still names it", async () => {
+    const sb = sandbox();
+    generateTritonCache(path.join(sb.dir, "triton"), { entries: 8, totalBytes: 300_000 });
+    const ctx = await sb.context();
+    expect((await save(ctx)).outcome).toBe("saved");
+    // The store lost everything (GitHub's cache evicts whole keys; a bucket was emptied); this
+    // runner's local state still says the job's parent is that very key.
+    fs.rmSync(sb.store, { recursive: true });
+    const again = await save(await sb.context());
+    expect(again.outcome).toBe("saved");
+    expect(again.parentKey).toBeNull();
+    expect(again.entriesNew).toBe(8);
+    const fresh = sb.config({
+      caches: [{ name: "triton", kind: "triton", path: path.join(sb.dir, "fresh") }],
+      store: { path: sb.store },
+      key: { prefix: "bench" },
+    });
+    const whole = await restore(await sb.context({ config: fresh, stateDir: path.join(sb.dir, "s3") }));
+    expect(whole).toMatchObject({ cacheHit: true, entriesRestored: 8, entriesBad: 0 });
+  });
+
   it("is left as it is, with a message that says why, where the store cannot delete a manifest", async () => {
     const sb = sandbox();
     generateTritonCache(path.join(sb.dir, "triton"), { entries: 6, totalBytes: 200_000 });

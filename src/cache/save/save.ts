@@ -7,7 +7,7 @@ import { manifestObject } from "../../store/layout.js";
 import { autotuneParts } from "../autotune/provenance.js";
 import { fault, StrictFaultError } from "../faults.js";
 import type { JobContext } from "../job-context.js";
-import { keyToSave } from "../key-wholeness.js";
+import { keyToSave, unlessThisKey } from "../key-wholeness.js";
 import { carriedOver } from "../lazy/carried-over.js";
 import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "../local-state.js";
 import { findManifest, type Match } from "../lookup.js";
@@ -100,7 +100,7 @@ class SaveRun {
     const { stop, replacing } = await keyToSave(ctx, this.object, this.scope, restoredExactly);
     if (stop) return this.keyExists(stop);
     // A restore that missed (or only looked) left no parent: one saved since is built on.
-    const parent: Match | null = ours?.parent ?? (await findManifest(ctx));
+    const parent = unlessThisKey(ours?.parent, ctx.key, this.scope) ?? (await findManifest(ctx));
     this.parent = parent;
     this.report.parentKey = parent?.key ?? null;
     // Another run saved this very key since we looked (a race): it stands.
