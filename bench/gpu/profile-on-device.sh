@@ -32,11 +32,12 @@ profile restore-small cpu "$W/dest-small" "$W/store-small" restore
 profile save-small cpu "$PWD/bench/.data/small-cache" "$W/store-small-2" save
 profile restore-large heap "$W/dest-large" "$W/store-large" restore
 profile save-large heap "$PWD/bench/.data/large-cache" "$W/store-large-2" save
-# torch.compile's cache (speed-on-device.sh made it where torch is installed): its restore, profiled.
+# torch.compile's cache (speed-on-device.sh made it where torch is installed): its restore and save, profiled.
 if [ -n "${KCACHE_BENCH_INDUCTOR_CACHE:-}" ] && [ -d "$KCACHE_BENCH_INDUCTOR_CACHE" ]; then
   printf 'caches:\n  - name: inductor\n    kind: inductor\n    path: %s\nstore:\n  path: %s\nkey:\n  prefix: prof\n' \
     "$KCACHE_BENCH_INDUCTOR_CACHE" "$W/store-inductor" > "$W/seed-inductor.yml"
   KCACHE_CONFIG="$W/seed-inductor.yml" KCACHE_STATE_DIR="$W/seed-state-inductor" node "$K" save --revision "$REV" > /dev/null 2>&1
   CACHE_KIND=inductor profile restore-inductor cpu "$W/dest-inductor" "$W/store-inductor" restore
+  CACHE_KIND=inductor profile save-inductor cpu "$KCACHE_BENCH_INDUCTOR_CACHE" "$W/store-inductor-2" save
 fi
 node bench/profile-summary.mjs "$OUT"/prof/* > "$OUT/profiles.json"

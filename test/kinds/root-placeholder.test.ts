@@ -81,6 +81,22 @@ describe("the placeholder for torch.compile's cache folder: whole paths only, co
     expect(normalizePickle(relocatePickle(stored, B), [B]).equals(stored)).toBe(true);
   });
 
+  it("a pickle of many frames: frames that name nothing are copied as they are, the others rewritten", () => {
+    // ~8 frames of 64 KiB; the folder is named only in values 600-620, which share a frame or two.
+    const values = Array.from({ length: 1200 }, (_, i) =>
+      i >= 600 && i < 620 ? `${A}/k${i}/kernel.py` : `value ${i} ${"x".repeat(200)}`,
+    );
+    const original = pickleOf(values);
+    expect(original.length).toBeGreaterThan(6 * 65536);
+    const stored = normalizePickle(original, [A]);
+    expect(stored.includes(A)).toBe(true); // only inside the binary, which is never touched
+    expect(stored.toString("latin1").split(ROOT_PLACEHOLDER).length - 1).toBe(40);
+    const atB = unpickled(relocatePickle(stored, B));
+    expect(atB.text).toEqual(values.map((v) => v.replaceAll(A, B)));
+    expect(atB.bytes).toEqual(values.map((v) => v.replaceAll(A, B)));
+    expect(relocatePickle(stored, A).equals(original)).toBe(true);
+  });
+
   it("a module that is not UTF-8 keeps every byte but the folder's path", () => {
     const latin = Buffer.concat([
       Buffer.from(`# ${A}/x.py `),
