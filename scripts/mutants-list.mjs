@@ -17,7 +17,7 @@ export const MUTANTS = [
   {
     name: "the pickle rewriter edits binaries (a cubin's debug section)",
     file: "python/kcache_pickle/rewrite.py",
-    find: 'binary = name in BYTES_OPS and data.find(b"\\0", start, end) != -1',
+    find: 'binary = role == BYTES and data.find(b"\\0", start, end) != -1',
     replace: "binary = False",
     tests: ["test/kinds/inductor.test.ts"],
   },
@@ -791,7 +791,7 @@ export const MUTANTS = [
   {
     name: "the pickle rewriter drops the unchanged bytes after the last rewritten value",
     file: "python/kcache_pickle/rewrite.py",
-    find: "    copy_to(len(data))\n",
+    find: "    copy_to(size)\n",
     replace: "\n",
     tests: ["test/kinds/inductor.test.ts"],
   },

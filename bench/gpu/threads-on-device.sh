@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine after bench/gpu/speed-on-device.sh (which generates bench/.data/<size>-cache):
 # kcache's restore and full save of one cache (SIZE: large, the 1 GB one, or small) with
-# $KCACHE_THREADS = each of COUNTS (default 2 4 8 12) beside zstd -d | tar -x, interleaved, each into a
-# fresh folder or store: how time and peak RSS trade as threads are added.
+# $KCACHE_THREADS = each of COUNTS (default 2 4 8 12) beside zstd -d | tar -x, interleaved over ROUNDS
+# (default 3), each into a fresh folder or store: how time and peak RSS trade as threads are added.
 set -euo pipefail
 OUT=${OUT:-/tmp/kcache-speed-out}
 W=/tmp/kcache-threads
@@ -16,7 +16,7 @@ cfg "$SRC" "$W/src.yml"
 KCACHE_STATE_DIR=$W/s0 node .device/bin/kcache.js save --revision "$(printf 'e%.0s' {1..40})" -c "$W/src.yml" > /dev/null 2>&1
 tar -C "$SRC" --exclude=./.complete -cf - . | zstd -T0 -3 -q -o "$W/cache.tar.zst"
 m() { python3 -c 'import resource,subprocess,sys,time; t=time.perf_counter(); subprocess.run(sys.argv[1:],stdout=subprocess.DEVNULL,stderr=subprocess.DEVNULL,check=True); print("%.3f %d" % (time.perf_counter()-t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss//1024))' "$@"; }
-for round in 1 2 3; do
+for round in $(seq "${ROUNDS:-3}"); do
   for t in $COUNTS; do
     cfg "$W/k-$t-$round" "$W/k-$t-$round.yml"
     echo "$SIZE restore threads=$t round=$round $(KCACHE_THREADS=$t KCACHE_STATE_DIR=$W/s-$t-$round m node .device/bin/kcache.js restore --revision "$(printf 'e%.0s' {1..40})" -c "$W/k-$t-$round.yml") entries=$(ls "$W/k-$t-$round" | wc -l)"

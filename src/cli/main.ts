@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from "commander";
 import { ExitCode, KcacheError } from "../errors.js";
+import { holdYoungGeneration } from "../process/young-generation.js";
 import { VERSION } from "../version.js";
 
 /**
@@ -8,6 +9,7 @@ import { VERSION } from "../version.js";
  * to documented exit codes with a clean message; anything else is a bug and prints its stack.
  */
 export async function main(argv: string[]): Promise<void> {
+  holdYoungGeneration();
   const program = new Command("kcache")
     .description("Keep Triton and other kernel JIT caches warm between CI runs.")
     .version(VERSION)

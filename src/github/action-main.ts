@@ -1,5 +1,8 @@
 import { LOOKUP_DAEMON_ENV } from "../cache/lazy/lookup-daemon.js";
+import { holdYoungGeneration } from "../process/young-generation.js";
 import { runAction, runLookupDaemon } from "./action.js";
+
+holdYoungGeneration();
 
 // Started by the restore step to serve the job's lookups until the save step (action-lookups.ts).
 const daemon = process.env[LOOKUP_DAEMON_ENV];

@@ -17,6 +17,7 @@ const ORDER = [
   "restores sharing",
   "hostile",
   "zstd frames",
+  "memory",
   "Inductor",
   "S3",
   "GitHub cache",

@@ -5,13 +5,21 @@ import { Worker } from "node:worker_threads";
 import type { JobMessage, ToMain } from "./thread-messages.js";
 
 /**
- * Most threads a restore starts, whatever the core count: each holds a V8 isolate and a zstd window
- * (~16 MB of RSS). Measured on 16 cores, 1 GB: 2 threads 1.6 s, 4 1.2 s, 8 0.8-1.0 s (zstd -d | tar -x
- * 1.0-1.2 s), 12 no faster than 8.
+ * Most threads a restore reads packs on, whatever the core count (this one among them, for a local
+ * store): each other holds a V8 isolate and a zstd window (~16 MB of RSS). Measured on 16 cores, 1 GB:
+ * 2 threads 1.6 s, 4 1.2 s, 8 0.8-1.0 s (zstd -d | tar -x 1.0-1.2 s), 12 no faster than 8; then 7
+ * threads 1.32-1.65 s at 178 MB and 8 1.38-1.42 s at 193 MB in one run (tar 1.20-1.38 s): seven keep a
+ * 1 GB restore within docs/stores.md's 200 MB with room to spare.
  */
-const MAX_THREADS = 8;
-/** Most threads building packs in a save: each reads and hashes ~1 GB/s, and zstd's threads compress. */
-const MAX_BUILDERS = 4;
+const MAX_THREADS = 7;
+/**
+ * Most threads building packs in a save: each reads and hashes ~1 GB/s, and zstd's threads compress.
+ * Two keep a 1 GB save within the 200 MB that docs/stores.md promises: measured on the GPU machine
+ * (16 cores), 2 builders of 4 zstd threads 1.57-1.68 s at 170-176 MB, 3 of 2 1.30-1.42 s at 196 MB,
+ * 4 of 2 1.15-1.32 s at 229-237 MB (bench/gpu/threads-on-device.sh). Each builder costs ~30 MB: its
+ * isolate, its zstd context's job buffers, its chunks in flight.
+ */
+const MAX_BUILDERS = 2;
 
 type Handler = (m: ToMain) => void;
 
@@ -173,8 +181,9 @@ export class ThreadPool {
   }
 
   private spawn(): Slot {
-    // A small young generation: a worker allocates little that lives, and each MiB is RSS.
-    const worker = new Worker(this.script, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+    // A small young generation: a worker allocates little that lives, and each MiB is RSS (2 MiB,
+    // not 4, took 12 MB off a 1 GB restore's eight threads).
+    const worker = new Worker(this.script, { resourceLimits: { maxYoungGenerationSizeMb: 2 } });
     const slot: Slot = { worker, busy: false, handler: null, fail: null };
     worker.on("message", (m: ToMain) => slot.handler?.(m));
     const died = (e: Error) => {

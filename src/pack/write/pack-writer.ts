@@ -4,6 +4,7 @@ import { StoreError } from "../../errors.js";
 import { pickleInterpreter } from "../../kinds/pickle-rewriter.js";
 import { cacheKind } from "../../kinds/registry.js";
 import type { Store } from "../../store/store.js";
+import { handedOver } from "../threads/handed-over-chunks.js";
 import type { JobMessage } from "../threads/thread-messages.js";
 import type { ThreadPool } from "../threads/thread-pool.js";
 import { passThrough } from "../zstd/chunk-codecs.js";
@@ -81,6 +82,7 @@ export async function writePack(write: PackWrite): Promise<WrittenPack> {
         (m) => {
           if (m.op === "packed") {
             const chunk = Buffer.from(m.data.buffer, m.data.byteOffset, m.data.byteLength);
+            handedOver(chunk.length);
             // Acknowledged once the store's side takes it: the thread stays a few MiB ahead.
             const ack = () => post?.({ op: "ack", job: m.job, n: chunk.length });
             if (body.push(chunk)) ack();
