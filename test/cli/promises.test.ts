@@ -130,14 +130,15 @@ describe("README promises of the CLI", () => {
             cwd: p.dir,
           });
           expect(r.code).toBe(0);
-          // Explicit ages: each key a minute older than the next.
+          // Explicit ages: each key an hour older than the next, so however long this test takes (minutes
+          // on a loaded machine), no key's age crosses the --older-than below.
           const m = path.join(
             p.store,
             "manifests",
             encodeURIComponent(ref.replace("refs/heads/", "branch/")),
           );
           const file = fs.readdirSync(m).find((f) => f.endsWith(sha)) as string;
-          const when = new Date(Date.now() - (100 - n) * 60_000);
+          const when = new Date(Date.now() - (100 - n) * 3_600_000);
           fs.utimesSync(path.join(m, file), when, when);
         }
     const kept = await runCli(["prune", "--keep", "2", "--json"], { env: p.env, cwd: p.dir });
@@ -150,8 +151,8 @@ describe("README promises of the CLI", () => {
     const groups = new Set(report.manifestsDeleted.map((d) => `${d.scope} ${d.key.split("-")[0]}`));
     expect(groups.size).toBe(4);
 
-    const aged = await runCli(["prune", "--older-than", "96m", "--json"], { env: p.env, cwd: p.dir });
-    // Keys n = 1..12 are (100 - n) minutes old; the survivors of --keep older than 96 minutes are n = 2, 3 (main, trust).
+    const aged = await runCli(["prune", "--older-than", "5730m", "--json"], { env: p.env, cwd: p.dir });
+    // Keys n = 1..12 are (100 - n) hours old; the survivors of --keep older than 95.5 hours are n = 2, 3 (main, trust).
     expect((JSON.parse(aged.stdout) as { manifestsDeleted: unknown[] }).manifestsDeleted).toHaveLength(2);
   });
 

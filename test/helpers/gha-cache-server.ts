@@ -103,7 +103,8 @@ export async function startGhaCacheServer(opts: GhaServerOptions = {}): Promise<
     azurite.stdout?.on("data", onData);
     azurite.stderr?.on("data", onData);
     azurite.on("exit", (code) => reject(new Error(`azurite exited ${code}: ${out}`)));
-    setTimeout(() => reject(new Error(`azurite did not start: ${out}`)), 20_000);
+    // Minutes on a loaded machine (Azurite loads a few thousand modules): the limit ends a hang only.
+    setTimeout(() => reject(new Error(`azurite did not start: ${out}`)), 180_000);
   });
   const blobOrigin = `http://127.0.0.1:${blobPort}`;
   const blobEndpoint = `${blobOrigin}/${ACCOUNT}`;

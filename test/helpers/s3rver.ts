@@ -36,7 +36,8 @@ export async function startS3rver(bucket = "kcache-test"): Promise<S3Server> {
     child.stdout?.on("data", onData);
     child.stderr?.on("data", onData);
     child.on("exit", (code) => reject(new Error(`s3rver exited ${code}: ${out}`)));
-    setTimeout(() => reject(new Error(`s3rver did not start: ${out}`)), 15_000);
+    // The limit ends a hang only: a loaded machine takes its time starting a Node server.
+    setTimeout(() => reject(new Error(`s3rver did not start: ${out}`)), 180_000);
   });
   return {
     endpoint: `http://127.0.0.1:${port}`,

@@ -35,7 +35,6 @@ describe("working-set caches: a key holds what the job uses, not its history", (
       expect(ratio(last(h))).toBeLessThanOrEqual(1.25);
       expect(recompiled(h)).toBe(0);
     },
-    120_000,
   );
 
   it("without eviction the same history grows past 1.5x (what kcache did before, and what actions/cache keeps)", async () => {
@@ -78,7 +77,6 @@ describe("working-set caches: a key holds what the job uses, not its history", (
       });
       expect(recompiled(thrash)).toBeGreaterThan(0);
     },
-    120_000,
   );
 
   it.skipIf(!canMountTmpfs)(
@@ -108,7 +106,6 @@ describe("working-set caches: a key holds what the job uses, not its history", (
       expect(ratio(last(hooked))).toBeLessThanOrEqual(1.25);
       expect(recompiled(hooked)).toBe(0);
     },
-    180_000,
   );
 });
 
