@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { fmtMB } from "../../bench/generated-caches.js";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const doc = () => fs.readFileSync(path.join(ROOT, "BENCHMARKS.md"), "utf8");
@@ -216,7 +217,19 @@ describe("BENCHMARKS.md's store-size table matches bench/results/bench-storage.j
     "the kcache store and actions/cache's archives, each over one compressed cache",
     () => {
       const { rows } = JSON.parse(fs.readFileSync(file, "utf8")) as {
-        rows: { kcacheRatio: number; tarZstdRatio: number; consolidations: number; commits: number };
+        rows: {
+          kcacheRatio: number;
+          tarZstdRatio: number;
+          consolidations: number;
+          commits: number;
+          churn?: {
+            commits: number;
+            consolidations: number;
+            finalEntries: number;
+            oneCompressedCache: number;
+            kcacheRatio: number;
+          };
+        };
       };
       const kcache = row(doc(), `kcache store (${rows.consolidations} consolidations)`);
       expect(kcache[2]).toBe(`${rows.kcacheRatio.toFixed(2)}x`);
@@ -224,6 +237,15 @@ describe("BENCHMARKS.md's store-size table matches bench/results/bench-storage.j
       expect(tar[2]).toBe(`${rows.tarZstdRatio.toFixed(2)}x`);
       // The goal of issue 15: at most 2x without pruning.
       expect(rows.kcacheRatio).toBeLessThanOrEqual(2);
+      // Issue 42's: 50 commits that replace 1% of the kernels each, at most 2x too.
+      if (rows.churn) {
+        const churn = row(
+          doc(),
+          `kcache store, ${rows.churn.commits} commits replacing 1% each (${rows.churn.consolidations} consolidations; ${rows.churn.finalEntries} entries, one compressed: ${fmtMB(rows.churn.oneCompressedCache)})`,
+        );
+        expect(churn[2]).toBe(`${rows.churn.kcacheRatio.toFixed(2)}x`);
+        expect(rows.churn.kcacheRatio).toBeLessThanOrEqual(2);
+      }
     },
   );
 });
