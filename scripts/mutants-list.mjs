@@ -718,6 +718,13 @@ export const MUTANTS = [
     tests: ["test/cache/broken-key.test.ts", "test/pipeline/prewarm.test.ts"],
   },
   {
+    name: "a key the store lost, named by the runner's state, taken for its own parent (never saved again)",
+    file: "src/cache/save/save.ts",
+    find: "unlessThisKey(ours?.parent, ctx.key, this.scope) ?? ",
+    replace: "ours?.parent ?? ",
+    tests: ["test/cache/broken-key.test.ts"],
+  },
+  {
     name: "a misspelt config key reported without the setting it meant",
     file: "src/config/config-issues.ts",
     find: "let bestDistance = Math.max(2, Math.floor(word.length / 3)) + 1;",
