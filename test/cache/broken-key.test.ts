@@ -16,6 +16,16 @@ function evictOnePack(store: string): string {
   return pack.name;
 }
 
+/** A restore of the sandbox's key by a job of its own (another folder, another state): what a later job gets. */
+async function restoreAtFreshPath(sb: ReturnType<typeof sandbox>) {
+  const fresh = sb.config({
+    caches: [{ name: "triton", kind: "triton", path: path.join(sb.dir, "fresh") }],
+    store: { path: sb.store },
+    key: { prefix: "bench" },
+  });
+  return restore(await sb.context({ config: fresh, stateDir: path.join(sb.dir, "s3") }));
+}
+
 describe("a key whose pack the store evicted", () => {
   it("is saved again by the next run of its revision, and restores whole after", async () => {
     const sb = sandbox();
@@ -36,12 +46,7 @@ describe("a key whose pack the store evicted", () => {
     // Not "restored exactly; nothing saved": the key is broken, so it is replaced.
     expect(again.outcome).toBe("saved");
     expect(again.primaryKey).toBe(rerun.key);
-    const fresh = sb.config({
-      caches: [{ name: "triton", kind: "triton", path: path.join(sb.dir, "fresh") }],
-      store: { path: sb.store },
-      key: { prefix: "bench" },
-    });
-    const whole = await restore(await sb.context({ config: fresh, stateDir: path.join(sb.dir, "s3") }));
+    const whole = await restoreAtFreshPath(sb);
     expect(whole).toMatchObject({ cacheHit: true, entriesRestored: 12, entriesBad: 0 });
   });
 
@@ -57,12 +62,7 @@ describe("a key whose pack the store evicted", () => {
     expect(again.outcome).toBe("saved");
     expect(again.parentKey).toBeNull();
     expect(again.entriesNew).toBe(8);
-    const fresh = sb.config({
-      caches: [{ name: "triton", kind: "triton", path: path.join(sb.dir, "fresh") }],
-      store: { path: sb.store },
-      key: { prefix: "bench" },
-    });
-    const whole = await restore(await sb.context({ config: fresh, stateDir: path.join(sb.dir, "s3") }));
+    const whole = await restoreAtFreshPath(sb);
     expect(whole).toMatchObject({ cacheHit: true, entriesRestored: 8, entriesBad: 0 });
   });
 
