@@ -21,7 +21,11 @@ export function folderKind(folder: CacheFolder, saved?: CacheKindName): CacheKin
 
 /** Scans a folder as `kind` and keeps only the entries its patterns select. */
 export async function scanFolder(folder: CacheFolder, kind: CacheKind): Promise<FolderScan> {
-  const scan = await kind.scan(folder.path);
+  return selectedOf(folder, await kind.scan(folder.path));
+}
+
+/** Of a scan of the whole folder, the entries its patterns select. */
+export function selectedOf(folder: CacheFolder, scan: ScanResult): FolderScan {
   if (!folder.include?.length && !folder.exclude?.length) return { ...scan, filtered: 0 };
   const included = folder.include?.length ? picomatch(folder.include, GLOB) : () => true;
   const excluded = folder.exclude?.length ? picomatch(folder.exclude, GLOB) : () => false;

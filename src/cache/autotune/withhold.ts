@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { FoundEntry } from "../../kinds/kind.js";
+import type { CacheKind, FoundEntry, ScanResult } from "../../kinds/kind.js";
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Tuning } from "../../manifest/manifest.js";
 import { folderKind } from "../cache-folder.js";
@@ -31,25 +31,38 @@ export interface AutotuneRestore {
   withheld: WithheldResult[];
 }
 
+/** A folder's entries as the last look at it found them, with the kind it was scanned as. */
+export type FolderScans = Map<string, { kind: CacheKind; scan: ScanResult }>;
+
 /**
  * After the keys are placed: every autotune result in the job's folders is either given to the job
  * (the profile's policy allows its producer, and its salt, if any, still holds) or taken out of the
  * job's folder, with the reason. Results the folders held before the job have no known producer;
  * under `pinned` or `fresh` a folder that held some is never the job's folder (restore-folders.ts
  * gives the job one of its own), so taking them out never makes the runner's folder colder.
+ * `scanned` gets each folder's entries as they are left (the state records them without a second
+ * scan: 2,000 entries are 12,000 stats).
  */
-export async function withholdAutotune(work: JobContext, sources: Match[]): Promise<AutotuneRestore> {
+export async function withholdAutotune(
+  work: JobContext,
+  sources: Match[],
+  scanned?: FolderScans,
+): Promise<AutotuneRestore> {
   const out: AutotuneRestore = { policy: work.autotune.policy, given: [], withheld: [] };
+  const producers = new Producers(sources);
   for (const c of work.caches) {
     const kind = folderKind(c);
     if (!kind) continue;
-    for (const e of (await kind.scan(c.path)).entries) {
+    const scan = await kind.scan(c.path);
+    const removed = new Set<FoundEntry>();
+    for (const e of scan.entries) {
       if (!kind.isAutotuneResult(e)) continue;
-      const { ref, tuning } = producerOf(sources, c.name, e.name);
+      const { ref, tuning } = producers.of(c.name, e.name);
       const reason = autotuneVerdict(work.autotune, tuning, saltHolds(work.autotune.workdir, ref?.salt));
       const kernel = kernelOf(e);
       if (reason) {
         removeWhole(c.path, path.join(c.path, e.name));
+        removed.add(e);
         out.withheld.push({ cache: c.name, entry: e.name, kernel, reason });
       } else {
         out.given.push({
@@ -60,6 +73,7 @@ export async function withholdAutotune(work: JobContext, sources: Match[]): Prom
         });
       }
     }
+    scanned?.set(c.name, { kind, scan: { ...scan, entries: scan.entries.filter((e) => !removed.has(e)) } });
   }
   return out;
 }
@@ -68,14 +82,33 @@ function producerOnly({ profile, benchmark, device, env, revision, at }: Tuning)
   return { profile, benchmark, device, env, revision, at };
 }
 
-/** The first placed key's record of an entry and its producer. */
-function producerOf(sources: Match[], cache: string, name: string): { ref?: EntryRef; tuning?: Tuning } {
-  const id = entryId({ cache, name });
-  for (const s of sources) {
-    const ref = s.manifest.entries.find((e) => entryId(e) === id);
-    if (ref) return { ref, tuning: s.manifest.tunings?.find((t) => t.id === ref.tunedBy) };
+/**
+ * Each result's record and producer in the first placed key that lists it. Indexed once, when the
+ * first result is looked up: a search of every manifest per result was quadratic (2,000 results
+ * in a 4,000-entry key are 8 million comparisons).
+ */
+class Producers {
+  private index: Map<string, { ref: EntryRef; tuning?: Tuning }> | null = null;
+
+  constructor(private readonly sources: Match[]) {}
+
+  of(cache: string, name: string): { ref?: EntryRef; tuning?: Tuning } {
+    if (!this.index) {
+      this.index = new Map();
+      for (const s of this.sources) {
+        const tunings = new Map((s.manifest.tunings ?? []).map((t) => [t.id, t]));
+        for (const ref of s.manifest.entries) {
+          const id = entryId(ref);
+          if (!this.index.has(id))
+            this.index.set(id, {
+              ref,
+              tuning: ref.tunedBy === undefined ? undefined : tunings.get(ref.tunedBy),
+            });
+        }
+      }
+    }
+    return this.index.get(entryId({ cache, name })) ?? {};
   }
-  return {};
 }
 
 /** The kernel an autotune result is for, as people name it: Triton's `<fn>.autotune.json`, Inductor's module. */

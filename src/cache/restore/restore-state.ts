@@ -3,7 +3,8 @@ import { RelocationError } from "../../kinds/pickle-rewriter.js";
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../../manifest/manifest.js";
 import type { RestoreTarget } from "../../pack/pack-request.js";
-import { folderKind, scanFolder } from "../cache-folder.js";
+import type { FolderScans } from "../autotune/withhold.js";
+import { folderKind, scanFolder, selectedOf } from "../cache-folder.js";
 import { entrySignature } from "../entry-signature.js";
 import type { JobContext } from "../job-context.js";
 import type { LocalState } from "../local-state.js";
@@ -96,7 +97,14 @@ export interface RestoreRecord {
  */
 export async function stateAfterRestore(
   ctx: JobContext,
-  opts: { parent: Match | null; keyEntries: EntryRef[]; kinds: Map<string, CacheKind>; stamp: boolean },
+  opts: {
+    parent: Match | null;
+    keyEntries: EntryRef[];
+    kinds: Map<string, CacheKind>;
+    stamp: boolean;
+    /** The folders as the restore last found them, after its last change (else scanned here). */
+    scans?: FolderScans;
+  },
 ): Promise<RestoreRecord> {
   const record: RestoreRecord = {
     state: { version: 1, primaryKey: ctx.key, parent: opts.parent, index: {}, local: {} },
@@ -110,7 +118,8 @@ export async function stateAfterRestore(
     const kind = opts.kinds.get(c.name) ?? folderKind(c);
     if (!kind) continue;
     const digests = new Map(opts.keyEntries.filter((r) => r.cache === c.name).map((r) => [r.name, r.sha256]));
-    const scan = await scanFolder(c, kind);
+    const last = opts.scans?.get(c.name);
+    const scan = last?.kind === kind ? selectedOf(c, last.scan) : await scanFolder(c, kind);
     const stamp = opts.stamp && scan.entries.length > 0 && atimeRecordsReads(c.path);
     if (opts.stamp && scan.entries.length > 0) {
       atime[c.name] = stamp;

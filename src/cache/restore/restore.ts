@@ -3,7 +3,7 @@ import { primaryKey } from "../../keys/key.js";
 import type { CacheKind } from "../../kinds/kind.js";
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef } from "../../manifest/manifest.js";
-import { withholdAutotune } from "../autotune/withhold.js";
+import { type FolderScans, withholdAutotune } from "../autotune/withhold.js";
 import { StrictFaultError } from "../faults.js";
 import type { JobContext } from "../job-context.js";
 import { type DeferredEntries, deferredEntries, deferredTally } from "../lazy/deferred-entries.js";
@@ -48,7 +48,14 @@ export async function restore(
   }));
   for (const { scan } of folders.scans.values()) report.entriesBefore += scan.entries.length;
   let match: Match | null = null;
-  const placed: Placement = { keyEntries: [], borrowed: [], kinds: new Map(), sources: [], deferred: {} };
+  const placed: Placement = {
+    keyEntries: [],
+    borrowed: [],
+    kinds: new Map(),
+    sources: [],
+    deferred: {},
+    scans: new Map(),
+  };
   try {
     match = await findManifest(ctx, report.faults);
     if (match) {
@@ -74,6 +81,8 @@ interface Placement {
   sources: Match[];
   /** Entries a lazy restore left in the store (cache/lazy/). */
   deferred: DeferredEntries;
+  /** Each folder as the last look after placing found it (the state records it). */
+  scans: FolderScans;
 }
 
 /**
@@ -117,7 +126,7 @@ async function placeAll(
     await take(other, placed.borrowed);
     report.otherKeys.push({ key: other.key, scope: other.scope, entries: placed.borrowed.length - before });
   }
-  report.autotune = await withholdAutotune(work, placed.sources);
+  report.autotune = await withholdAutotune(work, placed.sources, placed.scans);
 }
 
 /** The keys of the profile's other revisions (exact keys, in this run's read scopes), those that exist. */
@@ -148,6 +157,7 @@ async function record(
     keyEntries: placed.keyEntries,
     kinds: placed.kinds,
     stamp: !report.lookupOnly,
+    scans: placed.scans,
   });
   r.state.job = {
     startedAt: folders.startedAt,
