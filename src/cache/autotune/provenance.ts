@@ -1,6 +1,7 @@
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Manifest, Tuning } from "../../manifest/manifest.js";
 import type { JobContext } from "../job-context.js";
+import type { JobRecord } from "../local-state.js";
 import { type Present, presentId } from "../save/save-scan.js";
 import type { HookUsage } from "../usage/save-usage.js";
 import { hookUsedEntries } from "../usage/usage.js";
@@ -14,6 +15,8 @@ export interface AutotuneParts {
   salts: Map<string, Salt>;
   /** Who this job's results were produced by. */
   producer: Omit<Tuning, "id">;
+  /** Ids of results this job's restore withheld: kept now, the job tuned them again itself. */
+  retuned: Set<string>;
 }
 
 /**
@@ -25,6 +28,8 @@ export function autotuneParts(
   kept: Present[],
   hook: HookUsage | undefined,
   at: string,
+  /** The job's record from its restore: the results it withheld. */
+  job?: JobRecord,
 ): AutotuneParts {
   const results = new Set(kept.filter((p) => p.kind.isAutotuneResult(p.entry)).map(presentId));
   const salts = new Map<string, Salt>();
@@ -33,14 +38,19 @@ export function autotuneParts(
       const salt = saltOf(ctx.autotune.workdir, t.modules);
       if (salt) for (const id of hookUsedEntries(ctx.caches, [t.folder])) salts.set(id, salt);
     }
-  return { results, salts, producer: { ...ctx.autotune.producer, revision: ctx.revision, at } };
+  const retuned = new Set(
+    (job?.autotune?.withheld ?? []).map((w) => entryId({ cache: w.cache, name: w.entry })),
+  );
+  return { results, salts, producer: { ...ctx.autotune.producer, revision: ctx.revision, at }, retuned };
 }
 
 /**
  * Sets each autotune result's producer (`tunedBy`) and salt on `entries`, and returns the table they
  * point into. A result the parent has byte for byte keeps the parent's producer and salt (so
- * provenance survives delta saves and consolidations); any other was tuned by this job. Entries
- * that are not autotune results carry neither.
+ * provenance survives delta saves and consolidations), unless this job's restore withheld it: then
+ * the job tuned it again, and the same bytes are its own (a pinned benchmark would otherwise be
+ * denied its own winners on every run). Any other was tuned by this job. Entries that are not
+ * autotune results carry neither.
  */
 export function recordProducers(
   entries: EntryRef[],
@@ -73,7 +83,7 @@ export function recordProducers(
     const id = entryId(e);
     if (!parts.results.has(id)) continue;
     const before = parentRefs.get(id);
-    if (before && before.sha256 === e.sha256) {
+    if (before && before.sha256 === e.sha256 && !parts.retuned.has(id)) {
       const t = parent?.tunings?.find((x) => x.id === before.tunedBy);
       if (t) e.tunedBy = idOf(withoutId(t));
       if (before.salt) e.salt = before.salt;

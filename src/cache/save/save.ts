@@ -230,7 +230,7 @@ class SaveRun {
       written,
       kinds: this.kinds,
       usage: this.usage as UsagePlan,
-      autotune: autotuneParts(ctx, this.kept, this.opts.hook, (this.usage as UsagePlan).now.at),
+      autotune: autotuneParts(ctx, this.kept, this.opts.hook, (this.usage as UsagePlan).now.at, this.job),
     });
     const body = encodeManifest(manifest);
     const committed = await commitManifest(ctx.store, this.object, body);

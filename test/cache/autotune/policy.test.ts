@@ -146,6 +146,19 @@ describe("autotune results carry their producer, and a profile is given only wha
     const sim = runSimWorkload(work, { plain: 2, autotuned: 2 });
     expect(winners(work)).toHaveLength(2);
     expect(sim.written).toHaveLength(2);
+    // The simulated tuning gives the same bytes the test job's did: still the benchmark's own
+    // winners, so the next benchmark run is given them instead of tuning again.
+    const m = manifestOf(sb, (await save(ctx)).primaryKey);
+    const mine = m.entries.filter((e) => sim.written.includes(e.name));
+    expect(mine.map((e) => m.tunings?.find((t) => t.id === e.tunedBy)?.profile)).toEqual([
+      "kda-bench",
+      "kda-bench",
+    ]);
+    const next = await restore(
+      await job(sb, { folder: path.join(sb.dir, "b2"), rev: "3", profile: "kda-bench", benchmark: true }),
+    );
+    expect(next.autotune?.withheld).toEqual([]);
+    expect(next.autotune?.given.map((g) => g.producer?.profile)).toEqual(["kda-bench", "kda-bench"]);
   });
 
   it("pinned results come from the same device model and the same autotune-env values only", async () => {
