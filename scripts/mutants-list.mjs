@@ -631,6 +631,13 @@ export const MUTANTS = [
     tests: ["test/cache/autotune/policy.test.ts"],
   },
   {
+    name: "a benchmark's re-tuned winners credited to the producer its restore withheld them from",
+    file: "src/cache/autotune/provenance.ts",
+    find: "if (before && before.sha256 === e.sha256 && !parts.retuned.has(id)) {",
+    replace: "if (before && before.sha256 === e.sha256) {",
+    tests: ["test/cache/autotune/policy.test.ts"],
+  },
+  {
     name: "entries borrowed from restore-revisions saved under the pull request's key",
     file: "src/cache/save/save-scan.ts",
     find: "if (borrowed !== undefined && borrowed === p.sig && !vouched.has(p)) {",
