@@ -124,8 +124,15 @@ export const MUTANTS = [
   {
     name: "a restore does not stamp access times (use never learnt)",
     file: "src/cache/restore/restore-state.ts",
-    find: "const e = stamp ? stampUnread(c.path, found) : found;",
+    find: "const e = stamp && readSinceStamp(found) ? stampUnread(c.path, found) : found;",
     replace: "const e = found;",
+    also: [
+      {
+        file: "src/pack/read/unread-stamp.ts",
+        find: "fs.futimesSync(fd, (now - STAMP_MS) / 1000, now / 1000);",
+        replace: "void fd;",
+      },
+    ],
     tests: ["test/cache/usage/working-set.test.ts"],
     testName: "with the defaults",
   },

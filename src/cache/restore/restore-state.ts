@@ -10,7 +10,7 @@ import type { JobContext } from "../job-context.js";
 import type { LocalState } from "../local-state.js";
 import type { Match } from "../lookup.js";
 import { hashEntry } from "../save/save-scan.js";
-import { atimeRecordsReads, stampUnread } from "../usage/usage.js";
+import { atimeRecordsReads, readSinceStamp, stampUnread } from "../usage/usage.js";
 
 /**
  * What a restore finds on disk, before and after it writes: entries already there as the manifest
@@ -132,7 +132,8 @@ export async function stateAfterRestore(
     const local: Record<string, string> = {};
     const seen: Record<string, string> = {};
     for (const found of scan.entries) {
-      const e = stamp ? stampUnread(c.path, found) : found;
+      // The pack readers stamped what they wrote; an entry not read since an earlier stamp keeps it.
+      const e = stamp && readSinceStamp(found) ? stampUnread(c.path, found) : found;
       const d = digests.get(found.name);
       seen[e.name] = entrySignature(e);
       if (d) idx[e.name] = [seen[e.name] as string, d];

@@ -3,20 +3,15 @@ import fs from "node:fs";
 import path from "node:path";
 import { type CacheFolder, entryFilePath, type FoundEntry, KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
 import { entryId } from "../../manifest/entry-id.js";
+import { isStamped, STAMP_MS } from "../../pack/read/unread-stamp.js";
 
 /**
- * Which entries a job used, learnt from the file system's access times. A restore stamps each
- * entry's files with an atime one second before their mtime. Linux's default `relatime` (and
- * `strictatime`, and `lazytime`) moves the atime to the time of the next read whenever it is not
- * newer than the mtime, so at save time a file whose atime is no longer the stamp was read. Under
- * `noatime` (or a file system without access times) a read changes nothing: the restore's probe
- * finds that out and the save then counts every entry as used.
+ * Which entries a job used, learnt from the file system's access times: a restore stamps each
+ * entry's files as unread (pack/read/unread-stamp.ts: the atime one second before the mtime), and at
+ * save time a file whose atime is no longer the stamp was read. Under `noatime` (or a file system
+ * without access times) a read changes nothing: the restore's probe finds that out and the save then
+ * counts every entry as used.
  */
-
-/** How far before its mtime a restore sets a file's atime. */
-export const STAMP_MS = 1000;
-/** A stamped atime read back within this of the stamp is still the stamp (timestamps round). */
-const STAMP_TOLERANCE_MS = 250;
 
 /**
  * Whether reads in `root` move access times: a probe file is stamped, read and looked at again.
@@ -38,10 +33,6 @@ export function atimeRecordsReads(root: string): boolean {
   } finally {
     fs.rmSync(probe, { force: true });
   }
-}
-
-function isStamped(atimeMs: number, mtimeMs: number): boolean {
-  return Math.abs(atimeMs - (mtimeMs - STAMP_MS)) <= STAMP_TOLERANCE_MS;
 }
 
 /**

@@ -1,4 +1,5 @@
 import fs from "node:fs";
+import { stampOpenFile } from "./unread-stamp.js";
 
 /**
  * Writes that check every count. On a full disk Node's `write`/`writev` can return fewer bytes than
@@ -22,11 +23,12 @@ export function writeFullySync(fd: number, data: Buffer, file: string): void {
   }
 }
 
-/** Creates `file` (it must not exist) holding every byte of `data`. */
-export function writeNewFileSync(file: string, data: Buffer): void {
+/** Creates `file` (it must not exist) holding every byte of `data`; `unread`: stamped as not read since. */
+export function writeNewFileSync(file: string, data: Buffer, unread = false): void {
   const fd = fs.openSync(file, "wx");
   try {
     writeFullySync(fd, data, file);
+    if (unread) stampOpenFile(fd);
   } finally {
     fs.closeSync(fd);
   }
