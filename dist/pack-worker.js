@@ -2056,7 +2056,7 @@ function cacheKind(kind) {
 
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs12 from "node:fs";
+import fs13 from "node:fs";
 import { Transform as Transform2, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -2631,11 +2631,24 @@ function processDuplex(cmd, args) {
 
 // src/pack/read/deferred-rewrites.ts
 import { randomBytes } from "node:crypto";
-import fs8 from "node:fs";
+import fs9 from "node:fs";
 import path7 from "node:path";
 
 // src/pack/read/checked-write.ts
+import fs8 from "node:fs";
+
+// src/pack/read/unread-stamp.ts
 import fs7 from "node:fs";
+var STAMP_MS = 1e3;
+function stampOpenFile(fd) {
+  const now = Date.now();
+  try {
+    fs7.futimesSync(fd, (now - STAMP_MS) / 1e3, now / 1e3);
+  } catch {
+  }
+}
+
+// src/pack/read/checked-write.ts
 function noProgress(file) {
   const e2 = new Error(`${file}: write made no progress (disk full?)`);
   e2.code = "ENOSPC";
@@ -2644,17 +2657,18 @@ function noProgress(file) {
 function writeFullySync(fd, data, file) {
   let off = 0;
   while (off < data.length) {
-    const n = fs7.writeSync(fd, data, off, data.length - off);
+    const n = fs8.writeSync(fd, data, off, data.length - off);
     if (n <= 0) throw noProgress(file);
     off += n;
   }
 }
-function writeNewFileSync(file, data) {
-  const fd = fs7.openSync(file, "wx");
+function writeNewFileSync(file, data, unread = false) {
+  const fd = fs8.openSync(file, "wx");
   try {
     writeFullySync(fd, data, file);
+    if (unread) stampOpenFile(fd);
   } finally {
-    fs7.closeSync(fd);
+    fs8.closeSync(fd);
   }
 }
 
@@ -2681,7 +2695,7 @@ var DeferredRewrites = class {
     for (let i = this.jobs.length - 1; i >= 0; i--) {
       const j2 = this.jobs[i];
       if (j2.entry !== entry) continue;
-      fs8.rmSync(j2.input, { force: true });
+      fs9.rmSync(j2.input, { force: true });
       this.jobs.splice(i, 1);
     }
   }
@@ -2692,7 +2706,7 @@ var DeferredRewrites = class {
     try {
       results = runRewrites(jobs);
     } finally {
-      for (const j2 of jobs) fs8.rmSync(j2.input, { force: true });
+      for (const j2 of jobs) fs9.rmSync(j2.input, { force: true });
     }
     const byEntry = /* @__PURE__ */ new Map();
     jobs.forEach((j2, i) => {
@@ -2705,7 +2719,7 @@ var DeferredRewrites = class {
 };
 
 // src/pack/read/entry-stager.ts
-import fs11 from "node:fs";
+import fs12 from "node:fs";
 import path10 from "node:path";
 
 // src/pack/entry-digest.ts
@@ -2729,11 +2743,11 @@ var EntryDigest = class {
 
 // src/pack/read/entry-place.ts
 import { randomBytes as randomBytes2 } from "node:crypto";
-import fs10 from "node:fs";
+import fs11 from "node:fs";
 import path9 from "node:path";
 
 // src/pack/read/real-dirs.ts
-import fs9 from "node:fs";
+import fs10 from "node:fs";
 import path8 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
@@ -2741,15 +2755,15 @@ function ensureRealDirs(root, rel) {
     at2 = path8.join(at2, part);
     let st2;
     try {
-      st2 = fs9.lstatSync(at2);
+      st2 = fs10.lstatSync(at2);
     } catch (e2) {
       if (e2.code !== "ENOENT") throw e2;
       try {
-        fs9.mkdirSync(at2);
+        fs10.mkdirSync(at2);
       } catch (m2) {
         if (m2.code !== "EEXIST") throw m2;
       }
-      st2 = fs9.lstatSync(at2);
+      st2 = fs10.lstatSync(at2);
     }
     if (st2.isSymbolicLink())
       throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
@@ -2763,35 +2777,35 @@ function place(staged, root, entryName, staging, keepExisting = false) {
   const dest = path9.join(root, entryName);
   for (let attempt = 0; ; attempt++) {
     try {
-      fs10.renameSync(staged, dest);
+      fs11.renameSync(staged, dest);
       return;
     } catch (e2) {
       const code = e2.code;
       if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e2;
     }
     if (keepExisting || sameTree(staged, dest)) {
-      fs10.rmSync(staged, { recursive: true, force: true });
+      fs11.rmSync(staged, { recursive: true, force: true });
       return;
     }
     if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
     const aside = path9.join(staging, `old-${randomBytes2(6).toString("hex")}`);
     try {
-      fs10.renameSync(dest, aside);
+      fs11.renameSync(dest, aside);
     } catch (e2) {
       if (e2.code !== "ENOENT") throw e2;
       continue;
     }
-    fs10.rmSync(aside, { recursive: true, force: true });
+    fs11.rmSync(aside, { recursive: true, force: true });
   }
 }
 function sameTree(a, b2) {
   try {
-    const sa = fs10.statSync(a);
-    const sb = fs10.statSync(b2);
+    const sa = fs11.statSync(a);
+    const sb = fs11.statSync(b2);
     if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs10.readFileSync(a).equals(fs10.readFileSync(b2));
-    const na = fs10.readdirSync(a).sort();
-    const nb = fs10.readdirSync(b2).sort();
+    if (!sa.isDirectory()) return sa.size === sb.size && fs11.readFileSync(a).equals(fs11.readFileSync(b2));
+    const na = fs11.readdirSync(a).sort();
+    const nb = fs11.readdirSync(b2).sort();
     return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path9.join(a, n), path9.join(b2, n)));
   } catch {
     return false;
@@ -2859,7 +2873,7 @@ var StagedEntry = class {
     this.written.set(rel, size);
     try {
       this.prepare();
-      this.fd = fs11.openSync(dest, "wx");
+      this.fd = fs12.openSync(dest, "wx");
     } catch (e2) {
       this.fail(`could not be written: ${e2.message}`);
     }
@@ -2910,7 +2924,7 @@ var StagedEntry = class {
           else {
             const data = kind.relocate(root, this.entryName, h.rel, stored);
             this.written.set(h.rel, data.length);
-            writeNewFileSync(dest, data);
+            writeNewFileSync(dest, data, true);
           }
         }
       } catch (e2) {
@@ -2950,21 +2964,21 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs11.rmSync(this.staged, { recursive: true, force: true });
+    fs12.rmSync(this.staged, { recursive: true, force: true });
   }
   /** Why the staged files on disk are not exactly the ones written, or null when they are. */
   stagedDiffers() {
     if (this.target.kind.entryShape !== "folder") {
       const size = this.written.get("");
       try {
-        return fs11.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+        return fs12.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
       } catch {
         return "staged file vanished before placing";
       }
     }
     let names;
     try {
-      names = fs11.readdirSync(this.staged);
+      names = fs12.readdirSync(this.staged);
     } catch {
       return "staged entry vanished before placing";
     }
@@ -2973,7 +2987,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs11.statSync(path10.join(this.staged, n)).size;
+        size = fs12.statSync(path10.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -2987,7 +3001,7 @@ var StagedEntry = class {
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs11.mkdirSync(isDir ? this.staged : path10.dirname(this.staged), { recursive: true });
+    fs12.mkdirSync(isDir ? this.staged : path10.dirname(this.staged), { recursive: true });
     this.created = true;
   }
   closeFile() {
@@ -2995,7 +3009,8 @@ var StagedEntry = class {
     const fd = this.fd;
     this.fd = null;
     try {
-      fs11.closeSync(fd);
+      if (!this.bad) stampOpenFile(fd);
+      fs12.closeSync(fd);
     } catch (e2) {
       this.bad ??= `could not be written: ${e2.message}`;
     }
@@ -3320,18 +3335,18 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs12.openSync(file, "r");
+  const fd = fs13.openSync(file, "r");
   try {
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs12.readSync(fd, buf, 0, buf.length, null);
+      const n = fs13.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs12.closeSync(fd);
+    fs13.closeSync(fd);
   }
 }
 async function readPack(read) {
@@ -3386,10 +3401,10 @@ async function readPack(read) {
 }
 
 // src/pack/write/pack-builder.ts
-import fs15 from "node:fs";
+import fs16 from "node:fs";
 
 // src/pack/write/entry-source.ts
-import fs13 from "node:fs";
+import fs14 from "node:fs";
 import os2 from "node:os";
 import path11 from "node:path";
 function openEntry(kind, root, entry, stored) {
@@ -3399,7 +3414,7 @@ function openEntry(kind, root, entry, stored) {
       const p2 = entryFilePath(root, entry, f2.rel);
       const written = stored?.[f2.rel];
       if (written) {
-        opened.push({ rel: f2.rel, size: written[1], data: null, fd: fs13.openSync(written[0], "r") });
+        opened.push({ rel: f2.rel, size: written[1], data: null, fd: fs14.openSync(written[0], "r") });
         continue;
       }
       if (kind.isRelocatable(entry.name, f2.rel)) {
@@ -3413,7 +3428,7 @@ function openEntry(kind, root, entry, stored) {
         continue;
       }
       const fd = openUnseen(p2);
-      opened.push({ rel: f2.rel, size: fs13.fstatSync(fd).size, data: null, fd });
+      opened.push({ rel: f2.rel, size: fs14.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch (e2) {
@@ -3423,18 +3438,18 @@ function openEntry(kind, root, entry, stored) {
   }
 }
 function normalizedFile(kind, root, entry, rel, raw) {
-  const dir = fs13.mkdtempSync(path11.join(os2.tmpdir(), "kcache-stored-"));
+  const dir = fs14.mkdtempSync(path11.join(os2.tmpdir(), "kcache-stored-"));
   try {
     const out = path11.join(dir, "stored");
     const size = kind.normalizeInto?.(root, entry.name, rel, raw, out) ?? null;
-    return size === null ? null : { rel, size, data: null, fd: fs13.openSync(out, "r") };
+    return size === null ? null : { rel, size, data: null, fd: fs14.openSync(out, "r") };
   } finally {
-    fs13.rmSync(dir, { recursive: true, force: true });
+    fs14.rmSync(dir, { recursive: true, force: true });
   }
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs13.closeSync(f2.fd);
+    if (f2.fd !== null) fs14.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -5376,7 +5391,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs14 = /* @__PURE__ */ Symbol("ondrain");
+var fs15 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -5410,8 +5425,8 @@ var wt = class extends A {
       if ((t2.gzip ? 1 : 0) + (t2.brotli ? 1 : 0) + (t2.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t2.gzip && (typeof t2.gzip != "object" && (t2.gzip = {}), this.portable && (t2.gzip.portable = true), this.zip = new ze(t2.gzip)), t2.brotli && (typeof t2.brotli != "object" && (t2.brotli = {}), this.zip = new We(t2.brotli)), t2.zstd && (typeof t2.zstd != "object" && (t2.zstd = {}), this.zip = new Ye(t2.zstd)), !this.zip) throw new Error("impossible");
       let e2 = this.zip;
-      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs14]()), this.on("resume", () => e2.resume());
-    } else this.on("drain", this[fs14]);
+      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs15]()), this.on("resume", () => e2.resume());
+    } else this.on("drain", this[fs15]);
     this.noDirRecurse = !!t2.noDirRecurse, this.follow = !!t2.follow, this.noMtime = !!t2.noMtime, t2.mtime && (this.mtime = t2.mtime), this.filter = typeof t2.filter == "function" ? t2.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t2.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t2) {
@@ -5524,7 +5539,7 @@ var wt = class extends A {
       this.emit("error", e2);
     }
   }
-  [fs14]() {
+  [fs15]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t2) {
@@ -6486,7 +6501,7 @@ var TarBatches = class {
     let pos = 0;
     while (pos < f2.size) {
       const want = Math.min(BATCH - this.fill, f2.size - pos);
-      const n = fs15.readSync(f2.fd, this.batch, this.fill, want, pos);
+      const n = fs16.readSync(f2.fd, this.batch, this.fill, want, pos);
       if (n === 0) throw new Error(`${what} shrank while being packed`);
       digest.update(this.batch.subarray(this.fill, this.fill + n));
       this.fill += n;
@@ -6525,7 +6540,7 @@ function* buildPack(inputs, kindOf, compressor, result, frames = false) {
           yield* tar.put(f2.data);
         } else {
           yield* tar.putFile(f2, digest, `${input.entry.name}/${f2.rel}`);
-          fs15.closeSync(f2.fd);
+          fs16.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);
