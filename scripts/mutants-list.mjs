@@ -357,8 +357,8 @@ export const MUTANTS = [
   {
     name: "a save's torch.compile pickles rewritten one process each, not together before packing",
     file: "src/cache/save/save-packs.ts",
-    find: "  forms.prepare(groups.flat());",
-    replace: "",
+    find: "const rewrites = forms.prepareInBackground(groups.flat());",
+    replace: "const rewrites = { waiting: new Set(), written: Promise.resolve() };",
     tests: ["test/kinds/inductor.test.ts"],
     testName: "one Python process",
   },

@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -165,33 +165,25 @@ export function normalizePickleInto(data: Buffer, roots: string[], out: string):
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
 }
 
-/**
- * Runs many rewrites in one Python process (`rewrite.py batch`): each reads its stored pickle from
- * the file `input` and writes the rewritten one to `out`. A restore's pickles each started a process
- * of their own before, tens of milliseconds each. Per job: the size written, or why it could not be
- * (RelocationError); the process failing as a whole fails every job with its reason.
- */
-export function runRewrites(
-  jobs: (PickleRewrite & { input: string; out: string })[],
-): (number | RelocationError)[] {
-  if (jobs.length === 0) return [];
+/** A batch of rewrites: each reads its stored pickle from the file `input` and writes the rewritten one to `out`. */
+export type RewriteJob = PickleRewrite & { input: string; out: string };
+
+/** How `rewrite.py batch` is run for `jobs`: its arguments, what it reads on stdin, and its limits. */
+function batchRequest(jobs: RewriteJob[]) {
   const lines = jobs.map((j) =>
     JSON.stringify({ mode: j.args[0], roots: j.args.slice(1), in: j.input, out: j.out }),
   );
-  let stdout: string;
-  try {
-    stdout = execFileSync(current.python, [rewriterScript(), "batch"], {
-      input: `${lines.join("\n")}\n`,
-      // Linear in the pickles' size (seconds for 64 MB each): minutes mean something is wrong.
-      timeout: 300_000 + 10_000 * jobs.length,
-      stdio: ["pipe", "pipe", "pipe"],
-      maxBuffer: 1024 * jobs.length + (1 << 20),
-      encoding: "utf8",
-    });
-  } catch (e) {
-    const err = rewriterFailure(e);
-    return jobs.map(() => err);
-  }
+  return {
+    args: [rewriterScript(), "batch"],
+    input: `${lines.join("\n")}\n`,
+    // Linear in the pickles' size (seconds for 64 MB each): minutes mean something is wrong.
+    timeout: 300_000 + 10_000 * jobs.length,
+    maxBuffer: 1024 * jobs.length + (1 << 20),
+  };
+}
+
+/** Per job of a batch, from the rewriter's output: the size written, or why it could not be. */
+function batchResults(jobs: RewriteJob[], stdout: string): (number | RelocationError)[] {
   const results = stdout.split("\n").filter(Boolean);
   return jobs.map((j, i) => {
     let r: { size?: number; error?: string };
@@ -205,5 +197,49 @@ export function runRewrites(
     if (r.size > j.bound)
       return new RelocationError(`the rewrite gave ${r.size} bytes, more than it can (${j.bound})`);
     return r.size;
+  });
+}
+
+/**
+ * Runs many rewrites in one Python process (`rewrite.py batch`). A restore's pickles each started a
+ * process of their own before, tens of milliseconds each. Per job: the size written, or why it could
+ * not be (RelocationError); the process failing as a whole fails every job with its reason.
+ */
+export function runRewrites(jobs: RewriteJob[]): (number | RelocationError)[] {
+  if (jobs.length === 0) return [];
+  const { args, ...opts } = batchRequest(jobs);
+  let stdout: string;
+  try {
+    stdout = execFileSync(current.python, args, {
+      ...opts,
+      stdio: ["pipe", "pipe", "pipe"],
+      encoding: "utf8",
+    });
+  } catch (e) {
+    const err = rewriterFailure(e);
+    return jobs.map(() => err);
+  }
+  return batchResults(jobs, stdout);
+}
+
+/**
+ * runRewrites in the background: the interpreter starts and rewrites while this thread goes on with
+ * other packs (its ~90 ms for a torch.compile cache's 23 MB graph pickle were a stall before).
+ */
+export function runRewritesInBackground(jobs: RewriteJob[]): Promise<(number | RelocationError)[]> {
+  if (jobs.length === 0) return Promise.resolve([]);
+  const { args, input, ...opts } = batchRequest(jobs);
+  return new Promise((resolve) => {
+    const child = execFile(current.python, args, { ...opts, encoding: "utf8" }, (e, stdout, stderr) => {
+      if (!e) return resolve(batchResults(jobs, stdout));
+      // As execFileSync reports it: the exit status apart from a failure to start (ENOENT).
+      const code = (e as NodeJS.ErrnoException).code;
+      const status = typeof code === "number" ? code : undefined;
+      const err = rewriterFailure(Object.assign(e, { status, stderr }));
+      resolve(jobs.map(() => err));
+    });
+    // A rewriter that dies early closes its stdin: its exit says why, not the broken pipe.
+    child.stdin?.on("error", () => {});
+    child.stdin?.end(input);
   });
 }

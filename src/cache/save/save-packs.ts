@@ -2,7 +2,7 @@ import { inLanes } from "../../bounded-lanes.js";
 import { formatBytes } from "../../format.js";
 import { saveThreads, ThreadPool } from "../../pack/threads/thread-pool.js";
 import { type BuildInput, type WrittenPack, writePack } from "../../pack/write/pack-writer.js";
-import type { StoredForms } from "../../pack/write/stored-forms.js";
+import { formId, type StoredForms } from "../../pack/write/stored-forms.js";
 import { zstdEngine } from "../../pack/zstd/engines.js";
 import { packObject } from "../../store/layout.js";
 import type { JobContext } from "../job-context.js";
@@ -21,8 +21,13 @@ export async function writePacks(
 ): Promise<WrittenPack[]> {
   // No Zstandard engine (ZstdUnavailableError, naming the fix) fails the save before any upload.
   await zstdEngine(ctx.runtime.zstd);
-  // Pickles not yet rewritten (for hashing) are, all in one process, before any pack starts.
-  forms.prepare(groups.flat());
+  // Pickles not yet rewritten (for hashing) are, all in one process in the background: packs that
+  // hold none are built meanwhile, those that do once it is done.
+  const rewrites = forms.prepareInBackground(groups.flat());
+  const waits = (g: Present[]) => g.some((p) => rewrites.waiting.has(formId(p.root, p.entry)));
+  const order = groups
+    .map((_, i) => i)
+    .sort((a, b) => Number(waits(groups[a] ?? [])) - Number(waits(groups[b] ?? [])));
   const slots: (WrittenPack | undefined)[] = new Array(groups.length);
   const written = () => slots.filter((w): w is WrittenPack => w !== undefined);
   const progress = ctx.progress?.("uploading", null);
@@ -32,9 +37,11 @@ export async function writePacks(
   const lazy = new Set(ctx.caches.filter((c) => c.lazy).map((c) => c.name));
   try {
     await inLanes(
-      groups,
+      order,
       pool ? threads : 1,
-      async (group, _lane, i) => {
+      async (i) => {
+        const group = groups[i] as Present[];
+        if (waits(group)) await rewrites.written;
         const inputs: BuildInput[] = group.map((p) => ({
           cache: p.cache,
           kind: p.kind.kind,
@@ -63,6 +70,7 @@ export async function writePacks(
       { stopOnFailure: true },
     );
   } catch (e) {
+    await rewrites.written;
     await deletePacks(ctx.store, written());
     throw e;
   } finally {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import { type PickleRewrite, runRewrites } from "../../kinds/pickle-rewriter.js";
+import { type PickleRewrite, runRewritesInBackground } from "../../kinds/pickle-rewriter.js";
 import { writeNewFileSync } from "./checked-write.js";
 
 /** What StagedEntry.finish says of an entry whose files wait for their rewrites. */
@@ -57,12 +57,15 @@ export class DeferredRewrites<E extends Waiting> {
     }
   }
 
-  /** Runs every queued rewrite at once; then each waiting entry is placed or discarded: its reason, or null. */
-  run(): { entry: E; reason: string | null }[] {
+  /**
+   * Runs every queued rewrite at once, in the background (this thread reads other packs meanwhile);
+   * then each waiting entry is placed or discarded: its reason, or null.
+   */
+  async run(): Promise<{ entry: E; reason: string | null }[]> {
     const jobs = this.jobs.splice(0);
     let results: (number | Error)[];
     try {
-      results = runRewrites(jobs);
+      results = await runRewritesInBackground(jobs);
     } finally {
       for (const j of jobs) fs.rmSync(j.input, { force: true });
     }

@@ -70,7 +70,7 @@ export class PackRestorer {
   }
 
   /** Ends the read: `error` is why the pack could not be read to its end, if it could not. */
-  finish(error: Error | null): PackReadResult {
+  async finish(error: Error | null): Promise<PackReadResult> {
     const r = this.result;
     let fault = error;
     if (!fault) {
@@ -101,7 +101,7 @@ export class PackRestorer {
     // Entries verified whole before any fault: their rewrites run, then they are placed or discarded.
     const files = this.later.pending;
     const t0 = performance.now();
-    for (const { entry, reason } of this.later.run()) this.outcome(entry, reason);
+    for (const { entry, reason } of await this.later.run()) this.outcome(entry, reason);
     if (files) r.rewriter = { processes: 1, files, seconds: (performance.now() - t0) / 1000 };
     for (const w of this.wanted) {
       if (!this.seen.has(entryId(w))) {

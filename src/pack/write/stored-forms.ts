@@ -2,7 +2,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type CacheKind, entryFilePath, type FoundEntry } from "../../kinds/kind.js";
-import { type PickleRewrite, RelocationError, runRewrites } from "../../kinds/pickle-rewriter.js";
+import {
+  type PickleRewrite,
+  RelocationError,
+  type RewriteJob,
+  runRewrites,
+  runRewritesInBackground,
+} from "../../kinds/pickle-rewriter.js";
 import { readUnseen } from "../../unseen-read.js";
 
 /** An entry's files whose stored form was written ahead: rel -> [the file holding it, its size]. */
@@ -33,8 +39,26 @@ export class StoredForms {
 
   /** Writes the stored forms of `entries`' files that need a child process, in one process. */
   prepare(entries: FormEntry[]): void {
-    const jobs: (PickleRewrite & { input: string; out: string; id: string; rel: string; stat: string })[] =
-      [];
+    const jobs = this.jobsFor(entries);
+    if (jobs.length) this.keep(jobs, runRewrites(jobs));
+  }
+
+  /**
+   * prepare, in the background: the entries whose forms it writes (by formId), and when they are
+   * written. A save builds its other packs meanwhile.
+   */
+  prepareInBackground(entries: FormEntry[]): { waiting: Set<string>; written: Promise<void> } {
+    const jobs = this.jobsFor(entries);
+    const waiting = new Set(jobs.map((j) => j.id));
+    const written = jobs.length
+      ? runRewritesInBackground(jobs).then((results) => this.keep(jobs, results))
+      : Promise.resolve();
+    return { waiting, written };
+  }
+
+  /** The rewrites `entries`' files need that no earlier batch ran. */
+  private jobsFor(entries: FormEntry[]): FormJob[] {
+    const jobs: FormJob[] = [];
     for (const { kind, root, entry } of entries) {
       const id = formId(root, entry);
       if (!kind.normalization || this.done.has(id)) continue;
@@ -54,11 +78,17 @@ export class StoredForms {
         jobs.push({ ...how, input, out, id, rel: f.rel, stat: statOf(input) });
       }
     }
-    if (jobs.length === 0) return;
-    this.counts.processes++;
-    this.counts.files += jobs.length;
-    runRewrites(jobs).forEach((r, i) => {
-      const j = jobs[i] as (typeof jobs)[number];
+    if (jobs.length) {
+      this.counts.processes++;
+      this.counts.files += jobs.length;
+    }
+    return jobs;
+  }
+
+  /** Keeps the forms a batch wrote, of files unchanged while it ran. */
+  private keep(jobs: FormJob[], results: (number | RelocationError)[]): void {
+    results.forEach((r, i) => {
+      const j = jobs[i] as FormJob;
       // One the rewriter refused is rewritten alone when opened, which says why.
       if (!(r instanceof RelocationError) && statOf(j.input) === j.stat) {
         const files = this.forms.get(j.id) ?? {};
@@ -81,7 +111,11 @@ export class StoredForms {
   }
 }
 
-function formId(root: string, entry: FoundEntry): string {
+/** One file's rewrite in a batch, and what tells whether the file changed while it ran. */
+type FormJob = RewriteJob & { id: string; rel: string; stat: string };
+
+/** What identifies an entry's forms: its folder and name. */
+export function formId(root: string, entry: FoundEntry): string {
   return `${root}\0${entry.name}`;
 }
 
