@@ -1486,7 +1486,7 @@ import { createHash as createHash3 } from "node:crypto";
 import { parentPort } from "node:worker_threads";
 
 // src/kinds/pickle-rewriter.ts
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -1652,26 +1652,20 @@ function normalizePickleInto(data, roots, out) {
   const how = pickleNormalization(data, roots);
   return how ? rewriteInto(data, how.args, out, how.bound) : null;
 }
-function runRewrites(jobs) {
-  if (jobs.length === 0) return [];
+function batchRequest(jobs) {
   const lines = jobs.map(
     (j2) => JSON.stringify({ mode: j2.args[0], roots: j2.args.slice(1), in: j2.input, out: j2.out })
   );
-  let stdout;
-  try {
-    stdout = execFileSync(current.python, [rewriterScript(), "batch"], {
-      input: `${lines.join("\n")}
+  return {
+    args: [rewriterScript(), "batch"],
+    input: `${lines.join("\n")}
 `,
-      // Linear in the pickles' size (seconds for 64 MB each): minutes mean something is wrong.
-      timeout: 3e5 + 1e4 * jobs.length,
-      stdio: ["pipe", "pipe", "pipe"],
-      maxBuffer: 1024 * jobs.length + (1 << 20),
-      encoding: "utf8"
-    });
-  } catch (e2) {
-    const err2 = rewriterFailure(e2);
-    return jobs.map(() => err2);
-  }
+    // Linear in the pickles' size (seconds for 64 MB each): minutes mean something is wrong.
+    timeout: 3e5 + 1e4 * jobs.length,
+    maxBuffer: 1024 * jobs.length + (1 << 20)
+  };
+}
+function batchResults(jobs, stdout) {
   const results = stdout.split("\n").filter(Boolean);
   return jobs.map((j2, i) => {
     let r;
@@ -1685,6 +1679,22 @@ function runRewrites(jobs) {
     if (r.size > j2.bound)
       return new RelocationError(`the rewrite gave ${r.size} bytes, more than it can (${j2.bound})`);
     return r.size;
+  });
+}
+function runRewritesInBackground(jobs) {
+  if (jobs.length === 0) return Promise.resolve([]);
+  const { args, input, ...opts } = batchRequest(jobs);
+  return new Promise((resolve) => {
+    const child = execFile(current.python, args, { ...opts, encoding: "utf8" }, (e2, stdout, stderr) => {
+      if (!e2) return resolve(batchResults(jobs, stdout));
+      const code = e2.code;
+      const status = typeof code === "number" ? code : void 0;
+      const err2 = rewriterFailure(Object.assign(e2, { status, stderr }));
+      resolve(jobs.map(() => err2));
+    });
+    child.stdin?.on("error", () => {
+    });
+    child.stdin?.end(input);
   });
 }
 
@@ -2699,12 +2709,15 @@ var DeferredRewrites = class {
       this.jobs.splice(i, 1);
     }
   }
-  /** Runs every queued rewrite at once; then each waiting entry is placed or discarded: its reason, or null. */
-  run() {
+  /**
+   * Runs every queued rewrite at once, in the background (this thread reads other packs meanwhile);
+   * then each waiting entry is placed or discarded: its reason, or null.
+   */
+  async run() {
     const jobs = this.jobs.splice(0);
     let results;
     try {
-      results = runRewrites(jobs);
+      results = await runRewritesInBackground(jobs);
     } finally {
       for (const j2 of jobs) fs9.rmSync(j2.input, { force: true });
     }
@@ -3251,7 +3264,7 @@ var PackRestorer = class {
     this.reader.write(chunk);
   }
   /** Ends the read: `error` is why the pack could not be read to its end, if it could not. */
-  finish(error) {
+  async finish(error) {
     const r = this.result;
     let fault = error;
     if (!fault) {
@@ -3281,7 +3294,7 @@ var PackRestorer = class {
     }
     const files = this.later.pending;
     const t0 = performance.now();
-    for (const { entry, reason } of this.later.run()) this.outcome(entry, reason);
+    for (const { entry, reason } of await this.later.run()) this.outcome(entry, reason);
     if (files) r.rewriter = { processes: 1, files, seconds: (performance.now() - t0) / 1e3 };
     for (const w2 of this.wanted) {
       if (!this.seen.has(entryId(w2))) {
@@ -3419,7 +3432,8 @@ function openEntry(kind, root, entry, stored) {
       }
       if (kind.isRelocatable(entry.name, f2.rel)) {
         const raw = readUnseen(p2);
-        const file = kind.normalizeInto ? normalizedFile(kind, root, entry, f2.rel, raw) : null;
+        const outOfProcess = kind.normalizeInto && kind.normalization?.(root, entry.name, f2.rel, raw);
+        const file = outOfProcess ? normalizedFile(kind, root, entry, f2.rel, raw) : null;
         if (file) opened.push(file);
         else {
           const data = kind.normalize(root, entry.name, f2.rel, raw);
