@@ -20,3 +20,24 @@ describe("RELIABILITY.md", () => {
     }
   });
 });
+
+describe("RELIABILITY.md's suite under load", () => {
+  it("is the table of bench/results/suite-under-load-*.json: every suite of every batch passed, at a load of 16 or more on 2 cores", async () => {
+    const { suiteUnderLoadTable } = await import("../../bench/suite-load-table.js");
+    const dir = path.join(ROOT, "bench/results");
+    const batches = fs
+      .readdirSync(dir)
+      .filter((f) => /^suite-under-load-.*\.json$/.test(f))
+      .sort()
+      .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+    expect(batches.length).toBeGreaterThan(0);
+    const doc = fs.readFileSync(path.join(ROOT, "RELIABILITY.md"), "utf8");
+    expect(doc).toContain(suiteUnderLoadTable(batches).join("\n"));
+    const { median } = await import("../../bench/measure.js");
+    for (const b of batches) {
+      expect(b.cores).toBe(2);
+      expect(median(b.load)).toBeGreaterThanOrEqual(16);
+      for (const r of b.runs) expect(r, b.commit).toMatchObject({ rc: 0, failed: [] });
+    }
+  });
+});
