@@ -24,10 +24,8 @@ export async function writePacks(
   // Pickles not yet rewritten (for hashing) are, all in one process in the background: packs that
   // hold none are built meanwhile, those that do once it is done.
   const rewrites = forms.prepareInBackground(groups.flat());
-  const waits = (g: Present[]) => g.some((p) => rewrites.waiting.has(formId(p.root, p.entry)));
-  const order = groups
-    .map((_, i) => i)
-    .sort((a, b) => Number(waits(groups[a] ?? [])) - Number(waits(groups[b] ?? [])));
+  const waits = groups.map((g) => g.some((p) => rewrites.waiting.has(formId(p.root, p.entry))));
+  const order = groups.map((_, i) => i).sort((a, b) => Number(waits[a]) - Number(waits[b]));
   const slots: (WrittenPack | undefined)[] = new Array(groups.length);
   const written = () => slots.filter((w): w is WrittenPack => w !== undefined);
   const progress = ctx.progress?.("uploading", null);
@@ -41,7 +39,7 @@ export async function writePacks(
       pool ? threads : 1,
       async (i) => {
         const group = groups[i] as Present[];
-        if (waits(group)) await rewrites.written;
+        if (waits[i]) await rewrites.written;
         const inputs: BuildInput[] = group.map((p) => ({
           cache: p.cache,
           kind: p.kind.kind,
