@@ -14,7 +14,12 @@ export type Fault =
   /** Passes the headers and the first `bytes` of the body, flushed, then resets the connection (TCP RST). */
   | { kind: "reset"; bytes: number }
   /** Resets the connection before any answer: a keep-alive connection the server closed as it was reused. */
-  | { kind: "drop" };
+  | { kind: "drop" }
+  /**
+   * Passes the request on whole and lets the server act on it, then resets the connection instead of
+   * answering: a write that landed whose answer was lost (a flaky network, a proxy's timeout).
+   */
+  | { kind: "lose-answer" };
 
 export interface ProxyLog {
   method: string;
@@ -59,6 +64,11 @@ export async function faultProxy(target: string, choose: (req: http.IncomingMess
       return;
     }
     const up = upstreamRequest(upstream, req, (r) => {
+      if (fault.kind === "lose-answer") {
+        r.resume();
+        r.on("end", () => req.socket.resetAndDestroy());
+        return;
+      }
       res.writeHead(r.statusCode ?? 502, r.headers);
       if (fault.kind === "stall") {
         hung.push(res);

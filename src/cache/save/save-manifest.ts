@@ -122,6 +122,11 @@ export async function commitManifest(
   body: Buffer,
 ): Promise<"committed" | "lost-race-before" | "lost-race-after"> {
   if (!(await store.createIfAbsent(object, body))) {
+    // "Exists" may be our own write: a PUT the server stored whose answer was lost is retried by the
+    // SDK and refused for the object it wrote itself (DESIGN.md, S3 conditional writes). Only other
+    // bytes under the key are another run's; a manifest names its creation time, so two saves differ.
+    const stored = await store.read(object);
+    if (stored?.equals(body)) return "committed";
     // A store that answers "exists" to everything must not pass for a lost race.
     if (!(await existingManifest(store, object)))
       throw new StoreError(`${store.description}: refused to create ${object} but holds no such manifest`);
@@ -165,4 +170,23 @@ export async function storedManifest(store: Store, object: string): Promise<Mani
       `${store.description}: ${e.message}; nothing saved (delete the object, or check the store's endpoint)`,
     );
   }
+}
+
+/**
+ * Of the packs a save wrote, those the manifest stored at `object` does not name: the only ones a
+ * save that lost its key may delete (no save deletes an object a stored manifest names). Where the
+ * manifest cannot be read, none: an unreferenced pack costs storage until a prune, a deleted one a key.
+ */
+export async function unnamedBy(
+  store: Store,
+  object: string,
+  written: WrittenPack[],
+): Promise<WrittenPack[]> {
+  let named: Set<string>;
+  try {
+    named = new Set((await storedManifest(store, object))?.packs.map((p) => p.object) ?? []);
+  } catch {
+    return [];
+  }
+  return written.filter((w) => !named.has(w.object));
 }
