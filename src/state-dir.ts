@@ -20,17 +20,18 @@ export function stateDir(env: NodeJS.ProcessEnv): string {
 const MAX_KEPT_BYTES = 4 * 1024 * 1024;
 
 /**
- * The kept JSON value in `file`, or undefined where there is none, or it is anything but a regular
- * file kcache wrote whole: a FIFO or a link (to /dev/zero, say) is never opened for a blocking read, a
- * file over 4 MiB is never read, and one whose digest does not match its value (hand-edited, garbled,
- * written by an older kcache) is asked again rather than trusted.
+ * A file kcache keeps for itself in the state folder, read so that nothing lying there can block or
+ * grow the command: never through a link (to /dev/zero, say), never a blocking open of a FIFO, only
+ * a regular file of at most `maxBytes`. Its bytes; null where there is none; why it was refused
+ * where something else lies there.
  */
-export function readKept(file: string): unknown {
+export function readOwnFile(file: string, maxBytes: number): { bytes: Buffer } | { refused: string } | null {
   let fd: number | undefined;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_KEPT_BYTES) return undefined;
+    if (!st.isFile()) return { refused: "not a regular file (a FIFO, a device or a folder)" };
+    if (st.size > maxBytes) return { refused: `${st.size} bytes, over the ${maxBytes} it may hold` };
     const buf = Buffer.alloc(st.size);
     let got = 0;
     while (got < st.size) {
@@ -38,13 +39,32 @@ export function readKept(file: string): unknown {
       if (n === 0) break;
       got += n;
     }
-    const kept = JSON.parse(buf.subarray(0, got).toString("utf8")) as { sha256?: unknown; value?: unknown };
+    return { bytes: buf.subarray(0, got) };
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "ENOENT" || code === "ENOTDIR") return null;
+    if (code === "ELOOP" || code === "EMLINK")
+      return { refused: "a symbolic link, which kcache never writes there" };
+    return { refused: (e as Error).message };
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/**
+ * The kept JSON value in `file`, or undefined where there is none, or it is anything but a regular
+ * file kcache wrote whole (readOwnFile): a file over 4 MiB is never read, and one whose digest does
+ * not match its value (hand-edited, garbled, written by an older kcache) is asked again rather than trusted.
+ */
+export function readKept(file: string): unknown {
+  const read = readOwnFile(file, MAX_KEPT_BYTES);
+  if (!read || !("bytes" in read)) return undefined;
+  try {
+    const kept = JSON.parse(read.bytes.toString("utf8")) as { sha256?: unknown; value?: unknown };
     if (!kept || typeof kept !== "object" || typeof kept.sha256 !== "string") return undefined;
     return digestOf(kept.value) === kept.sha256 ? kept.value : undefined;
   } catch {
     return undefined;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
   }
 }
 
@@ -65,3 +85,61 @@ export function keepAnswer(file: string, value: unknown): void {
     // Kept only to save time.
   }
 }
+
+/**
+ * Checks of a JSON value's shape, for what kcache reads back from the files it keeps here (the local
+ * state between restore and save, a validated kcache.yml): such a file may have been edited by hand,
+ * garbled or forged, and its value is taken for absent when it does not fit, never read into a crash
+ * later. A check says whether the value has the types its readers rely on; it does not validate
+ * values (a schema did that before the value was kept) and lets unknown fields pass.
+ */
+export type Shape = (v: unknown) => boolean;
+
+/** A plain JSON object (not null, not an array). */
+export function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+export const str: Shape = (v) => typeof v === "string";
+export const num: Shape = (v) => typeof v === "number" && Number.isFinite(v);
+export const bool: Shape = (v) => typeof v === "boolean";
+export const anyObject: Shape = isObject;
+
+export const oneOf =
+  (...values: readonly unknown[]): Shape =>
+  (v) =>
+    values.includes(v);
+export const optional =
+  (s: Shape): Shape =>
+  (v) =>
+    v === undefined || s(v);
+export const nullable =
+  (s: Shape): Shape =>
+  (v) =>
+    v === null || s(v);
+export const either =
+  (...shapes: Shape[]): Shape =>
+  (v) =>
+    shapes.some((s) => s(v));
+export const arrayOf =
+  (s: Shape): Shape =>
+  (v) =>
+    Array.isArray(v) && v.every(s);
+export const nonEmpty =
+  (s: Shape): Shape =>
+  (v) =>
+    Array.isArray(v) && v.length > 0 && v.every(s);
+export const tuple =
+  (...shapes: Shape[]): Shape =>
+  (v) =>
+    Array.isArray(v) && v.length === shapes.length && shapes.every((s, i) => s(v[i]));
+/** An object whose every value fits `s` (a map by name). */
+export const recordOf =
+  (s: Shape): Shape =>
+  (v) =>
+    isObject(v) && Object.values(v).every(s);
+/** An object whose named fields fit their shapes (absent ones are `undefined`: wrap them in `optional`). */
+export const object =
+  (fields: Record<string, Shape>): Shape =>
+  (v) =>
+    isObject(v) && Object.entries(fields).every(([k, s]) => s(Object.hasOwn(v, k) ? v[k] : undefined));

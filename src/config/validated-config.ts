@@ -3,7 +3,24 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { keepAnswer, readKept, stateDir } from "../state-dir.js";
+import { CACHE_KIND_NAMES } from "../kinds/kind.js";
+import {
+  anyObject,
+  arrayOf,
+  bool,
+  either,
+  keepAnswer,
+  nonEmpty,
+  num,
+  object,
+  oneOf,
+  optional,
+  readKept,
+  recordOf,
+  type Shape,
+  stateDir,
+  str,
+} from "../state-dir.js";
 import { VERSION } from "../version.js";
 import type { ParsedConfig } from "./schema.js";
 
@@ -51,19 +68,119 @@ function keptFile(file: string | undefined, text: string | null, env: NodeJS.Pro
   }
 }
 
-/** A kept answer, or null where there is none or it is not one kcache wrote whole (then validated again). */
+/**
+ * A kept answer, or null where there is none, or it is not one kcache wrote whole, or its value does
+ * not have the shape the commands read (a forged or hand-edited answer whose digest was made to
+ * match): then kcache.yml itself is validated again, and its error, if any, is the schema's.
+ */
 function keptConfig(file: string): ParsedConfig | null {
-  const kept = readKept(file) as Partial<ParsedConfig> | null | undefined;
-  return kept && Array.isArray(kept.caches) && kept.key && kept.save && kept.stack && kept.profiles
-    ? (kept as ParsedConfig)
-    : null;
+  const kept = readKept(file);
+  return CONFIG_SHAPE(kept) ? (kept as ParsedConfig) : null;
 }
 
-/** Kept only when JSON gives back exactly what the schema gave (a plain object): else validated each time. */
+/**
+ * Kept only when JSON gives back exactly what the schema gave (a plain object) and the shape check
+ * takes it (so a check behind the schema costs time, never a wrong answer): else validated each time.
+ */
 function keep(file: string, parsed: ParsedConfig): void {
-  if (isDeepStrictEqual(JSON.parse(JSON.stringify(parsed)), withoutUndefined(parsed)))
+  if (isDeepStrictEqual(JSON.parse(JSON.stringify(parsed)), withoutUndefined(parsed)) && CONFIG_SHAPE(parsed))
     keepAnswer(file, parsed);
 }
+
+/**
+ * What the commands read of a validated kcache.yml, by type (schema.ts and profile-schema.ts say
+ * what each field means and bound its values; these are their outputs, defaults filled in). Loading
+ * the schema to check a kept answer would cost what keeping it saves (~100 ms for zod alone).
+ */
+const strings = arrayOf(str);
+const env = recordOf(str);
+const command = object({
+  name: str,
+  run: str,
+  env,
+  workdir: optional(str),
+  timeout: optional(str),
+  devices: optional(strings),
+  source: optional(strings),
+});
+const group = object({ name: str, parallel: arrayOf(command), devices: optional(strings) });
+const CHECK_TYPES = ["coverage", "finite-positive", "values", "threshold", "allclose", "agree", "command"];
+const check = object({
+  type: oneOf(...CHECK_TYPES),
+  severity: oneOf("error", "warn"),
+  name: optional(str),
+  ...Object.fromEntries(
+    ["file", "records", "a", "b", "run", "field", "baseline"].map((f) => [f, optional(str)]),
+  ),
+  key: optional(strings),
+  fields: optional(strings),
+  expect: optional(anyObject),
+  env: optional(env),
+});
+const profile = object({
+  prefix: optional(str),
+  caches: optional(strings),
+  env,
+  source: strings,
+  workdir: optional(str),
+  commands: nonEmpty(either(group, command)),
+  checks: arrayOf(check),
+  "continue-on-error": bool,
+  save: oneOf("on-success", "never"),
+  expect: oneOf("any", "warm"),
+  "on-unexpected-compile": oneOf("warn", "fail"),
+  github: optional(anyObject),
+  compare: optional(object({ file: str, key: strings, metrics: strings, threshold: num })),
+  benchmark: bool,
+  autotune: optional(oneOf("pinned", "fresh", "any")),
+  "autotune-env": strings,
+  "autotune-salt": oneOf("none", "package"),
+  "restore-revisions": strings,
+});
+const store: Shape = either(
+  object({ type: oneOf("local"), path: optional(str), live: bool }),
+  object({
+    type: oneOf("s3"),
+    bucket: str,
+    prefix: str,
+    region: optional(str),
+    endpoint: optional(str),
+    live: bool,
+  }),
+  object({ type: oneOf("gha"), timeout: optional(str), "idle-timeout": optional(str), live: optional(bool) }),
+);
+const CONFIG_SHAPE: Shape = object({
+  caches: nonEmpty(
+    object({
+      name: str,
+      kind: oneOf(...CACHE_KIND_NAMES),
+      path: str,
+      env: optional(str),
+      "trust-local": bool,
+      isolate: bool,
+      "max-size": optional(num),
+      restore: oneOf("eager", "lazy"),
+    }),
+  ),
+  store: optional(store),
+  key: object({
+    prefix: str,
+    "restore-prefixes": strings,
+    "default-branch": optional(str),
+    scope: optional(str),
+  }),
+  save: object({
+    "max-chain": num,
+    "max-dead-share": num,
+    "pack-mib": num,
+    "compression-level": num,
+    "keep-unused": object({ runs: num, days: num }),
+    "max-bytes": optional(num),
+  }),
+  stack: object({ python: str, pins: recordOf(str) }),
+  github: object({ action: str }),
+  profiles: recordOf(profile),
+});
 
 /** The value as JSON keeps it: object fields that are undefined are left out. */
 function withoutUndefined(v: unknown): unknown {

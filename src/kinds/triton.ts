@@ -43,6 +43,10 @@ const SEGMENT = /^[A-Za-z0-9_-][A-Za-z0-9_.=+-]*$/;
  */
 const TRITON_KEY = /^([A-Z2-7]{52}|[A-Z2-7]{26}|[A-Za-z0-9_-]{43}|[A-Za-z0-9_-]{22})$/;
 
+/** What a scan leaves out, by reason (ScanResult without its entries). */
+type Tally = Omit<ScanResult, "entries">;
+const noTally = (): Tally => ({ tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 });
+
 /**
  * Whether a folder's top level looks like Triton's cache: only folders (and locks), each named as
  * Triton names keys, or at least one holding a file Triton writes (a group file or a launcher).
@@ -67,11 +71,7 @@ export function looksLikeTritonCache(root: string, top: fs.Dirent[]): boolean {
  * files left out, counted in `tally`); null when the folder or one of its files vanished under it
  * (another process moved the entry away: not there, not an error).
  */
-export function scanEntryFolder(
-  dir: string,
-  name: string,
-  tally: Omit<ScanResult, "entries"> = { tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 },
-): FoundEntry | null {
+export function scanEntryFolder(dir: string, name: string, tally: Tally = noTally()): FoundEntry | null {
   const files: EntryFile[] = [];
   let inside: fs.Dirent[];
   try {
@@ -114,6 +114,36 @@ export function scanEntryFolder(
   return { name, files };
 }
 
+/**
+ * One top-level item of a Triton cache as a save's scan takes it: an entry only when it is a folder
+ * itself (`isDirectory` as lstat or readdir says it, never through a link, which could name any
+ * folder on the machine), not a compiler's temp folder nor kcache's own; its files as
+ * scanEntryFolder finds them (links in it left out). Anything else is counted in `tally`.
+ */
+function scanTopLevel(root: string, name: string, isDirectory: boolean, tally: Tally): FoundEntry | null {
+  if (name.startsWith(KCACHE_PRIVATE_PREFIX)) return null;
+  if (!isDirectory) {
+    if (LOCK.test(name)) tally.lockFiles++;
+    else tally.otherFiles++;
+    return null;
+  }
+  if (TEMP_DIR.test(name)) {
+    tally.tempDirs++;
+    return null;
+  }
+  return scanEntryFolder(path.join(root, name), name, tally);
+}
+
+/**
+ * The entry `name` of the cache at `root`, read alone exactly as a save's scan of the whole cache
+ * would find it (scanTopLevel: a link where the entry's folder should be is no entry); null when it
+ * is none, or gone.
+ */
+export function scanEntryAt(root: string, name: string, tally: Tally = noTally()): FoundEntry | null {
+  const st = fs.lstatSync(path.join(root, name), { throwIfNoEntry: false });
+  return st ? scanTopLevel(root, name, st.isDirectory(), tally) : null;
+}
+
 export const tritonKind: CacheKind = {
   kind: "triton",
   entryShape: "folder",
@@ -129,17 +159,7 @@ export const tritonKind: CacheKind = {
       throw e;
     }
     for (const d of top) {
-      if (d.name.startsWith(KCACHE_PRIVATE_PREFIX)) continue;
-      if (!d.isDirectory()) {
-        if (LOCK.test(d.name)) result.lockFiles++;
-        else result.otherFiles++;
-        continue;
-      }
-      if (TEMP_DIR.test(d.name)) {
-        result.tempDirs++;
-        continue;
-      }
-      const entry = scanEntryFolder(path.join(root, d.name), d.name, result);
+      const entry = scanTopLevel(root, d.name, d.isDirectory(), result);
       if (entry) result.entries.push(entry);
     }
     return result;

@@ -6,7 +6,7 @@ import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { StoreError } from "../errors.js";
 import { processAlive } from "../process-alive.js";
-import { ObjectNotFound, type Store, type StoredObject } from "./store.js";
+import { ObjectFault, ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
 const TMP = ".tmp";
 /** A temp file older than this is reaped even when its writer cannot be checked (another host). */
@@ -14,6 +14,14 @@ const STALE_TMP_MS = 24 * 60 * 60 * 1000;
 const HOST = os.hostname().replace(/[^A-Za-z0-9_.]/g, "_");
 /** `<host>-<pid>-<random>`: who wrote a temp file, so a later run can tell whether its writer died. */
 const TMP_NAME = /^(.+)-(\d+)-[0-9a-f]{12}$/;
+/**
+ * How every object is opened for reading. kcache writes only regular files into its store (temp
+ * files renamed in), never links: O_NOFOLLOW refuses a link (to /dev/zero, or out of the store),
+ * and O_NONBLOCK makes opening a FIFO return at once rather than block a libuv thread for good
+ * (Node joins those threads at exit: kcache would never end). What was opened is then checked by
+ * fstat to be a regular file.
+ */
+const READ_FLAGS = fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW;
 
 /**
  * A store in a local directory (a runner's disk, or an NFS mount shared by runners). Objects are
@@ -28,12 +36,12 @@ export function localStore(root: string): Store {
     reapTemporary: () => at.wrap("reaping temporary files", async () => reapTemporary(path.join(root, TMP))),
     put: (name, body) => at.wrap(`writing ${name}`, () => at.put(name, body)),
     createIfAbsent: (name, body) => at.wrap(`creating ${name}`, () => at.createIfAbsent(name, body)),
-    localFile: (name) => at.file(name),
+    localFile: (name) => at.regularFile(name),
     get: (name) => at.wrap(`reading ${name}`, () => at.get(name)),
     getRange: (name, offset, length) =>
       at.wrap(`reading ${name} at ${offset}`, () => at.getRange(name, offset, length)),
-    read: (name) => at.wrap(`reading ${name}`, () => at.read(name)),
-    exists: (name) => at.wrap(`checking ${name}`, async () => fs.existsSync(at.file(name))),
+    read: (name, maxBytes) => at.wrap(`reading ${name}`, () => at.read(name, maxBytes)),
+    exists: (name) => at.wrap(`checking ${name}`, async () => at.exists(name)),
     list: (prefix) => at.wrap(`listing ${prefix}`, async () => at.list(prefix)),
     delete: (name) => at.wrap(`deleting ${name}`, async () => fs.rmSync(at.file(name), { force: true })),
   };
@@ -109,23 +117,55 @@ class LocalFolder {
     }
   }
 
-  async get(name: string): Promise<Readable> {
-    const fd = await fs.promises.open(this.file(name), "r").catch((e: NodeJS.ErrnoException) => {
+  /** An object's file, opened for reading: it must be a regular file (READ_FLAGS says why). */
+  private async open(name: string): Promise<{ fd: fs.promises.FileHandle; size: number }> {
+    const fd = await fs.promises.open(this.file(name), READ_FLAGS).catch((e: NodeJS.ErrnoException) => {
       if (e.code === "ENOENT") throw new ObjectNotFound(name);
+      if (e.code === "ELOOP" || e.code === "EMLINK") throw this.fault(name, "a symbolic link");
       throw e;
     });
+    const st = await fd.stat().catch(async (e: Error) => {
+      await fd.close();
+      throw e;
+    });
+    if (!st.isFile()) {
+      await fd.close();
+      throw this.fault(name, what(st));
+    }
+    return { fd, size: st.size };
+  }
+
+  private fault(name: string, lies: string): ObjectFault {
+    return new ObjectFault(
+      `local store ${this.root}: ${name}: ${lies} lies where the object should be, not a file kcache wrote; refused (remove it)`,
+    );
+  }
+
+  /** The file of an object read in place (by worker threads): refused when it is not a regular file. */
+  regularFile(name: string): string {
+    const file = this.file(name);
+    const st = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (st && !st.isFile()) throw this.fault(name, what(st));
+    return file;
+  }
+
+  async exists(name: string): Promise<boolean> {
+    return fs.lstatSync(this.file(name), { throwIfNoEntry: false })?.isFile() === true;
+  }
+
+  async get(name: string): Promise<Readable> {
+    const { fd } = await this.open(name);
     return fd.createReadStream({ highWaterMark: 1 << 20 }) as Readable;
   }
 
   async getRange(name: string, offset: number, length: number): Promise<Readable> {
-    const fd = await fs.promises.open(this.file(name), "r").catch((e: NodeJS.ErrnoException) => {
-      if (e.code === "ENOENT") throw new ObjectNotFound(name);
-      throw e;
-    });
-    const size = (await fd.stat()).size;
+    const { fd, size } = await this.open(name);
     if (offset + length > size) {
       await fd.close();
-      throw new StoreError(`${name}: bytes ${offset}-${offset + length} asked of an object of ${size}`);
+      // The object is short (damaged, or not what its reader was promised): that object's fault alone.
+      throw new ObjectFault(
+        `local store ${this.root}: ${name}: bytes ${offset}-${offset + length} asked of an object of ${size}`,
+      );
     }
     return fd.createReadStream({
       start: offset,
@@ -134,12 +174,30 @@ class LocalFolder {
     }) as Readable;
   }
 
-  async read(name: string): Promise<Buffer | null> {
+  async read(name: string, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer | null> {
+    let opened: { fd: fs.promises.FileHandle; size: number };
     try {
-      return await fs.promises.readFile(this.file(name));
+      opened = await this.open(name);
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
+      if (e instanceof ObjectNotFound) return null;
       throw e;
+    }
+    const { fd, size } = opened;
+    try {
+      if (size > maxBytes)
+        throw new ObjectFault(
+          `local store ${this.root}: ${name}: ${size} bytes, more than the ${maxBytes} its reader allows; refused`,
+        );
+      const buf = Buffer.alloc(size);
+      let got = 0;
+      while (got < size) {
+        const { bytesRead } = await fd.read(buf, got, size - got, got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+      return buf.subarray(0, got);
+    } finally {
+      await fd.close();
     }
   }
 
@@ -162,14 +220,25 @@ class LocalFolder {
         if (d.isDirectory()) {
           if (prefix.startsWith(`${name}/`) || name.startsWith(prefix)) walk(name);
         } else if (d.isFile() && name.startsWith(prefix)) {
-          const st = fs.statSync(path.join(root, name));
-          out.push({ name, size: st.size, modified: st.mtime });
+          // lstat: never through a link; an object deleted since the folder was read is not listed.
+          const st = fs.lstatSync(path.join(root, name), { throwIfNoEntry: false });
+          if (st?.isFile()) out.push({ name, size: st.size, modified: st.mtime });
         }
       }
     };
     walk(slash >= 0 ? prefix.slice(0, slash) : "");
     return out.sort((a, b) => b.modified.getTime() - a.modified.getTime() || (a.name < b.name ? 1 : -1));
   }
+}
+
+/** What lies where an object should, for a message. */
+function what(st: fs.Stats): string {
+  if (st.isFIFO()) return "a FIFO";
+  if (st.isSymbolicLink()) return "a symbolic link";
+  if (st.isDirectory()) return "a folder";
+  if (st.isCharacterDevice() || st.isBlockDevice()) return "a device";
+  if (st.isSocket()) return "a socket";
+  return "something other than a file";
 }
 
 /** Removes temp files whose writer is gone: a dead process on this host, or older than a day. */

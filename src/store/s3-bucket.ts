@@ -22,7 +22,7 @@ async function firstPart(get: () => Promise<DownloadPart>): Promise<DownloadPart
 
 import { StoreRetryStrategy } from "./retry-strategy.js";
 import type { S3Settings } from "./s3-settings.js";
-import { ObjectNotFound, type StoredObject } from "./store.js";
+import { ObjectFault, ObjectNotFound, type StoredObject } from "./store.js";
 
 /**
  * One bucket and prefix as kcache uses them, on @aws-sdk/client-s3: each store operation as its S3
@@ -121,7 +121,10 @@ export class S3Bucket {
       // A server that ignores Range answers with the whole object: never taken for the range.
       if (range && first.length !== range[1]) {
         first.body.destroy();
-        throw new StoreError(`${what}: asked for ${range[1]} bytes at ${range[0]}, given ${first.length}`);
+        const message = `${what}: asked for ${range[1]} bytes at ${range[0]}, given ${first.length}`;
+        // Fewer bytes than asked: the object ends inside the range (short), its own fault (store.ts, isObjectFault).
+        if (first.length !== undefined && first.length < range[1]) throw new ObjectFault(message);
+        throw new StoreError(message);
       }
       const whole = resumable(
         { ...first, length: first.length },
@@ -130,6 +133,11 @@ export class S3Bucket {
       return withIdleTimeout(whole, settings.idleTimeoutMs, what);
     } catch (e) {
       if (statusOf(e) === 404) return null;
+      // 416 InvalidRange: the range starts past the object's end (a short object), as a local store's fault.
+      if (range && statusOf(e) === 416)
+        throw new ObjectFault(
+          `${where}: reading ${name}: ${range[1]} bytes at ${range[0]}: past the object's end`,
+        );
       throw e;
     }
   }

@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import { StoreError } from "../errors.js";
 
 export interface StoredObject {
   name: string;
@@ -49,8 +50,12 @@ export interface Store {
    * with ObjectNotFound when it is absent. A range past the object's end fails the read.
    */
   getRange(name: string, offset: number, length: number): Promise<Readable>;
-  /** Reads a small object whole, or null when absent. */
-  read(name: string): Promise<Buffer | null>;
+  /**
+   * Reads a small object whole, or null when absent. `maxBytes`: what the caller's object may hold at
+   * most (a live record: kilobytes); a larger one is refused as an ObjectFault where the store can
+   * tell before reading it.
+   */
+  read(name: string, maxBytes?: number): Promise<Buffer | null>;
   exists(name: string): Promise<boolean>;
   /** Objects whose name starts with `prefix`, newest first. */
   list(prefix: string): Promise<StoredObject[]>;
@@ -65,4 +70,23 @@ export class ObjectNotFound extends Error {
   constructor(readonly object: string) {
     super(`${object}: no such object`);
   }
+}
+
+/**
+ * One object is at fault, not the store: shorter than a range asked of it, larger than its reader
+ * allows, or not a file the store could have written (a FIFO, a device, a link or a folder where a
+ * local store's object should lie). A StoreError, so whatever tolerates a failing store tolerates it.
+ */
+export class ObjectFault extends StoreError {}
+
+/**
+ * Whether a failed read is the object's own fault, to be refused alone, rather than the store's.
+ * An absent object (ObjectNotFound: `kcache prune` deletes a live record and its pack one at a time,
+ * so a prune under way or killed leaves a record without its pack) or a damaged one (ObjectFault)
+ * says nothing of the next object: a lookup refuses that entry and the job compiles it. Anything
+ * else (a connection refused or reset, a stall, a 5xx after the retries, a local disk's I/O error)
+ * is the store failing, and every later request would wait on it too: the store is given up on.
+ */
+export function isObjectFault(e: unknown): boolean {
+  return e instanceof ObjectNotFound || e instanceof ObjectFault;
 }

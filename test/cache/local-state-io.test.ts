@@ -7,16 +7,20 @@ import { sandbox } from "../helpers/sandbox.js";
 
 /**
  * Preloaded into the CLI (NODE_OPTIONS=--import): counts the opens of the workload's local state
- * file (not the probe caches beside it) for reading and for writing, and writes the counts at exit.
+ * file (not the probe caches beside it) for reading (readState opens it O_NONBLOCK|O_NOFOLLOW) and
+ * the writes of it, and writes the counts at exit.
  */
 const COUNTER = `
 import fs from "node:fs";
 const counts = { reads: 0, writes: 0 };
 const isState = (p) => typeof p === "string" && /\\/state\\/prof-[0-9a-f]{16}\\.json/.test(p);
-const readFileSync = fs.readFileSync;
-fs.readFileSync = function (p, ...rest) {
-  if (isState(p)) counts.reads++;
-  return readFileSync.call(this, p, ...rest);
+// Every read opens the file for reading (readFileSync too), whatever the flags say beside O_RDONLY.
+const openSync = fs.openSync;
+const reading = (flags) =>
+  flags === undefined || flags === "r" || (typeof flags === "number" && (flags & 3) === fs.constants.O_RDONLY);
+fs.openSync = function (p, flags, ...rest) {
+  if (isState(p) && reading(flags)) counts.reads++;
+  return openSync.call(this, p, flags, ...rest);
 };
 const writeFileSync = fs.writeFileSync;
 fs.writeFileSync = function (p, ...rest) {

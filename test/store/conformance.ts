@@ -12,7 +12,7 @@ import { restore } from "../../src/cache/restore/restore.js";
 import { save } from "../../src/cache/save/save.js";
 import { decodeManifest, type Manifest } from "../../src/manifest/manifest.js";
 import { MANIFESTS } from "../../src/store/layout.js";
-import { ObjectNotFound, type Store } from "../../src/store/store.js";
+import { isObjectFault, ObjectNotFound, type Store } from "../../src/store/store.js";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
 import { corruptEntries, entryNames } from "../helpers/entry-compare.js";
 import { tempDir } from "../helpers/sandbox.js";
@@ -63,7 +63,7 @@ async function sha(stream: Readable): Promise<string> {
  */
 export function storeConformance(
   backend: () => Backend,
-  traits: { atomicCreate: boolean; canDelete: boolean },
+  traits: { atomicCreate: boolean; canDelete: boolean; objectFaults?: boolean },
 ): void {
   it("writes, reads and checks objects", async () => {
     const { store } = backend();
@@ -94,6 +94,28 @@ export function storeConformance(
     await expect(store.getRange("t/r/missing", 0, 1)).rejects.toBeInstanceOf(ObjectNotFound);
     await expect(store.getRange("t/r/pack", data.length - 10, 20).then((s) => buffer(s))).rejects.toThrow();
   });
+
+  it.skipIf(!traits.objectFaults)(
+    `a range of a missing object, one running past its end and one starting past it fail as that object's fault, never the store's (isObjectFault)${traits.objectFaults ? "" : " (skipped: not mapped for this store)"}`,
+    async () => {
+      const { store } = backend();
+      await store.put("t/f/short", Readable.from([Buffer.alloc(1000, 7)]), 1000);
+      const failure = (p: Promise<unknown>) =>
+        p.then(
+          () => null,
+          (e: unknown) => e,
+        );
+      for (const [object, offset, length] of [
+        ["t/f/missing", 0, 10],
+        ["t/f/short", 990, 20],
+        ["t/f/short", 2000, 10],
+      ] as const) {
+        const e = await failure(store.getRange(object, offset, length).then((s) => buffer(s)));
+        expect(e, `${object} at ${offset}`).not.toBeNull();
+        expect(isObjectFault(e), `${object} at ${offset}: ${(e as Error).message}`).toBe(true);
+      }
+    },
+  );
 
   it.skipIf(!traits.canDelete)(
     `deletes objects, and deleting a missing one is no error${traits.canDelete ? "" : " (skipped: this store cannot delete; its capabilities say so)"}`,

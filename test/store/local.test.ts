@@ -10,6 +10,6 @@ describe("local store conformance", () => {
       fullListing: true,
       listTickMs: 20,
     }),
-    { atomicCreate: true, canDelete: true },
+    { atomicCreate: true, canDelete: true, objectFaults: true },
   );
 });

@@ -32,7 +32,7 @@ describe("S3 store conformance, against s3rver (a real S3-compatible server proc
       fullListing: true,
       listTickMs: 1100,
     }),
-    { atomicCreate: false, canDelete: true },
+    { atomicCreate: false, canDelete: true, objectFaults: true },
   );
 });
 

@@ -1,13 +1,14 @@
 import fs from "node:fs";
 import { tritonKind } from "../../kinds/triton.js";
+import type { Log } from "../../log.js";
 import type { RestoreTarget } from "../../pack/pack-request.js";
 import { type FramedEntry, readFramed } from "../../pack/read/framed-reader.js";
 import { makeStaging } from "../../pack/read/staging-owner.js";
 import { liveObjects } from "../../store/layout.js";
-import type { Store } from "../../store/store.js";
+import { isObjectFault, type Store } from "../../store/store.js";
 import { CacheLocator, type LookedUpCache } from "./cache-locator.js";
 import type { DeferredEntries } from "./deferred-entries.js";
-import { liveEntryOf } from "./live-record.js";
+import { liveEntryOf, MAX_LIVE_RECORD } from "./live-record.js";
 
 /** Where live entries are looked for (store.live): the scopes this job may read, in order, and its stack. */
 export interface LiveReading {
@@ -69,6 +70,8 @@ export class EntryFetcher {
   /** Entries placed from other jobs' live objects ("cache/name"): a save never makes them part of a key. */
   readonly liveFetched: string[] = [];
   private readonly done = new Map<string, LookupAnswer>();
+  /** Refusals said to the log. */
+  private readonly told = new Set<string>();
   private readonly locator: CacheLocator;
   readonly waitMs: number;
 
@@ -78,6 +81,8 @@ export class EntryFetcher {
     caches: LookedUpCache[],
     private readonly deferred: DeferredEntries,
     private readonly live: LiveReading | null = null,
+    /** Where a refused object is said (once each): it is damaged, or was pruned under the lookup. */
+    private readonly log: Pick<Log, "warn"> | null = null,
   ) {
     this.locator = new CacheLocator(caches);
     this.waitMs = store.idleTimeoutMs ?? LOCAL_WAIT_MS;
@@ -136,26 +141,37 @@ export class EntryFetcher {
       const objects = liveObjects(scope, live.stackId, cache, name);
       let data: Buffer | null | typeof GAVE_UP;
       try {
-        data = await this.withinWait(this.store.read(objects.record));
+        data = await this.withinWait(this.store.read(objects.record, MAX_LIVE_RECORD));
       } catch (e) {
+        // A record that is not a file, or too large to be one, is refused alone; a failing store is given up on.
+        if (isObjectFault(e)) return this.refused(`live record refused: ${(e as Error).message}`);
         return this.storeFailed((e as Error).message);
       }
       if (data === GAVE_UP) return this.storeFailed(this.timedOut());
       if (data === null) continue;
       const wanted = liveEntryOf(data, cache, name);
-      if (!wanted) {
-        this.stats.failed++;
-        return {
-          placed: false,
-          why: `live record ${objects.record} is not this entry's, or too large: refused`,
-        };
-      }
+      if (!wanted)
+        return this.refused(`live record ${objects.record} is not this entry's, or too large: refused`);
       const a = this.counted(await this.fetch(root, objects.pack, wanted), "live");
       if (a.placed) this.liveFetched.push(`${cache}/${name}`);
       return a;
     }
     this.stats.notInKey++;
     return { placed: false, why: "neither in the restored key nor shared live" };
+  }
+
+  /** This entry alone is not placed (its objects are damaged or missing): the job compiles it. */
+  private refused(why: string): LookupAnswer {
+    this.stats.failed++;
+    this.said(why);
+    return { placed: false, why };
+  }
+
+  /** Says a refusal once (at most 20 in a job: a store full of damaged objects is one story). */
+  private said(why: string): void {
+    if (this.told.has(why) || this.told.size >= 20) return;
+    this.told.add(why);
+    this.log?.warn(`lookup refused (the job compiles that kernel): ${why}`);
   }
 
   private storeFailed(why: string): LookupAnswer {
@@ -229,6 +245,7 @@ export class EntryFetcher {
     if (r.restored.length === 1) return { placed: true, why: "fetched" };
     const why = r.bad[0]?.reason ?? r.packError ?? "not placed";
     if (r.storeFault) this.stats.storeDown = r.packError ?? why;
+    else this.said(`${object}: ${r.packError ?? why}`);
     return { placed: false, why };
   }
 }

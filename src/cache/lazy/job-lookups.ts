@@ -69,7 +69,7 @@ export class JobLookups {
       )
       .map((c) => ({ name: c.name, root: c.path }));
     const live = ctx.live ? { scopes: ctx.scopes.read, stackId: ctx.stack.stackId } : null;
-    const fetcher = new EntryFetcher(ctx.store, ctx.runtime.zstd, caches, deferred, live);
+    const fetcher = new EntryFetcher(ctx.store, ctx.runtime.zstd, caches, deferred, live, ctx.log);
     const writer = ctx.live ? new LiveWriter(ctx, caches) : null;
     const server = await LookupServer.start(fetcher, writer, onStop);
     ctx.log.debug(

@@ -2,6 +2,8 @@ import type { FramedEntry } from "../../pack/read/framed-reader.js";
 
 /** The most uncompressed bytes one live entry may hold (a Triton kernel's folder is kilobytes to a few MB). */
 export const MAX_LIVE_ENTRY = 256 * 1024 * 1024;
+/** The most bytes a live record may hold: its JSON is a few hundred bytes (names, a digest, sizes, a key). */
+export const MAX_LIVE_RECORD = 64 * 1024;
 const SHA256 = /^[0-9a-f]{64}$/;
 
 /** What a live entry's record says of its pack: written after the pack, read before it. */
@@ -26,12 +28,15 @@ export interface LiveRecord {
  * may hold: such a record is hostile or damaged, and the kernel compiles.
  */
 export function liveEntryOf(data: Buffer, cache: string, name: string): FramedEntry | null {
-  let r: Partial<LiveRecord>;
+  let parsed: unknown;
   try {
-    r = JSON.parse(data.toString("utf8")) as Partial<LiveRecord>;
+    parsed = JSON.parse(data.toString("utf8"));
   } catch {
     return null;
   }
+  // Any JSON value parses (null, a number, an array): only an object can be a record.
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return null;
+  const r = parsed as Partial<LiveRecord>;
   const count = (v: unknown, max: number) => Number.isInteger(v) && (v as number) > 0 && (v as number) <= max;
   if (r.format !== "kcache-live/1" || r.cache !== cache || r.name !== name) return null;
   if (typeof r.sha256 !== "string" || !SHA256.test(r.sha256)) return null;

@@ -1,7 +1,6 @@
-import path from "node:path";
 import { Readable } from "node:stream";
 import type { FoundEntry } from "../../kinds/kind.js";
-import { scanEntryFolder, tritonKind } from "../../kinds/triton.js";
+import { scanEntryAt, tritonKind } from "../../kinds/triton.js";
 import { writePack } from "../../pack/write/pack-writer.js";
 import { liveObjects } from "../../store/layout.js";
 import type { JobContext } from "../job-context.js";
@@ -30,6 +29,8 @@ export class LiveWriter {
   >();
   private readonly uploads = new Set<Promise<void>>();
   private readonly sent = new Set<string>();
+  /** Entries refused or trimmed for links (said once each). */
+  private readonly refused = new Set<string>();
   private readonly locator: CacheLocator;
 
   constructor(
@@ -62,13 +63,46 @@ export class LiveWriter {
     await Promise.all([...this.uploads]);
   }
 
+  /**
+   * The entry as a save would take it from the cache (Triton's scan, read alone): a link where its
+   * folder should be is refused, as are links and other non-files in it (left out), so nothing the
+   * job points at outside the cache is ever uploaded. Null when there is none (a refusal said once).
+   */
+  private entryAsSaved(cache: LookedUpCache, name: string): FoundEntry | null {
+    const tally = { tempDirs: 0, lockFiles: 0, localFiles: 0, otherFiles: 0 };
+    let entry: FoundEntry | null;
+    try {
+      entry = scanEntryAt(cache.root, name, tally);
+    } catch {
+      return null;
+    }
+    if (tally.otherFiles && !this.refused.has(`${cache.name}/${name}`)) {
+      this.refused.add(`${cache.name}/${name}`);
+      this.ctx.log.warn(
+        entry
+          ? `live: ${cache.name}/${name}: ${tally.otherFiles} links or other non-files in its folder left out, as a save leaves them`
+          : `live: ${cache.name}/${name} refused: not a folder in the cache (a link, or a file), which a save refuses too`,
+      );
+    }
+    return entry?.files.length ? entry : null;
+  }
+
   private track(p: Promise<void>): void {
     this.uploads.add(p);
     void p.finally(() => this.uploads.delete(p));
   }
 
+  /** Never rejects: an upload runs on a timer, where a rejection would end kcache. */
   private async upload(cache: LookedUpCache, name: string): Promise<void> {
-    const entry = foundEntry(cache.root, name);
+    try {
+      await this.uploadEntry(cache, name);
+    } catch (err) {
+      this.ctx.log.debug(`live: ${cache.name}/${name} not shared: ${(err as Error).message}`);
+    }
+  }
+
+  private async uploadEntry(cache: LookedUpCache, name: string): Promise<void> {
+    const entry = this.entryAsSaved(cache, name);
     if (
       !entry ||
       tritonKind.incompleteReason(cache.root, entry) !== null ||
@@ -112,15 +146,5 @@ export class LiveWriter {
       this.down ??= (err as Error).message;
       ctx.log.debug(`live: ${cache.name}/${name} not shared: ${(err as Error).message}`);
     }
-  }
-}
-
-/** An entry folder's files as a scan of the cache finds them, or null when it is gone or unreadable. */
-function foundEntry(root: string, name: string): FoundEntry | null {
-  try {
-    const entry = scanEntryFolder(path.join(root, name), name);
-    return entry?.files.length ? entry : null;
-  } catch {
-    return null;
   }
 }

@@ -13,6 +13,14 @@ const STARTING_MS = 60_000;
 
 /** A lookup is one line of JSON: a folder and a file name. Anything longer is not one. */
 const MAX_REQUEST = 16 * 1024;
+/**
+ * Connections at once: each of the job's processes holds one while it waits for an answer (a
+ * parallel group of 8 devices with a few workers each, a test runner's 64), far below this; past it
+ * the connection is closed at once and that process compiles, and kcache's own descriptors are spared.
+ */
+const MAX_CONNECTIONS = 1024;
+/** A process sends its line as it connects: one that has sent none this long after is not asking. */
+const REQUEST_MS = 60_000;
 
 /**
  * The job's processes ask for entries here: kcache's Python hook connects to this Unix socket when
@@ -44,6 +52,7 @@ export class LookupServer {
     const socket = path.join(dir, `${randomBytes(4).toString("hex")}.sock`);
     let self: LookupServer | null = null;
     const server = net.createServer((conn) => self?.serve(conn, { fetcher, writer, onStop }));
+    server.maxConnections = MAX_CONNECTIONS;
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(socket, () => resolve());
@@ -61,9 +70,15 @@ export class LookupServer {
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 
+  /**
+   * Reads one line from a process of the job and answers it. The line is the job's, not kcache's:
+   * whatever it holds (any JSON value, bytes that are not UTF-8, no newline at all) gets an answer
+   * or a closed connection, and nothing in answering it can reject unheard or stop the server.
+   */
   private serve(conn: net.Socket, handlers: Handlers): void {
     let text = "";
     conn.setEncoding("utf8");
+    conn.setTimeout(REQUEST_MS, () => conn.destroy());
     conn.on("error", () => {});
     conn.on("data", (chunk: string) => {
       text += chunk;
@@ -74,15 +89,17 @@ export class LookupServer {
       const nl = text.indexOf("\n");
       if (nl < 0) return;
       conn.removeAllListeners("data");
+      conn.setTimeout(0);
       const line = text.slice(0, nl);
+      const reply = (a: unknown) => void conn.end(`${JSON.stringify(a)}\n`);
       if (handlers.onStop && isStop(line)) {
         // Not pending: stopping waits for lookups, and this answer comes after it.
-        void handlers.onStop().then((a) => conn.end(`${JSON.stringify(a)}\n`));
+        void handlers.onStop().then(reply, () => conn.destroy());
         return;
       }
-      const done = answer(line, handlers).then((a) => {
-        conn.end(`${JSON.stringify(a)}\n`);
-      });
+      const done = answer(line, handlers)
+        .catch((e: unknown) => ({ placed: false, why: `not served: ${(e as Error)?.message ?? e}` }))
+        .then(reply);
       this.pending.add(done);
       void done.finally(() => this.pending.delete(done));
     });
@@ -96,34 +113,41 @@ interface Handlers {
 }
 
 function isStop(line: string): boolean {
+  return requestOf(line)?.stop === true;
+}
+
+/** What a line asks, as far as its fields have the types a request's have; null for anything else. */
+function requestOf(line: string): { folder?: string; file?: string; wrote?: string; stop?: true } | null {
+  let v: unknown;
   try {
-    return (JSON.parse(line) as { stop?: unknown })?.stop === true;
+    v = JSON.parse(line);
   } catch {
-    return false;
+    return null;
   }
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return null;
+  const r = v as Record<string, unknown>;
+  const text = (x: unknown) => (typeof x === "string" ? x : undefined);
+  return {
+    folder: text(r.folder),
+    file: text(r.file),
+    wrote: text(r.wrote),
+    ...(r.stop === true ? { stop: true as const } : {}),
+  };
 }
 
 async function answer(
   line: string,
   { fetcher, writer }: Handlers,
 ): Promise<{ placed: boolean; why: string }> {
-  let req: { folder?: unknown; file?: unknown; wrote?: unknown };
-  try {
-    req = JSON.parse(line) as typeof req;
-  } catch {
-    return { placed: false, why: "not a lookup" };
-  }
+  const req = requestOf(line);
+  if (!req) return { placed: false, why: "not a lookup" };
   // A process of the job wrote into an entry folder: shared live once it settles (store.live).
-  if (typeof req.wrote === "string") {
+  if (req.wrote !== undefined) {
     writer?.wrote(req.wrote);
     return { placed: false, why: "noted" };
   }
-  if (typeof req.folder !== "string") return { placed: false, why: "not a lookup" };
-  try {
-    return await fetcher.lookup(req.folder, typeof req.file === "string" ? req.file : "");
-  } catch (e) {
-    return { placed: false, why: (e as Error).message };
-  }
+  if (req.folder === undefined) return { placed: false, why: "not a lookup" };
+  return await fetcher.lookup(req.folder, req.file ?? "");
 }
 
 /**

@@ -1,4 +1,4 @@
-import type { Store } from "../../store/store.js";
+import { isObjectFault, type Store } from "../../store/store.js";
 import type { PackReadResult, RestoreTarget, WantedEntry } from "../pack-request.js";
 import { readPack, unreadPack } from "./pack-reader.js";
 
@@ -53,7 +53,9 @@ export async function readFramed(read: FramedRead): Promise<PackReadResult> {
   try {
     body = await read.store.getRange(read.object, offset, length);
   } catch (e) {
-    return { ...unreadPack(run, "not read: pack unreadable", e as Error), storeFault: true };
+    // A pack that is missing, short or not a file is that object's fault, not the store's (isObjectFault).
+    const r = unreadPack(run, "not read: pack unreadable", e as Error);
+    return isObjectFault(e) ? r : { ...r, storeFault: true };
   }
   const fault = { store: false };
   const from = storeSide(body, fault);

@@ -165,8 +165,10 @@ export class PackRestorer {
  * in-thread decompressor), so reading a pack allocates nothing per piece.
  */
 export async function* packFileChunks(file: string, reuse: boolean): AsyncIterable<Buffer> {
-  const fd = fs.openSync(file, "r");
+  // A local store's file: never a blocking open of a FIFO, never through a link (store/local.ts).
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
   try {
+    if (!fs.fstatSync(fd).isFile()) throw new Error(`${file}: not a regular file`);
     let buf = Buffer.allocUnsafe(1 << 20);
     for (;;) {
       const n = fs.readSync(fd, buf, 0, buf.length, null);
