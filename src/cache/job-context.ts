@@ -3,6 +3,7 @@ import type { ScopePlan } from "../keys/scope.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import type { Log } from "../log.js";
 import type { Progress } from "../progress.js";
+import type { ReadOnlyMode } from "../store/read-only.js";
 import type { Store } from "../store/store.js";
 import type { AutotuneSettings } from "./autotune/settings.js";
 import type { Strictness } from "./faults.js";
@@ -32,6 +33,11 @@ export interface JobContext {
   restorePrefixes: string[];
   save: SaveSettings;
   store: Store;
+  /**
+   * Read-only mode (store/read-only.ts): why this job writes nothing to the store, once it is so
+   * (declared, or a write the store forbade); `store` refuses every write meanwhile.
+   */
+  readOnly: ReadOnlyMode;
   /** store.live: entries the job compiles are shared at once, and looked up by other jobs (cache/lazy/live-writer.ts). */
   live: boolean;
   stack: { stackId: string; components: Record<string, string> };

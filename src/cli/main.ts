@@ -62,6 +62,12 @@ export async function main(argv: string[]): Promise<void> {
     }
     return cmd;
   };
+  // Commands that write the store: read-only mode (store.read-only, $KCACHE_READ_ONLY; docs/other-ci.md).
+  const readOnly = (cmd: Command) =>
+    cmd.option(
+      "--read-only",
+      "restore as ever and write nothing to the store (no pack, manifest, run record or live object): a job without write credentials",
+    );
   // A persistent self-hosted runner's settings for every cache (kcache.yml's per cache; docs/self-hosted.md).
   const persistentRunner = (cmd: Command) =>
     cmd
@@ -80,8 +86,7 @@ export async function main(argv: string[]): Promise<void> {
       );
 
   common(
-    program
-      .command("restore")
+    readOnly(program.command("restore"))
       .description("restore the caches from the best-matching saved key")
       .option("--lookup-only", "only look the key up; download nothing")
       .option("--fail-on-cache-miss", "exit 5 when no key matched")
@@ -93,8 +98,7 @@ export async function main(argv: string[]): Promise<void> {
   ).action(async (o) => (await import("./commands/restore.js")).restoreCommand(o));
 
   common(
-    program
-      .command("save")
+    readOnly(program.command("save"))
       .description("save what is new in the caches under this run's key")
       .option(
         "--no-evict",
@@ -144,8 +148,7 @@ export async function main(argv: string[]): Promise<void> {
   ).action(async (key, o) => (await import("./commands/inspect.js")).inspectCommand(key, o));
 
   common(
-    program
-      .command("prune")
+    readOnly(program.command("prune"))
       .description("delete old keys and every pack no remaining key references")
       .option("--keep <n>", "keep the newest N keys per scope and prefix")
       .option("--older-than <age>", "delete keys older than this (30m, 12h, 7d, 2w)")
@@ -177,8 +180,7 @@ export async function main(argv: string[]): Promise<void> {
   ).action(async (o) => (await import("./commands/trim.js")).trimCommand(o));
 
   common(
-    program
-      .command("run")
+    readOnly(program.command("run"))
       .description(
         "restore, run a profile's commands as timed stages, check their results, save only if all passed",
       )
@@ -193,8 +195,7 @@ export async function main(argv: string[]): Promise<void> {
   ).action(async (o) => (await import("./commands/run.js")).runCommandCli(o));
 
   common(
-    program
-      .command("prewarm")
+    readOnly(program.command("prewarm"))
       .description("fill the default branch's cache for its head, only if it is missing")
       .requiredOption("-p, --profile <name>", "the profile in kcache.yml to run when the cache is missing")
       .option(
@@ -228,8 +229,7 @@ export async function main(argv: string[]): Promise<void> {
   ).action(async (o) => (await import("./commands/workflow.js")).workflowCommand(o));
 
   common(
-    program
-      .command("compare")
+    readOnly(program.command("compare"))
       .description(
         "alternate cold and warm runs of a profile on this machine and revision, and report what the cache saves",
       )

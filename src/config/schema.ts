@@ -61,6 +61,8 @@ export const localStoreSchema = z
     path: z.string().min(1).optional(),
     /** Each entry a job compiles is shared at once, before any save (docs/concepts.md, "Live sharing"). */
     live: z.boolean().default(false),
+    /** Restore, never write: no pack, manifest, run record or live object (docs/configuration.md, store). */
+    "read-only": z.boolean().optional(),
   })
   .strict();
 
@@ -82,6 +84,8 @@ export const s3StoreSchema = z
     retries: z.number().int().min(0).max(10).optional(),
     /** Each entry a job compiles is shared at once, before any save (docs/concepts.md, "Live sharing"). */
     live: z.boolean().default(false),
+    /** Restore, never write: no pack, manifest, run record or live object (docs/configuration.md, store). */
+    "read-only": z.boolean().optional(),
   })
   .strict();
 
@@ -94,6 +98,8 @@ export const ghaStoreSchema = z
     "idle-timeout": duration.optional(),
     /** Refused (config/store-config.ts): GitHub's cache takes 200 uploads a minute per repository. */
     live: z.boolean().optional(),
+    /** Restore, never write: no pack, manifest, run record or live object (docs/configuration.md, store). */
+    "read-only": z.boolean().optional(),
   })
   .strict();
 

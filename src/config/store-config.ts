@@ -7,7 +7,7 @@ import type { StoreSpec } from "./schema.js";
 
 /** Where packs and manifests are kept, resolved from kcache.yml or the environment. */
 export type StoreConfig =
-  | { type: "local"; path: string; live?: boolean }
+  | { type: "local"; path: string; live?: boolean; readOnly?: boolean }
   | {
       type: "s3";
       bucket: string;
@@ -23,8 +23,10 @@ export type StoreConfig =
       retries?: number;
       /** Entries shared as the job compiles them (cache/lazy/live-writer.ts). */
       live?: boolean;
+      /** store.read-only: restore, never write (store/read-only.ts). */
+      readOnly?: boolean;
     }
-  | { type: "gha"; timeoutMs?: number; idleTimeoutMs?: number };
+  | { type: "gha"; timeoutMs?: number; idleTimeoutMs?: number; readOnly?: boolean };
 
 /**
  * The store: kcache.yml's `store:` when it has one (an explicit --store or `store` input replaces it
@@ -46,6 +48,7 @@ export function resolveStore(
       type: "local",
       path: path.resolve(cwd, spec.path ? expand(spec.path, "store.path") : defaultLocal(env)),
       live: spec.live,
+      readOnly: spec["read-only"],
     };
   }
   if (spec?.type === "s3") {
@@ -65,13 +68,19 @@ export function resolveStore(
       idleTimeoutMs: ms(spec["idle-timeout"]),
       retries: spec.retries,
       live: spec.live,
+      readOnly: spec["read-only"],
     };
   }
   if (spec.live)
     throw new ConfigError(
       "store.live: GitHub's cache service takes at most 200 uploads a minute per repository, and live sharing uploads every entry as the job compiles it; remove live: true, or use an S3-compatible store for live sharing (docs/stores.md)",
     );
-  return { type: "gha", timeoutMs: ms(spec.timeout), idleTimeoutMs: ms(spec["idle-timeout"]) };
+  return {
+    type: "gha",
+    timeoutMs: ms(spec.timeout),
+    idleTimeoutMs: ms(spec["idle-timeout"]),
+    readOnly: spec["read-only"],
+  };
 }
 
 /**

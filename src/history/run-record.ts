@@ -162,9 +162,11 @@ function lazyCounts(l: LazyCounts): LazyCounts {
 
 /**
  * Writes the record beside the caches, in the run's own scope (a pull request's records never count
- * as the default branch's). Written whole or not at all; a failure warns and the job goes on.
+ * as the default branch's). Written whole or not at all; a failure warns and the job goes on. A
+ * read-only job writes none: its save has said why.
  */
 export async function writeRunRecord(record: RunRecord, ctx: JobContext): Promise<string | null> {
+  if (ctx.readOnly.why !== null) return null;
   const id = `${record.startedAt.replace(/[-:.]/g, "")}-${randomBytes(4).toString("hex")}`;
   const object = runObject(record.scope, record.prefix, id);
   try {

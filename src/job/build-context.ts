@@ -15,7 +15,8 @@ import type { Log } from "../log.js";
 import { jobAnchorPid } from "../process/job-anchor.js";
 import { probeStack, type StackFingerprint } from "../stack/fingerprint.js";
 import { findOnPath } from "../stack/python-probe.js";
-import { openStore } from "../store/open.js";
+import { declaredReadOnly, openStore } from "../store/open.js";
+import { readOnlyStore } from "../store/read-only.js";
 import type { Store } from "../store/store.js";
 import { autotuneSettings } from "./autotune-settings.js";
 
@@ -94,6 +95,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     );
     revision = "none";
   }
+  const readOnly = declaredReadOnly(config, env);
   const explicit = opts.key !== undefined ? resolvedKey(opts.key, stack.stackId, revision, log) : null;
   const prefix = explicit?.prefix ?? config.key.prefix;
   // The stack the key names: this machine's, or the one a resolved key was made with.
@@ -108,7 +110,8 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
     prefix,
     restorePrefixes: config.key.restorePrefixes,
     save: config.save,
-    store: opts.store ?? openStore(config, env),
+    store: opts.store ? readOnlyStore(opts.store, readOnly) : openStore(config, env, readOnly),
+    readOnly,
     live: config.store.type !== "gha" && config.store.live === true,
     stack: { stackId: stack.stackId, components: stack.components },
     autotune: autotuneSettings({
@@ -126,6 +129,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
       stateDir(env),
       prefix,
       config.caches.map((c) => c.path),
+      scopes.write,
     ),
     jobPid: jobAnchorPid(env, opts.runsTheJob === true),
     log,

@@ -191,6 +191,7 @@ export function withCaches(job: Job, caches: CacheFolder[]): Job {
       stateDir(job.env),
       job.ctx.prefix,
       caches.map((c) => c.path),
+      job.ctx.scopes.write,
     ),
   };
   return { ...job, config: { ...job.config, caches }, ctx };

@@ -48,3 +48,43 @@ export async function otherCiIdentity(
     ref: { kind: "unplaced", reason, prSignal: false, hints: ci.branch ? [ci.branch] : [], name },
   };
 }
+
+/**
+ * How env-ci recognises each other system (its services/*.js `detect`), read here without loading
+ * env-ci, so that a GitHub Actions, GitLab, Buildkite or Jenkins build costs nothing more to check
+ * for a second system's variables (keys/run-identity.ts).
+ */
+const OTHER_CI_MARKERS: { name: string; set: (env: NodeJS.ProcessEnv) => boolean }[] = [
+  { name: "AppVeyor", set: (env) => !!env.APPVEYOR },
+  { name: "Azure Pipelines", set: (env) => !!env.BUILD_BUILDURI },
+  { name: "Bamboo", set: (env) => !!env.bamboo_agentId },
+  { name: "Bitbucket Pipelines", set: (env) => !!env.BITBUCKET_BUILD_NUMBER },
+  { name: "Bitrise", set: (env) => !!env.BITRISE_IO },
+  { name: "Buddy", set: (env) => !!env.BUDDY_WORKSPACE_ID },
+  { name: "CircleCI", set: (env) => !!env.CIRCLECI },
+  { name: "Cirrus CI", set: (env) => !!env.CIRRUS_CI },
+  { name: "Cloudflare Pages", set: (env) => env.CF_PAGES === "1" },
+  { name: "AWS CodeBuild", set: (env) => !!env.CODEBUILD_BUILD_ID },
+  { name: "Codefresh", set: (env) => !!env.CF_BUILD_ID },
+  { name: "Codeship", set: (env) => env.CI_NAME === "codeship" },
+  { name: "Drone", set: (env) => !!env.DRONE },
+  { name: "JetBrains Space", set: (env) => !!env.JB_SPACE_EXECUTION_NUMBER },
+  { name: "Netlify", set: (env) => env.NETLIFY === "true" },
+  { name: "Puppet", set: (env) => !!env.DISTELLI_APPNAME },
+  { name: "Sail CI", set: (env) => !!env.SAILCI },
+  { name: "Screwdriver.cd", set: (env) => !!env.SCREWDRIVER },
+  { name: "Scrutinizer", set: (env) => !!env.SCRUTINIZER },
+  { name: "Semaphore", set: (env) => !!env.SEMAPHORE },
+  { name: "Shippable", set: (env) => !!env.SHIPPABLE },
+  { name: "TeamCity", set: (env) => !!env.TEAMCITY_VERSION },
+  { name: "Travis CI", set: (env) => !!env.TRAVIS },
+  { name: "Vela", set: (env) => !!env.VELA },
+  { name: "Vercel", set: (env) => !!(env.VERCEL || env.NOW_GITHUB_DEPLOYMENT) },
+  { name: "Wercker", set: (env) => !!env.WERCKER_MAIN_PIPELINE_STARTED },
+  { name: "Woodpecker CI", set: (env) => env.CI === "woodpecker" },
+];
+
+/** The systems other than those kcache reads itself whose variables are set, by env-ci's names. */
+export function otherCiSystems(env: NodeJS.ProcessEnv): string[] {
+  return OTHER_CI_MARKERS.filter((m) => m.set(env)).map((m) => m.name);
+}

@@ -175,8 +175,10 @@ function repoId(url: string): string {
 /**
  * Jenkins (www.jenkins.io/doc/book/pipeline/jenkinsfile, "Using environment variables", and the
  * Pipeline: Multibranch plugin): a multibranch build sets BRANCH_NAME; a change request's build also
- * sets CHANGE_ID (the pull request's number), CHANGE_TARGET (its base), and CHANGE_FORK where it comes
- * from a fork, and its BRANCH_NAME is arbitrary (PR-24); a tag's build sets TAG_NAME;
+ * sets CHANGE_ID (the pull request's number), CHANGE_TARGET (its base), CHANGE_FORK where it comes
+ * from a fork, CHANGE_URL, CHANGE_TITLE, CHANGE_AUTHOR and other CHANGE_* variables, and its
+ * BRANCH_NAME is arbitrary (PR-24): any CHANGE_* without CHANGE_ID is a change build kcache cannot
+ * number (unplaced, and a pull request's to the trust rule); a tag's build sets TAG_NAME;
  * BRANCH_IS_PRIMARY=true marks the default branch. The GitHub Pull Request Builder's ghprbPullId and
  * the GitLab plugin's gitlabMergeRequestIid are pull requests too. A job that is not multibranch
  * (freestyle) says only GIT_BRANCH, which any build parameter can point at a pull request's ref:
@@ -184,6 +186,7 @@ function repoId(url: string): string {
  */
 export function jenkinsIdentity(env: NodeJS.ProcessEnv): RunIdentity {
   const system = "Jenkins";
+  const change = changeVariables(env);
   const facts = pick(env, [
     "CHANGE_ID",
     "CHANGE_TARGET",
@@ -194,6 +197,7 @@ export function jenkinsIdentity(env: NodeJS.ProcessEnv): RunIdentity {
     "GIT_BRANCH",
     "ghprbPullId",
     "gitlabMergeRequestIid",
+    ...change,
   ]);
   const id = env.CHANGE_ID || env.ghprbPullId || env.gitlabMergeRequestIid || env.gitlabMergeRequestId;
   const branch = env.BRANCH_NAME;
@@ -205,11 +209,11 @@ export function jenkinsIdentity(env: NodeJS.ProcessEnv): RunIdentity {
         base: env.CHANGE_TARGET || env.ghprbTargetBranch || env.gitlabTargetBranch || null,
         fork: !!env.CHANGE_FORK,
       };
-    if (env.CHANGE_FORK || env.CHANGE_TARGET || env.CHANGE_BRANCH)
+    if (change.length)
       return unplaced(
         system,
         env,
-        "CHANGE_FORK, CHANGE_TARGET or CHANGE_BRANCH is set without CHANGE_ID",
+        `${change.join(", ")} ${change.length > 1 ? "are" : "is"} set without CHANGE_ID: a change request's build`,
         true,
       );
     if (env.TAG_NAME) return { kind: "tag", name: env.TAG_NAME };
@@ -238,6 +242,17 @@ export function jenkinsIdentity(env: NodeJS.ProcessEnv): RunIdentity {
     event: null,
     commit: fullCommit(env.GIT_COMMIT),
   };
+}
+
+/**
+ * Every CHANGE_* variable set (an empty one too): the multibranch plugin sets them for change
+ * requests only (CHANGE_ID, CHANGE_URL, CHANGE_TITLE, CHANGE_AUTHOR, CHANGE_TARGET, CHANGE_BRANCH,
+ * CHANGE_FORK...), so any of them says "a change request's build", whatever BRANCH_NAME says.
+ */
+function changeVariables(env: NodeJS.ProcessEnv): string[] {
+  return Object.keys(env)
+    .filter((name) => name.startsWith("CHANGE_") && env[name] !== undefined)
+    .sort();
 }
 
 function unplaced(

@@ -1,5 +1,5 @@
 import { type BuildRef, fullCommit, pick, type RunIdentity, unplacedRef } from "./ci-facts.js";
-import { otherCiIdentity } from "./ci-other.js";
+import { otherCiIdentity, otherCiSystems } from "./ci-other.js";
 import { buildkiteIdentity, gitlabIdentity, jenkinsIdentity } from "./ci-systems.js";
 import { fromRefs } from "./git-refs.js";
 import { eventFacts, PR_EVENTS, TRUSTED_EVENTS } from "./github-event.js";
@@ -23,33 +23,68 @@ const CI_MARKERS = [
 
 /** The systems whose every fact kcache reads itself (keys/ci-systems.ts says why not env-ci's). */
 const SYSTEMS = [
-  { marker: (env: NodeJS.ProcessEnv) => !!env.GITLAB_CI, read: gitlabIdentity },
-  { marker: (env: NodeJS.ProcessEnv) => !!env.BUILDKITE, read: buildkiteIdentity },
-  { marker: (env: NodeJS.ProcessEnv) => !!(env.JENKINS_URL || env.JENKINS_HOME), read: jenkinsIdentity },
+  {
+    name: "GitHub Actions",
+    marker: (env: NodeJS.ProcessEnv) => env.GITHUB_ACTIONS === "true",
+    read: githubIdentity,
+  },
+  { name: "GitLab CI", marker: (env: NodeJS.ProcessEnv) => !!env.GITLAB_CI, read: gitlabIdentity },
+  { name: "Buildkite", marker: (env: NodeJS.ProcessEnv) => !!env.BUILDKITE, read: buildkiteIdentity },
+  {
+    name: "Jenkins",
+    marker: (env: NodeJS.ProcessEnv) => !!(env.JENKINS_URL || env.JENKINS_HOME),
+    read: jenkinsIdentity,
+  },
 ];
 
 /** Reads what this build is from the environment and, where no CI says, from git. */
 export async function runIdentity(env: NodeJS.ProcessEnv, cwd: string): Promise<RunIdentity> {
-  if (env.GITHUB_ACTIONS === "true" || (env.GITHUB_REF && !anotherCi(env))) return githubIdentity(env);
   const found = SYSTEMS.filter((s) => s.marker(env));
-  if (found.length > 1) {
-    const names = found.map((s) => s.read(env).system).join(" and ");
-    return unplacedIn(
-      null,
-      env,
-      `variables of ${names} are all set; kcache cannot tell which ran this build`,
-      true,
-    );
-  }
+  const others = otherCiSystems(env);
+  if (found.length + others.length > 1) return manySystems(found, others, env, cwd);
   const one = found[0];
-  if (one) return againstCheckout(one.read(env), env, cwd);
+  if (one)
+    return one.read === githubIdentity ? githubIdentity(env) : againstCheckout(one.read(env), env, cwd);
+  // GITHUB_REF alone (no GITHUB_ACTIONS): a GitHub-like environment a person or a test set up.
+  if (env.GITHUB_REF && others.length === 0) return githubIdentity(env);
   const markers = CI_MARKERS.filter((m) => env[m] && env[m] !== "false");
-  if (markers.length > 0) return otherCiIdentity(env, cwd, markers);
+  if (markers.length > 0 || others.length > 0) return otherCiIdentity(env, cwd, markers);
   return localIdentity(cwd);
 }
 
-function anotherCi(env: NodeJS.ProcessEnv): boolean {
-  return SYSTEMS.some((s) => s.marker(env));
+/**
+ * Variables of two systems at once (a GitHub push beside a GitLab merge request's): a job's own
+ * definition can set any variable, another CI's included, so neither system's word is taken. The
+ * build is unplaced; it is a pull request's (no declaration makes it trusted) when any of the
+ * systems says so.
+ */
+async function manySystems(
+  found: typeof SYSTEMS,
+  others: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<RunIdentity> {
+  const identities = found.map((s) => s.read(env));
+  // env-ci's answer for the other system, once the variables of the systems above are out of its way.
+  if (others.length) identities.push(await otherCiIdentity(withoutOwnMarkers(env), cwd, []));
+  const prSignal = identities.some(
+    (i) => i.ref.kind === "pr" || (i.ref.kind === "unplaced" && i.ref.prSignal),
+  );
+  const names = [...found.map((s) => s.name), ...others];
+  const facts = Object.assign({}, ...identities.map((i) => i.facts)) as Record<string, string>;
+  return unplacedIn(
+    null,
+    env,
+    `variables of ${names.slice(0, -1).join(", ")} and ${names.at(-1)} are set at once; kcache cannot tell which system runs this build (a job's definition can set another system's variables)`,
+    prSignal,
+    facts,
+  );
+}
+
+/** The environment without the markers env-ci knows GitHub Actions, GitLab, Buildkite and Jenkins by. */
+function withoutOwnMarkers(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { GITHUB_ACTIONS, GITLAB_CI, BUILDKITE, JENKINS_URL, ...rest } = env;
+  return rest;
 }
 
 /** GitHub Actions: the event payload decides, not only GITHUB_REF (DESIGN.md: pull_request_target). */

@@ -164,7 +164,8 @@ function describe(identity: RunIdentity): string {
 
 /** What `kcache key` says the build is. */
 export function describeIdentity(identity: RunIdentity): string {
-  return `${identity.system ?? "no CI recognised"}: ${describe(identity)}`;
+  const who = identity.system ?? (identity.ref.kind === "unplaced" ? "untrusted" : "no CI recognised");
+  return `${who}: ${describe(identity)}`;
 }
 
 /** HEAD is the commit that branch's tip is, as the clone knows it (origin's, else a local branch). */

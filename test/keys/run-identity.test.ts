@@ -378,6 +378,25 @@ const ROWS: Row[] = [
   ],
   ["an unknown CI (CI=true only)", { CI: "true", BUILD_NUMBER: "3" }, "untrusted/ci-3", false],
   [
+    "GitHub's push to main beside a GitLab fork merge request",
+    {
+      ...github({ GITHUB_EVENT_NAME: "push", GITHUB_REF: "refs/heads/main" }),
+      ...gitlab({
+        CI_PIPELINE_SOURCE: "merge_request_event",
+        CI_MERGE_REQUEST_IID: "6",
+        CI_MERGE_REQUEST_SOURCE_PROJECT_ID: "99",
+      }),
+    },
+    "untrusted/unknown-9001",
+    false,
+  ],
+  [
+    "Jenkins multibranch: main with CHANGE_URL and no CHANGE_ID",
+    jenkins({ BRANCH_NAME: "main", BRANCH_IS_PRIMARY: "true", CHANGE_URL: "https://example.org/pr/12" }),
+    "untrusted/jenkins-jenkins-kernels-main-17",
+    false,
+  ],
+  [
     "GitLab and Buildkite variables at once",
     {
       ...gitlab({ CI_PIPELINE_SOURCE: "push", CI_COMMIT_BRANCH: "main" }),

@@ -21,6 +21,7 @@ export async function compareCommand(
     metric?: string[];
     threshold?: string;
     records?: string;
+    readOnly?: boolean;
   },
 ) {
   const rounds = Number(o.rounds);
@@ -32,6 +33,8 @@ export async function compareCommand(
   const out = o.out ?? path.join(".kcache", `compare-${o.profile}`);
   const job = await commandJob({ ...o, key: undefined }, o.profile, true);
   const { log } = job.ctx;
+  // Read-only: no run seeds the store; each run's save stage says so in one line.
+  if (o.readOnly) job.ctx.readOnly.enter("--read-only");
   const report = await compare({
     job,
     outDir: out,

@@ -5,9 +5,18 @@ import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
 
 export async function prewarmCommand(
-  o: GlobalOptions & { profile: string; ifChanged?: string[]; out?: string },
+  o: GlobalOptions & { profile: string; ifChanged?: string[]; out?: string; readOnly?: boolean },
 ) {
   const job = await commandJob(o, o.profile, true);
+  const { ctx } = job;
+  if (o.readOnly) ctx.readOnly.enter("--read-only");
+  // A prewarm exists to fill the store: read-only, it runs nothing (the benchmark would be for naught).
+  if (ctx.readOnly.why !== null) {
+    const message = `read-only (${ctx.readOnly.why}): a prewarm fills the store; nothing run, nothing saved`;
+    ctx.log.info(message);
+    if (o.json) printJson({ outcome: "refused", key: ctx.key, matchedKey: null, message, run: null });
+    return;
+  }
   const report = await prewarm({
     job,
     outDir: o.out ?? defaultOutDir(o.profile, job.env),

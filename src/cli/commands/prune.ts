@@ -2,27 +2,39 @@ import { prune } from "../../cache/usage/prune.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
-import { openStore } from "../../store/open.js";
+import { declaredReadOnly, openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
 import { commandBasics, durationOption, printJson, sizeOption } from "../setup.js";
 
 export async function pruneCommand(
-  o: GlobalOptions & { keep?: string; olderThan?: string; maxSize?: string; grace: string; dryRun?: boolean },
+  o: GlobalOptions & {
+    keep?: string;
+    olderThan?: string;
+    maxSize?: string;
+    grace: string;
+    dryRun?: boolean;
+    readOnly?: boolean;
+  },
 ) {
   const { config, log } = await commandBasics(o);
+  const env = hostEnvironment();
+  const readOnly = declaredReadOnly(config, env);
+  if (o.readOnly) readOnly.enter("--read-only");
+  // Read-only: what a prune would delete, said as by --dry-run; nothing deleted.
+  if (readOnly.why !== null) log.info(`read-only (${readOnly.why}): nothing deleted, as --dry-run`);
   let keep: number | undefined;
   if (o.keep !== undefined) {
     keep = Number(o.keep);
     if (!Number.isInteger(keep) || keep < 0) throw new UsageError(`--keep ${o.keep}: give a whole number`);
   }
   const report = await prune(
-    openStore(config, hostEnvironment()),
+    openStore(config, env, readOnly),
     {
       keep,
       olderThanMs: o.olderThan ? durationOption(o.olderThan, "--older-than") : undefined,
       maxBytes: o.maxSize ? sizeOption(o.maxSize, "--max-size") : undefined,
       graceMs: durationOption(o.grace, "--grace"),
-      dryRun: o.dryRun,
+      dryRun: o.dryRun || readOnly.why !== null,
     },
     log,
   );

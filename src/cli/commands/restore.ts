@@ -11,8 +11,12 @@ import type { Log } from "../../log.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
 
-export async function restoreCommand(o: GlobalOptions & { lookupOnly?: boolean; failOnCacheMiss?: boolean }) {
+export async function restoreCommand(
+  o: GlobalOptions & { lookupOnly?: boolean; failOnCacheMiss?: boolean; readOnly?: boolean },
+) {
   const { ctx } = await commandJob(o);
+  // A restore writes nothing to the store: read-only, it restores as ever.
+  if (o.readOnly) ctx.readOnly.enter("--read-only");
   const { log } = ctx;
   log.info(`key ${ctx.key} (scope ${ctx.scopes.write})`);
   const faults: Fault[] = [];

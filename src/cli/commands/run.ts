@@ -5,9 +5,11 @@ import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
 
 export async function runCommandCli(
-  o: GlobalOptions & { profile: string; out?: string; restore: boolean; save: boolean },
+  o: GlobalOptions & { profile: string; out?: string; restore: boolean; save: boolean; readOnly?: boolean },
 ) {
   const job = await commandJob(o, o.profile, true);
+  // Read-only (store/read-only.ts): the save stage says one line instead of saving.
+  if (o.readOnly) job.ctx.readOnly.enter("--read-only");
   const report = await runProfile({
     job,
     outDir: o.out ?? defaultOutDir(o.profile, job.env),

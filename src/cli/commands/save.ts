@@ -4,17 +4,22 @@ import { usageSummary } from "../../cache/usage/save-usage.js";
 import { formatBytes, formatSeconds } from "../../format.js";
 import { dropInSave } from "../../pipeline/drop-in-save.js";
 import { settleStage } from "../../pipeline/stages/settle-stage.js";
+import { readOnlyLine } from "../../store/read-only.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
 
-export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
+export async function saveCommand(o: GlobalOptions & { evict?: boolean; readOnly?: boolean }) {
   const { ctx } = await commandJob(o);
   const { log } = ctx;
+  if (o.readOnly) ctx.readOnly.enter("--read-only");
   const faults: Fault[] = [];
   // Read once: the save and the end of the job both go by how the job's restore left it.
   const state = readState(ctx.stateFile);
   const opts = o.evict === false ? { evict: { never: "--no-evict" as const } } : {};
-  const report = await dropInSave(ctx, opts, faults, state);
+  // Read-only (store/read-only.ts): one line where the save would begin, and nothing written.
+  const readOnly = ctx.readOnly.why;
+  if (readOnly !== null) log.info(readOnlyLine(readOnly));
+  const report = readOnly === null ? await dropInSave(ctx, opts, faults, state) : null;
   if (report) {
     log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {
@@ -48,6 +53,8 @@ export async function saveCommand(o: GlobalOptions & { evict?: boolean }) {
     printJson(
       report
         ? { ...report, folders }
-        : { primaryKey: ctx.key, outcome: "failed", faults, folders, error: log.warnings.at(-1) ?? null },
+        : ctx.readOnly.why !== null
+          ? { primaryKey: ctx.key, outcome: "read-only", readOnly: ctx.readOnly.why, faults, folders }
+          : { primaryKey: ctx.key, outcome: "failed", faults, folders, error: log.warnings.at(-1) ?? null },
     );
 }

@@ -4,11 +4,13 @@ import type { LocalState } from "../../cache/local-state.js";
 import { type SaveOptions, type SaveReport, save } from "../../cache/save/save.js";
 import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import type { ProfileSpec } from "../../config/profile-schema.js";
+import { readOnlyLine } from "../../store/read-only.js";
 import type { Stage } from "../run-report.js";
 
 /**
  * The run's last stage: save, only when the gate passed (`firstFailure` null) and neither the run
- * (--no-save) nor the profile (save: never) turned saving off. A store failure warns.
+ * (--no-save) nor the profile (save: never) turned saving off, and the job is not read-only (one
+ * line says so instead). A store failure warns.
  */
 export async function saveStage(
   ctx: JobContext,
@@ -19,10 +21,15 @@ export async function saveStage(
   let saveSkipped: string | null = null;
   const faults: Fault[] = [];
   const s0 = performance.now();
+  // Read-only before the save began (declared); a write the store forbids during it is a fault, warned.
+  const readOnly = ctx.readOnly.why;
   if (!opts.enabled) saveSkipped = "saving is off for this run (--no-save)";
   else if (profile.save === "never") saveSkipped = "saving is off for this profile (save: never)";
   else if (opts.firstFailure) saveSkipped = `not saved: ${opts.firstFailure} failed`;
-  else {
+  else if (readOnly !== null) {
+    saveSkipped = readOnlyLine(readOnly);
+    ctx.log.info(saveSkipped);
+  } else {
     saved = await tolerateCacheFailure(
       "save",
       ctx.strict,
@@ -36,7 +43,7 @@ export async function saveStage(
   }
   const status: Stage["status"] = saved
     ? "ok"
-    : opts.firstFailure || saveSkipped?.startsWith("saving is off")
+    : opts.firstFailure || saveSkipped?.startsWith("saving is off") || readOnly !== null
       ? "skipped"
       : "warned";
   return {
