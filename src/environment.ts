@@ -13,6 +13,8 @@ export const ENVIRONMENT_VARIABLES = {
   KCACHE_S3_REGION: "the S3 region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)",
   KCACHE_S3_PATH_STYLE: "1 or true: path-style S3 URLs",
   KCACHE_S3_CHECKSUMS: "when-required: no optional S3 checksums (stores that refuse them)",
+  KCACHE_READ_ONLY:
+    "1 (or any value but 0, false, no, off): read-only mode, restore and never write the store (as --read-only)",
   KCACHE_GITHUB_TOKEN: "a token for GitHub's cache REST API (listing, deleting), else GITHUB_TOKEN",
   KCACHE_STATE_DIR: "where kcache keeps its local state (else $RUNNER_TEMP/kcache or ~/.cache/kcache-state)",
   KCACHE_THREADS: "the threads restores and saves may use (a whole number; else one per core, capped)",
@@ -47,6 +49,8 @@ export const ENVIRONMENT_VARIABLES = {
   ACTIONS_RESULTS_URL: "the cache service (v2, twirp)",
   ACTIONS_CACHE_URL: "the cache service (v1): its presence means one is offered",
   RUNNER_TEMP: "the runner's temporary folder: local state, run output",
+  RUNNER_ENVIRONMENT:
+    "github-hosted: the machine runs this one job, so no other job writes its cache folders (a save attributes nothing)",
   // Others'.
   HOME: "the default store, state and interpolation of ~",
   PATH: "where python, zstd and sourced scripts are found",
@@ -101,7 +105,8 @@ export const ENVIRONMENT_VARIABLES = {
   BUILDKITE_BUILD_ID: "Buildkite: names an untrusted build's scope",
   JENKINS_URL: "set by Jenkins",
   JENKINS_HOME: "set by Jenkins",
-  CHANGE_ID: "Jenkins multibranch: a change request's number: its scope pr/<id>",
+  CHANGE_ID:
+    "Jenkins multibranch: a change request's number: its scope pr/<id> (any CHANGE_* variable set makes a change build)",
   CHANGE_TARGET: "Jenkins multibranch: a change request's base branch, a scope it reads",
   CHANGE_FORK: "Jenkins multibranch: set when the change comes from a fork",
   CHANGE_BRANCH: "Jenkins multibranch: a change request's source branch",
@@ -111,6 +116,32 @@ export const ENVIRONMENT_VARIABLES = {
   GIT_BRANCH: "Jenkins: a freestyle job's branch (a hint a declared scope may agree with)",
   GIT_COMMIT: "Jenkins: the commit built (the revision outside a checkout)",
   BUILD_TAG: "Jenkins: names an untrusted build's scope",
+  // Other systems' markers, as env-ci detects them (keys/ci-other.ts): beside another system's variables, untrusted.
+  APPVEYOR: "set by AppVeyor: with another system's variables, an untrusted build",
+  BUILD_BUILDURI: "set by Azure Pipelines: with another system's variables, an untrusted build",
+  BITBUCKET_BUILD_NUMBER: "set by Bitbucket Pipelines: with another system's variables, an untrusted build",
+  BITRISE_IO: "set by Bitrise: with another system's variables, an untrusted build",
+  BUDDY_WORKSPACE_ID: "set by Buddy: with another system's variables, an untrusted build",
+  CIRCLECI: "set by CircleCI: with another system's variables, an untrusted build",
+  CIRRUS_CI: "set by Cirrus CI: with another system's variables, an untrusted build",
+  CF_PAGES: "set by Cloudflare Pages (when 1): with another system's variables, an untrusted build",
+  CODEBUILD_BUILD_ID: "set by AWS CodeBuild: with another system's variables, an untrusted build",
+  CF_BUILD_ID: "set by Codefresh: with another system's variables, an untrusted build",
+  DRONE: "set by Drone: with another system's variables, an untrusted build",
+  JB_SPACE_EXECUTION_NUMBER: "set by JetBrains Space: with another system's variables, an untrusted build",
+  NETLIFY: "set by Netlify (when true): with another system's variables, an untrusted build",
+  DISTELLI_APPNAME: "set by Puppet: with another system's variables, an untrusted build",
+  SAILCI: "set by Sail CI: with another system's variables, an untrusted build",
+  SCREWDRIVER: "set by Screwdriver.cd: with another system's variables, an untrusted build",
+  SCRUTINIZER: "set by Scrutinizer: with another system's variables, an untrusted build",
+  SEMAPHORE: "set by Semaphore: with another system's variables, an untrusted build",
+  SHIPPABLE: "set by Shippable: with another system's variables, an untrusted build",
+  TEAMCITY_VERSION: "set by TeamCity: with another system's variables, an untrusted build",
+  TRAVIS: "set by Travis CI: with another system's variables, an untrusted build",
+  VELA: "set by Vela: with another system's variables, an untrusted build",
+  VERCEL: "set by Vercel: with another system's variables, an untrusted build",
+  NOW_GITHUB_DEPLOYMENT: "set by Vercel: with another system's variables, an untrusted build",
+  WERCKER_MAIN_PIPELINE_STARTED: "set by Wercker: with another system's variables, an untrusted build",
   // Compilers' folders: the variable that points a job at a `kind: auto` path (job/path-lines.ts).
   TRITON_CACHE_DIR: "Triton's cache folder",
   TRITON_HOME: "Triton's home (its default cache is $TRITON_HOME/.triton/cache)",
@@ -138,6 +169,8 @@ export interface RuntimeSettings {
   threads: number | null;
   /** $KCACHE_ZSTD as given ("" when unset): the engine to use, checked when one is first needed. */
   zstd: string;
+  /** The CI says this machine runs this one job (RUNNER_ENVIRONMENT=github-hosted): no other job writes its folders. */
+  ephemeral?: boolean;
 }
 
 export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
@@ -145,7 +178,18 @@ export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
   return {
     threads: Number.isInteger(asked) && asked > 0 ? asked : null,
     zstd: env.KCACHE_ZSTD ?? "",
+    ephemeral: env.RUNNER_ENVIRONMENT === "github-hosted",
   };
+}
+
+/**
+ * "KCACHE_READ_ONLY=1" where $KCACHE_READ_ONLY asks for read-only mode, else null. Any value but an
+ * empty one, 0, false, no or off asks: a misspelt "ture" errs on the side of writing nothing.
+ */
+export function readOnlyRequested(env: NodeJS.ProcessEnv): string | null {
+  const v = env.KCACHE_READ_ONLY?.trim();
+  if (!v || /^(0|false|no|off)$/i.test(v)) return null;
+  return `KCACHE_READ_ONLY=${v}`;
 }
 
 /** S3 settings an s3:// URL cannot carry ($KCACHE_STORE, --store), and the region fallback for every S3 store. */

@@ -6,9 +6,10 @@ appends one JSON line per kernel to $KCACHE_TELEMETRY_FILE: name, cache_hit, com
 A listener the job already had keeps being called. When the job imports triton.runtime.cache, its
 FileCacheManager's get_file and get_group are wrapped: each cache entry folder a lookup found files
 in is written once per process ({"used": folder}), so kcache knows which entries the job used
-(kernels, launchers and autotune results alike, on any Triton version), and so is each entry folder
-its put and put_group wrote ({"wrote": folder}), so a save knows which entries this job's processes
-made (a job beside it in the same folder may have made others); each autotune result looked
+(kernels, launchers and autotune results alike, on any Triton version), and so is each file its
+put and put_group wrote, with the sha256 of the bytes written ({"wrote": folder, "file": name,
+"sha256": ..., "t": ...}), so a save on a folder other jobs may write knows which entries this job's
+processes made, as they made them (a file changed since is not theirs); each autotune result looked
 up is written with whether it was there ({"autotune": fn, "hit": ..., "folder": ...}); under
 KCACHE_AUTOTUNE=fresh (a profile's autotune: fresh) a process is served only the results it wrote
 itself, so each process of the job tunes for itself. When the job
@@ -215,19 +216,35 @@ def _wrap_cache_manager(module):
     put = cls.put
     put_group = getattr(cls, "put_group", None)
 
-    def note_wrote(manager):
-        # An entry folder this process wrote: a save beside an untrusted job uploads only these as its own.
+    def note_wrote(manager, filename, digest):
+        # A file this process wrote, with the digest of what it wrote: on a folder other jobs may write, a
+        # save uploads an entry as the job's own only when every file of it is one of these, unchanged.
         try:
             folder = os.path.abspath(getattr(manager, "cache_dir", "") or "")
-            if folder and folder not in wrote:
-                wrote.add(folder)
-                _write({"wrote": folder, "pid": os.getpid()})
+            if folder and isinstance(filename, str) and digest and (folder, filename, digest) not in wrote:
+                wrote.add((folder, filename, digest))
+                _write({"wrote": folder, "file": filename, "sha256": digest, "pid": os.getpid(), "t": time.time()})
         except Exception:
             pass
 
+    def digest_of(data):
+        # The bytes Triton's put writes: bytes as they are; anything else as str(data) through a text-mode
+        # file, in the encoding open() uses (UTF-8 in UTF-8 mode, else the locale's).
+        try:
+            import hashlib
+
+            if not isinstance(data, bytes):
+                import locale
+
+                data = str(data).encode(locale.getpreferredencoding(False))
+            return hashlib.sha256(data).hexdigest()
+        except Exception:
+            return None
+
     def wrapped_put(self, data, filename, *args, **kwargs):
         result = put(self, data, filename, *args, **kwargs)
-        note_wrote(self)
+        note_wrote(self, filename, digest_of(data))
+        _local.put_file = filename
         _live_wrote(self, filename)
         try:
             if fresh and isinstance(filename, str) and filename.endswith(".autotune.json"):
@@ -237,8 +254,16 @@ def _wrap_cache_manager(module):
         return result
 
     def wrapped_put_group(self, *args, **kwargs):
+        _local.put_file = None
         result = put_group(self, *args, **kwargs)
-        note_wrote(self)
+        # Triton's put_group writes the group file through put (recorded there); a manager whose
+        # put_group writes it by itself has it read back from the path it returns.
+        try:
+            if isinstance(result, str) and _local.put_file != os.path.basename(result):
+                with open(result, "rb") as f:
+                    note_wrote(self, os.path.basename(result), digest_of(f.read()))
+        except Exception:
+            pass
         _live_wrote(self, None)
         return result
 

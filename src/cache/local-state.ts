@@ -2,9 +2,26 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { CacheFolder } from "../kinds/kind.js";
+import { createLog, type Log } from "../log.js";
 import type { Manifest } from "../manifest/manifest.js";
+import {
+  anyObject,
+  arrayOf,
+  bool,
+  isObject,
+  nullable,
+  num,
+  object,
+  optional,
+  readOwnFile,
+  recordOf,
+  type Shape,
+  str,
+  tuple,
+} from "../state-dir.js";
 import type { AutotuneRestore } from "./autotune/withhold.js";
 import type { DeferredEntries } from "./lazy/deferred-entries.js";
+import type { JobAttribution } from "./persistent/shared-folder.js";
 
 /**
  * What this machine remembers between `kcache restore` and `kcache save` of one workload: the key it
@@ -56,6 +73,8 @@ export interface JobRecord {
   deferred?: DeferredEntries;
   /** cache -> entries placed from other jobs' live objects (store.live): never saved under this job's key. */
   liveFetched?: Record<string, string[]>;
+  /** Whose each folder is, and the job's hook record: what a trusted save may call the job's own (persistent/shared-folder.ts). */
+  attribution?: JobAttribution;
 }
 
 /** A restore's outcome as the drop-in save's run record keeps it. */
@@ -106,23 +125,106 @@ export function afterRestore<T extends { caches: CacheFolder[]; key: string; sta
   return state?.primaryKey === ctx.key ? { ...ctx, caches: jobCaches(ctx.caches, state) } : ctx;
 }
 
-/** One state file per workload prefix and set of cache paths. */
-export function stateFile(dir: string, prefix: string, cachePaths: string[]): string {
+/**
+ * One state file per workload prefix, set of cache paths and scope the job writes. The scope keeps
+ * jobs of different trust apart where they share a state folder (two CI jobs at once as one user,
+ * outside GitHub's per-job RUNNER_TEMP): a pull request's restore never replaces the record a
+ * default-branch job's save attributes its entries by.
+ */
+export function stateFile(dir: string, prefix: string, cachePaths: string[], scope: string): string {
   const id = createHash("sha256")
-    .update(`${prefix}\0${cachePaths.join("\0")}`)
+    .update(`${prefix}\0${cachePaths.join("\0")}\0${scope}`)
     .digest("hex")
     .slice(0, 16);
   return path.join(dir, `${prefix.replace(/[^A-Za-z0-9_.-]/g, "_").slice(0, 60)}-${id}.json`);
 }
 
-export function readState(file: string): LocalState | null {
-  try {
-    const s = JSON.parse(fs.readFileSync(file, "utf8")) as LocalState;
-    return s.version === 1 ? s : null;
-  } catch {
-    return null;
+/**
+ * The most a state file may hold. A state is the parent manifest (~200 bytes an entry) and, per
+ * entry, its signature and digest (index, ~150), its signature again (job.seen, job.local, ~170) and,
+ * after a lazy restore, where it lies in the store (~250): under 1 kB an entry, so 256 MiB is a cache
+ * of ~250,000 entries, far past any we have seen (FLA's chunk_kda key: 223). It also stays below
+ * V8's longest string (~512 Mi characters), past which JSON.stringify could never have written it.
+ */
+const MAX_STATE_BYTES = 256 * 1024 * 1024;
+
+/** States warned of in this process (each command reads the state several times). */
+const warned = new Set<string>();
+
+/**
+ * The state a restore left in `file`, or null where there is none: null too where what lies there
+ * is not a regular file (a FIFO, a link to /dev/zero), is larger than a state can be, does not parse,
+ * or lacks the shape the restore, the job and the save read (LOCAL_STATE), with a warning naming it:
+ * then the save goes on as after no restore (every digest computed again), never blocked or crashed.
+ */
+export function readState(file: string, log?: Pick<Log, "warn">): LocalState | null {
+  const read = readOwnFile(file, MAX_STATE_BYTES);
+  if (!read) return null;
+  let why: string;
+  if ("bytes" in read) {
+    let s: unknown;
+    try {
+      s = JSON.parse(read.bytes.toString("utf8"));
+    } catch {
+      s = undefined;
+    }
+    // Another version of the state (a later kcache's): not ours to read, and nothing to warn of.
+    const version = isObject(s) ? s.version : undefined;
+    if (typeof version === "number" && version !== 1) return null;
+    if (LOCAL_STATE(s)) return s as LocalState;
+    why = s === undefined ? "it does not parse" : "it lacks the fields a restore writes";
+  } else why = read.refused;
+  if (!warned.has(file)) {
+    warned.add(file);
+    (log ?? createLog()).warn(
+      `local state ${file} ignored: ${why}; this job's save goes on as after no restore (remove the file)`,
+    );
   }
+  return null;
 }
+
+const names = recordOf(str);
+const perCache = recordOf(names);
+/** What a state must hold for its readers, by type (LocalState and JobRecord say what each field means). */
+const LOCAL_STATE: Shape = object({
+  version: (v) => v === 1,
+  primaryKey: str,
+  parent: nullable(
+    object({
+      key: str,
+      scope: str,
+      exact: bool,
+      manifest: object({
+        key: str,
+        caches: arrayOf(object({ name: str, kind: str })),
+        packs: arrayOf(object({ object: str, sha256: str, size: num })),
+        entries: arrayOf(object({ cache: str, name: str, sha256: str, size: num, pack: num })),
+      }),
+    }),
+  ),
+  index: recordOf(recordOf(tuple(str, str))),
+  usage: optional(object({ atime: recordOf(bool) })),
+  local: optional(perCache),
+  job: optional(
+    object({
+      startedAt: num,
+      markers: names,
+      folders: names,
+      seen: perCache,
+      local: perCache,
+      atime: recordOf(bool),
+      borrowed: optional(perCache),
+      autotune: optional(nullable(object({ given: arrayOf(anyObject), withheld: arrayOf(anyObject) }))),
+      restored: optional(anyObject),
+      deferred: optional(
+        recordOf(
+          recordOf(object({ object: str, frame: tuple(num, num), sha256: str, size: num, files: num })),
+        ),
+      ),
+      liveFetched: optional(recordOf(arrayOf(str))),
+    }),
+  ),
+});
 
 /** Writes the state atomically (temp + rename). */
 export function writeState(file: string, state: LocalState): void {

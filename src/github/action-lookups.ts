@@ -18,6 +18,27 @@ export function servesLookups(ctx: JobContext, lookupOnly: boolean): boolean {
 }
 
 /**
+ * After the action's restore, for every job: kcache's hook goes first on PYTHONPATH for the job's
+ * later steps, and writes to the telemetry file the restore made for the job (KCACHE_TELEMETRY_FILE):
+ * which entries the job's processes looked up and wrote, each file with the digest of what was
+ * written. The save step reads it: its record of use, and on a folder other jobs may write, the only
+ * way it attributes a new entry to this job (cache/save/save-attribution.ts).
+ */
+export function installHook(telemetry: string | null, log: Log): void {
+  try {
+    core.exportVariable("PYTHONPATH", hookFirstOn(process.env.PYTHONPATH));
+  } catch (e) {
+    log.warn(`kcache's hook is not installed for the job's steps (${(e as Error).message})`);
+    return;
+  }
+  if (!telemetry) return;
+  core.exportVariable("KCACHE_TELEMETRY_FILE", telemetry);
+  log.info(
+    `later steps have kcache's hook on PYTHONPATH (a step that sets PYTHONPATH keeps $PYTHONPATH in it), recording what the job's Triton processes load and write in ${telemetry}`,
+  );
+}
+
+/**
  * After the action's restore: a process of its own serves the job's lookups until the save step
  * (the steps between are processes kcache never sees), and later steps get kcache's hook on
  * PYTHONPATH with the socket's variables. Not started, the job compiles what was left in the store,

@@ -12,12 +12,12 @@ import { hostEnvironment } from "../environment.js";
 import { CacheMissError, KcacheError, UsageError } from "../errors.js";
 import { buildJob, type Job, type JobOverrides, parseKind } from "../job/build-job.js";
 import type { Log } from "../log.js";
-import { dropInSave } from "../pipeline/drop-in-save.js";
+import { dropInSave, jobHookUsage } from "../pipeline/drop-in-save.js";
 import { prewarm } from "../pipeline/prewarm.js";
 import { defaultOutDir, type RunReport, runProfile } from "../pipeline/run-profile.js";
 import { settleStage } from "../pipeline/stages/settle-stage.js";
 import { stderrProgress } from "../progress.js";
-import { servesLookups, startLookups, stopLookups } from "./action-lookups.js";
+import { installHook, servesLookups, startLookups, stopLookups } from "./action-lookups.js";
 import { githubCommandLog } from "./command-groups.js";
 import { Inputs, Outputs, SAVE_ALWAYS_ENV, State } from "./io-names.js";
 import { publishRun, setOutputs } from "./outputs.js";
@@ -126,6 +126,9 @@ async function restoreStep(log: Log, postSave: boolean): Promise<void> {
   const r = await tolerateCacheFailure("restore", ctx.strict, log, () =>
     restore(ctx, { lookupOnly, servesLookups: serves }),
   );
+  // Every job gets the hook: what its processes write is what its save can call its own (on a folder
+  // other jobs may write, the only thing it can).
+  if (!lookupOnly) installHook(jobTelemetry(ctx), log);
   if (r && serves) await startLookups(r, log);
   // Later steps find each cache where it was restored: a folder of the job's own under isolate.
   for (const c of restoredContext(ctx, r).caches) if (c.env) core.exportVariable(c.env, c.path);
@@ -165,14 +168,23 @@ async function saveStep(log: Log, key?: string, post = false): Promise<void> {
   // The lookups the restore step served end first: the state then says what came from other jobs live.
   const lazy = await stopLookups(log);
   const state = readState(ctx.stateFile);
-  const r = await dropInSave(ctx, opts, [], state, lazy);
+  // What the hook the restore step installed recorded: for the save, and for the end of the job's record of use.
+  const hook = jobHookUsage(ctx, state);
+  const r = await dropInSave(ctx, hook ? { ...opts, hook } : opts, [], state, lazy);
   if (r) log.info(`${r.message} (${r.store})`);
   if (r && keyRecorded(r.outcome))
     log.info(usageSummary(r.usage, { runs: ctx.save.keepUnusedRuns, days: ctx.save.keepUnusedDays }));
   setOutputs({ [Outputs.saved]: String(keyRecorded(r?.outcome)) });
   // The step runs after the job passed (post-if), or under save-always after any job.
   const noMerge = typeof opts.evict === "object" ? opts.evict.never : undefined;
-  await settleStage(ctx, { passed: true, noMerge }, state);
+  await settleStage(ctx, { passed: true, noMerge, hook }, state);
+}
+
+/** The telemetry file this key's restore made for the job (its local state says), or null. */
+function jobTelemetry(ctx: { key: string; stateFile: string }): string | null {
+  const state = readState(ctx.stateFile);
+  const file = state?.primaryKey === ctx.key ? state.job?.attribution?.telemetry : undefined;
+  return typeof file === "string" ? file : null;
 }
 
 function publish(report: RunReport): void {

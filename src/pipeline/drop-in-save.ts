@@ -2,11 +2,12 @@ import type { Fault } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import type { LazyReport } from "../cache/lazy/job-lookups.js";
 import { type LocalState, readState } from "../cache/local-state.js";
-import { type SaveOptions, save } from "../cache/save/save.js";
+import { type HookUsage, type SaveOptions, save } from "../cache/save/save.js";
 import type { SaveReport } from "../cache/save/save-report.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { dropInRunRecord } from "../history/drop-in-record.js";
 import { writeRunRecord } from "../history/run-record.js";
+import { readTelemetry } from "../telemetry/read.js";
 
 /**
  * The save of the drop-in path (`kcache save`, the action's save and post steps): the save, then a
@@ -15,6 +16,8 @@ import { writeRunRecord } from "../history/run-record.js";
  * is written then. A record the store refuses is one warning, and the job goes on. `state` is the
  * local state as the caller read it (once per command: the end of the job reads the same); `lazy`,
  * what the job's lookups came to when the restore step served them (github/action-lookups.ts).
+ * Unless the caller says what the hook saw, the save is given what the job's hook recorded in the
+ * telemetry file its restore named (jobHookUsage), as `kcache run` gives its commands' record.
  */
 export async function dropInSave(
   ctx: JobContext,
@@ -24,14 +27,38 @@ export async function dropInSave(
   lazy: LazyReport | null = null,
 ): Promise<SaveReport | null> {
   const job = state?.primaryKey === ctx.key ? state.job : undefined;
+  const withHook: SaveOptions = opts.hook ? opts : { ...opts, hook: jobHookUsage(ctx, state) };
   const report = await tolerateCacheFailure(
     "save",
     ctx.strict,
     ctx.log,
-    () => save(ctx, opts, state),
+    () => save(ctx, withHook, state),
     faults,
   );
   // A store that failed the save has had its one warning: no second try (and wait) for the record.
   if (report) await writeRunRecord(dropInRunRecord(ctx, job, report, lazy), ctx);
   return report;
+}
+
+/**
+ * What kcache's hook recorded in the job's telemetry file (the action's restore step puts the hook
+ * on the job's PYTHONPATH and names the file the restore made in KCACHE_TELEMETRY_FILE): the entry
+ * folders its processes' lookups found and wrote, each file written with its digest, and the kernels
+ * of the autotune results they tuned. Undefined where this key's restore named no file or nothing
+ * with the hook in wrote to it.
+ */
+export function jobHookUsage(ctx: Pick<JobContext, "key">, state: LocalState | null): HookUsage | undefined {
+  const file = state?.primaryKey === ctx.key ? state.job?.attribution?.telemetry : undefined;
+  if (typeof file !== "string") return undefined;
+  const t = readTelemetry(file);
+  if (t.status === "no-triton" && t.wroteFiles.length === 0 && t.usedFolders.length === 0) return undefined;
+  return {
+    complete: t.usageComplete,
+    dirs: t.usedFolders,
+    wrote: t.wroteFolders,
+    written: t.wroteFiles,
+    tuned: t.autotune
+      .filter((a) => !a.hit)
+      .map((a) => ({ folder: a.folder, modules: t.autotuneModules[a.kernel] ?? [] })),
+  };
 }

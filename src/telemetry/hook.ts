@@ -14,9 +14,12 @@ export function hookDir(): string {
   }
 }
 
-/** A PYTHONPATH with kcache's hook first, then `pythonPath` (what the job had) as it was. */
+/** A PYTHONPATH with kcache's hook first, then `pythonPath` (what the job had) as it was: as it is where the hook is first already. */
 export function hookFirstOn(pythonPath: string | undefined): string {
-  return pythonPath ? `${hookDir()}${path.delimiter}${pythonPath}` : hookDir();
+  if (!pythonPath) return hookDir();
+  return pythonPath.split(path.delimiter)[0] === hookDir()
+    ? pythonPath
+    : `${hookDir()}${path.delimiter}${pythonPath}`;
 }
 
 /**

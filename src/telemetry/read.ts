@@ -14,6 +14,8 @@ export interface KernelStats {
   usedFolders: string[];
   /** Cache entry folders the job's processes wrote through Triton's cache manager (put, put_group), each once. */
   wroteFolders: string[];
+  /** Each file those writes made, with the sha256 of the bytes written and when (each version once, its latest time). */
+  wroteFiles: WrittenFileRecord[];
   /** Every process that imported Triton had the wrapper in, and one did: `usedFolders` misses no lookup. */
   usageComplete: boolean;
   /** torch.compile's own cache counters, summed over processes; null when none compiled a graph. */
@@ -22,6 +24,18 @@ export interface KernelStats {
   autotune: { kernel: string; hit: boolean; folder: string }[];
   /** The module files each autotuned kernel is defined in (its salt's sources). */
   autotuneModules: Record<string, string[]>;
+}
+
+/** A file a job's process wrote through Triton's cache manager, as the hook recorded it. */
+export interface WrittenFileRecord {
+  /** The entry folder (absolute, as the process saw it). */
+  folder: string;
+  /** The file's name in it. */
+  file: string;
+  /** sha256 of the bytes written, hex. */
+  sha256: string;
+  /** When it was written (seconds since the epoch, the process's clock); null where the line did not say. */
+  t: number | null;
 }
 
 /** torch.compile's FX graph cache and AOTAutograd cache, as torch._dynamo.utils.counters counts them. */
@@ -36,6 +50,8 @@ interface KernelLine {
   torch?: { fxgraph_hit?: number; fxgraph_miss?: number; aot_hit?: number; aot_miss?: number } | null;
   used?: string;
   wrote?: string;
+  sha256?: string;
+  t?: number;
   usage?: boolean;
   kernel?: string;
   cache_hit?: boolean;
@@ -50,7 +66,18 @@ interface KernelLine {
   listener?: boolean;
 }
 
-/** Reads a telemetry file; a missing file means no Python process imported Triton. */
+/**
+ * The most of a telemetry file read: a job's processes write it, so its size is theirs to choose. Ten
+ * thousand kernels compiled write about 10 MB.
+ */
+export const MAX_TELEMETRY_BYTES = 256 * 1024 * 1024;
+
+/**
+ * Reads a telemetry file; a missing file means no Python process imported Triton. The job's processes
+ * write it, so it is read as a path kcache does not own: only a regular file (a FIFO or a link to a
+ * device is never opened for a blocking read), at most MAX_TELEMETRY_BYTES; anything else reads as
+ * no telemetry at all.
+ */
 export function readTelemetry(file: string): KernelStats {
   const stats: KernelStats = {
     status: "no-triton",
@@ -61,17 +88,14 @@ export function readTelemetry(file: string): KernelStats {
     tritonVersions: [],
     usedFolders: [],
     wroteFolders: [],
+    wroteFiles: [],
     usageComplete: false,
     graphs: null,
     autotune: [],
     autotuneModules: {},
   };
-  let text = "";
-  try {
-    text = fs.readFileSync(file, "utf8");
-  } catch {
-    return stats;
-  }
+  const text = boundedText(file);
+  if (text === null) return stats;
   const names = new Map<string, number>();
   let sawListener = false;
   let sawTriton = false;
@@ -79,6 +103,7 @@ export function readTelemetry(file: string): KernelStats {
   let exitsWithUsage = 0;
   const used = new Set<string>();
   const wrote = new Set<string>();
+  const files = new Map<string, WrittenFileRecord>();
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     let rec: KernelLine;
@@ -89,6 +114,7 @@ export function readTelemetry(file: string): KernelStats {
     }
     if (typeof rec.used === "string" || typeof rec.wrote === "string") {
       (rec.used ? used : wrote).add((rec.used ?? rec.wrote) as string);
+      if (typeof rec.wrote === "string") noteFile(files, rec);
       continue;
     }
     if (noteAutotune(stats, rec)) continue;
@@ -121,12 +147,46 @@ export function readTelemetry(file: string): KernelStats {
   stats.status = sawListener ? "available" : sawTriton ? "unavailable" : "no-triton";
   stats.usedFolders = [...used];
   stats.wroteFolders = [...wrote];
+  stats.wroteFiles = [...files.values()];
   stats.usageComplete = exits > 0 && exitsWithUsage === exits;
   stats.compiledKernels = [...names]
     .sort((a, b) => b[1] - a[1])
     .slice(0, 20)
     .map(([n]) => n);
   return stats;
+}
+
+/** A written file's line ({"wrote", "file", "sha256", "t"}) kept once per version, at its latest time. */
+function noteFile(files: Map<string, WrittenFileRecord>, rec: KernelLine): void {
+  const { wrote: folder, file, sha256 } = rec;
+  if (typeof folder !== "string" || typeof file !== "string" || typeof sha256 !== "string") return;
+  if (!/^[0-9a-f]{64}$/.test(sha256)) return;
+  const t = typeof rec.t === "number" && Number.isFinite(rec.t) ? rec.t : null;
+  const id = `${folder}\0${file}\0${sha256}`;
+  const had = files.get(id);
+  if (!had || (t !== null && (had.t === null || t > had.t))) files.set(id, { folder, file, sha256, t });
+}
+
+/** The file's text when it is a regular file of at most MAX_TELEMETRY_BYTES; null otherwise (or absent). */
+function boundedText(file: string): string | null {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
+    const st = fs.fstatSync(fd);
+    if (!st.isFile() || st.size > MAX_TELEMETRY_BYTES) return null;
+    const buf = Buffer.alloc(st.size);
+    let got = 0;
+    while (got < st.size) {
+      const n = fs.readSync(fd, buf, got, st.size - got, got);
+      if (n === 0) break;
+      got += n;
+    }
+    return buf.subarray(0, got).toString("utf8");
+  } catch {
+    return null;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
 }
 
 /** An autotune line (a lookup, or a kernel's module) added to `stats`; false for other lines. */

@@ -37,6 +37,8 @@ function runnerEnv(
     HOME: dir,
     ...gha.env,
     GITHUB_ACTIONS: "true",
+    // A GitHub-hosted runner, as GitHub's cache service is: no other job writes its cache folder.
+    RUNNER_ENVIRONMENT: "github-hosted",
     GITHUB_REF: "refs/heads/main",
     GITHUB_SHA: sha.repeat(40),
     CACHE_ROOT: source,

@@ -13,9 +13,13 @@ import { defaultBranchEntries, Tally } from "./harness.js";
  * push's, each its own shell (as two runner services on one machine run them), coordinated by files
  * so that the pull request compiles, and tunes the kernels the default branch's job then loads, while
  * the default branch's job runs. Half the trials as a workflow's steps (kcache restore, the workload,
- * kcache save: no hook), half under `kcache run` (the hook sees what the job's processes write); in
- * half the pull request's job is still running when the default branch saves. None of what the pull
- * request's job wrote may be in a key the default branch restores: kernels and autotune winners.
+ * kcache save: no hook), half under `kcache run` (the hook records what the job's processes write);
+ * in some the pull request's job is still running when the default branch saves. The first trial is
+ * a new runner (the folder absent: the pull request's marker makes it shared); the others a runner
+ * an earlier default-branch job left entries on, and in the last three the pull request's job works
+ * against kcache's records: it deletes every live-job marker and sets its files' times an hour
+ * forward. None of what the pull request's job wrote may be in a key the default branch restores:
+ * kernels and autotune winners.
  */
 const TRIALS = 6;
 
@@ -43,7 +47,20 @@ const waitFor = (f: string) => `for i in $(seq 1 600); do [ -e ${f} ] && break; 
 const sim = (args: string, prefix: string, out: string) =>
   `TRITON_SIM_COMPILE_MS=2 PYTHONPATH=$PYTHONPATH:${SIM} python3 ${SIM}/workload.py ${args} --prefix ${prefix} > ${out}`;
 
-function jobScripts(dir: string, pr: boolean, prLingers: boolean): string {
+/** Sets the mtimes of every file of the entries the pull request's sim runs wrote an hour forward. */
+const timesForward = (folder: string, jobDir: string) =>
+  `python3 -c 'import json,os,sys,glob,time
+t = time.time() + 3600
+for f in glob.glob(sys.argv[2] + "/sim-*.json"):
+    for e in json.load(open(f))["written"]:
+        d = os.path.join(sys.argv[1], e)
+        for n in os.listdir(d): os.utime(os.path.join(d, n), (t, t))' ${folder} ${jobDir}`;
+
+function jobScripts(
+  dir: string,
+  pr: boolean,
+  opts: { prLingers: boolean; forges: boolean; folder: string },
+): string {
   const signals = path.join(dir, "signals");
   const jobDir = path.join(dir, pr ? "pr" : "main");
   const work = pr
@@ -52,8 +69,11 @@ function jobScripts(dir: string, pr: boolean, prLingers: boolean): string {
         // The pull request tunes the kernels the default branch's job is about to load, and plants its own.
         sim("3 2", "chunk", `${jobDir}/sim-chunk.json`),
         sim("4 1", "planted", `${jobDir}/sim-planted.json`),
+        // Against kcache's records: no marker says it was here, and its files say they were made later.
+        opts.forges ? `rm -f ${opts.folder}/.kcache-live-*` : ":",
+        opts.forges ? timesForward(opts.folder, jobDir) : ":",
         `touch ${signals}/pr-compiled`,
-        prLingers ? waitFor(`${signals}/main-saved`) : ":",
+        opts.prLingers ? waitFor(`${signals}/main-saved`) : ":",
       ]
     : [
         sim("2 0", "mainearly", `${jobDir}/sim-early.json`),
@@ -63,6 +83,13 @@ function jobScripts(dir: string, pr: boolean, prLingers: boolean): string {
         sim("2 1", "mainlate", `${jobDir}/sim-late.json`),
       ];
   fs.writeFileSync(path.join(jobDir, "work.sh"), `${work.join("\n")}\n`);
+  return jobDir;
+}
+
+/** An earlier default-branch job on the runner: it compiled and saved, and left its entries in the folder. */
+function seedScripts(dir: string): string {
+  const jobDir = path.join(dir, "seed");
+  fs.writeFileSync(path.join(jobDir, "work.sh"), `${sim("2 1", "seed", `${jobDir}/sim-seed.json`)}\n`);
   return jobDir;
 }
 
@@ -94,6 +121,13 @@ function runJob(jobDir: string, env: NodeJS.ProcessEnv, underRun: boolean, after
   );
 }
 
+/** What a job's kcache commands wrote to stderr, for a failure's message. */
+const errors = (jobDir: string) =>
+  ["run", "restore", "save"]
+    .filter((c) => fs.existsSync(`${jobDir}/${c}.err`))
+    .map((c) => fs.readFileSync(`${jobDir}/${c}.err`, "utf8"))
+    .join("\n");
+
 const written = (jobDir: string) =>
   fs
     .readdirSync(jobDir)
@@ -109,10 +143,12 @@ describe("two jobs at once on one runner folder", () => {
     for (let t = 0; t < TRIALS; t++) {
       const underRun = t % 2 === 1;
       const prLingers = t % 3 !== 2;
+      const seeded = t !== 0;
+      const forges = t >= 3;
       const dir = tempDir("at-once");
       const folder = path.join(dir, "home", ".triton", "cache");
-      for (const d of ["signals", "pr", "main"]) fs.mkdirSync(path.join(dir, d));
-      const base = (pr: boolean): NodeJS.ProcessEnv => {
+      for (const d of ["signals", "pr", "main", "seed"]) fs.mkdirSync(path.join(dir, d));
+      const base = (pr: boolean, sha = pr ? "2" : "1"): NodeJS.ProcessEnv => {
         const payload = path.join(dir, pr ? "pr-event.json" : "main-event.json");
         fs.writeFileSync(
           payload,
@@ -126,16 +162,18 @@ describe("two jobs at once on one runner folder", () => {
           PYTHONPATH: installedStack(),
           TRITON_CACHE_DIR: folder,
           STORE: path.join(dir, "store"),
-          GITHUB_SHA: (pr ? "2" : "1").repeat(40),
+          GITHUB_SHA: sha.repeat(40),
           GITHUB_REF: pr ? "refs/pull/7/merge" : "refs/heads/main",
           GITHUB_EVENT_NAME: pr ? "pull_request" : "push",
           GITHUB_EVENT_PATH: payload,
         };
       };
-      const mainDir = jobScripts(dir, false, prLingers);
-      const prDir = jobScripts(dir, true, prLingers);
-      project(mainDir);
-      project(prDir);
+      const mainDir = jobScripts(dir, false, { prLingers, forges, folder });
+      const prDir = jobScripts(dir, true, { prLingers, forges, folder });
+      const seedDir = seedScripts(dir);
+      for (const d of [mainDir, prDir, seedDir]) project(d);
+      if (seeded)
+        expect((await runJob(seedDir, base(false, "0"), false, [])).codes, errors(seedDir)).toEqual([0, 0]);
       const signals = path.join(dir, "signals");
       const main = runJob(mainDir, base(false), underRun, [`touch ${signals}/main-saved`]);
       const pr = runJob(prDir, base(true), underRun, []);
@@ -148,11 +186,9 @@ describe("two jobs at once on one runner folder", () => {
         [m, mainDir],
         [p, prDir],
       ] as const)
-        expect(r.codes, fs.existsSync(`${d}/run.err`) ? fs.readFileSync(`${d}/run.err`, "utf8") : "").toEqual(
-          underRun ? [0] : [0, 0],
-        );
+        expect(r.codes, errors(d)).toEqual(underRun ? [0] : [0, 0]);
       const theirs = new Set(written(prDir));
-      const ours = new Set(written(mainDir));
+      const ours = new Set([...written(mainDir), ...written(seedDir)]);
       const inDefault = defaultBranchEntries(path.join(dir, "store"));
       tally.row.foreignInDefault += inDefault.filter((e) => theirs.has(e) && !ours.has(e)).length;
       const save = JSON.parse(
@@ -161,11 +197,13 @@ describe("two jobs at once on one runner folder", () => {
       const report = underRun ? save.save : save;
       kept.own += report.entriesNew;
       kept.leftOut += report.leftOut.otherJobs.entries;
-      expect(report.besideUntrusted?.by).toBe(underRun ? "hook" : "time");
+      // The folder is one other jobs write: under kcache run the hook's record attributes the job's own.
+      expect(report.sharedFolder?.hook, JSON.stringify(report.sharedFolder)).toBe(underRun);
     }
     tally.save();
     expect(tally.row.foreignInDefault).toBe(0);
-    // The default branch's jobs still upload what they can tell is theirs.
+    // The default branch's jobs still upload what they can tell is theirs (under kcache run).
     expect(kept.own).toBeGreaterThan(0);
+    expect(kept.leftOut).toBeGreaterThan(0);
   });
 });

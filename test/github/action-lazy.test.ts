@@ -130,13 +130,14 @@ describe("the action's restore step serves lookups until the save (restore: lazy
     }
   });
 
-  it("without lazy, restore and save steps say nothing of lookups and export no hook", async () => {
+  it("without lazy, restore and save steps say nothing of lookups and serve none; the hook is exported all the same, recording the job's writes", async () => {
     const root = project([]);
     const a = runner(root, "a", "a");
     const r = await a.uses("", { config: "kcache.yml" });
     expect(r.log).not.toMatch(/serving the job's lookups/);
     expect(a.stepEnv().KCACHE_LAZY_SOCKET).toBeUndefined();
-    expect(a.stepEnv().PYTHONPATH).not.toMatch(/kcache_hook/);
+    expect(a.stepEnv().PYTHONPATH).toMatch(/kcache_hook/);
+    expect(a.stepEnv().KCACHE_TELEMETRY_FILE).toBeTruthy();
   });
 
   it("store.live: a kernel runner A compiled loads on runner B before A saved, and A's save keys it", async () => {

@@ -160,12 +160,14 @@ describe("the kcache action", () => {
   it("the cache step before the install step (where actions/cache steps stand): the post step saves under the restore's key, says the stack changed, and the next run finds it", async () => {
     const root = tempDir("before-install");
     const inputs = { path: "~/.triton/cache", key: "order", store: path.join(root, "store") };
-    const preInstall = tempDir("no-torch-yet"); // the runner's Python before `pip install`
     const run = async (name: string) => {
       const j = job(root, name);
-      j.env.PYTHONPATH = preInstall;
+      const site = tempDir("no-torch-yet"); // the runner's Python before `pip install`
+      j.env.PYTHONPATH = site;
       const restored = await j.uses("", inputs);
-      j.env.PYTHONPATH = installedStack(); // the job's install step, after the cache step
+      // The job's install step, after the cache step: the packages land where the job's Python finds
+      // them (PYTHONPATH stays as the restore step exported it, kcache's hook first).
+      fs.cpSync(installedStack(), site, { recursive: true });
       workload(j);
       const [post] = await j.end();
       return { restored, post: post?.result };

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -168,6 +169,40 @@ describe("the Python telemetry hook", () => {
     const second = readTelemetry(file);
     expect(second.wroteFolders.length).toBeGreaterThan(0);
     expect(second.wroteFolders.some((d) => entries.includes(d))).toBe(false);
+  });
+
+  it("records each file the job's processes wrote with the sha256 of its bytes: every file of every entry, as it lies on disk", () => {
+    const { file, sim, cache, env } = simulatedTriton();
+    const t0 = Date.now() / 1000;
+    execFileSync("python3", [path.join(sim, "workload.py"), "3", "1"], { env });
+    const { wroteFiles } = readTelemetry(file);
+    const onDisk = fs
+      .readdirSync(cache, { withFileTypes: true })
+      .filter((d) => d.isDirectory() && !d.name.startsWith("tmp."))
+      .flatMap((d) => fs.readdirSync(path.join(cache, d.name)).map((f) => [path.join(cache, d.name), f]))
+      .map(([folder, f]) => {
+        const sha256 = createHash("sha256")
+          .update(fs.readFileSync(path.join(folder as string, f as string)))
+          .digest("hex");
+        return `${folder}/${f} ${sha256}`;
+      })
+      .sort();
+    // Group files (text, written through put_group), stage files (text and bytes), launchers, autotune results.
+    expect(onDisk.some((l) => /__grp__/.test(l)) && onDisk.some((l) => /\.autotune\.json /.test(l))).toBe(
+      true,
+    );
+    expect(wroteFiles.map((w) => `${w.folder}/${w.file} ${w.sha256}`).sort()).toEqual(onDisk);
+    for (const w of wroteFiles) expect(w.t).toBeGreaterThanOrEqual(t0 - 1);
+  });
+
+  it("a telemetry file that is not a regular file, or is larger than kcache reads, reads as no telemetry (never a hang)", () => {
+    const dir = tempDir();
+    const fifo = path.join(dir, "fifo.jsonl");
+    execFileSync("mkfifo", [fifo]);
+    expect(readTelemetry(fifo)).toMatchObject({ status: "no-triton", wroteFiles: [] });
+    const link = path.join(dir, "link.jsonl");
+    fs.symlinkSync("/dev/zero", link);
+    expect(readTelemetry(link)).toMatchObject({ status: "no-triton", wroteFiles: [] });
   });
 
   it("a Triton without the cache manager module leaves use incomplete: the save then trusts access times only", () => {

@@ -9,8 +9,11 @@ import { type OwnerRule, ownedName, ownerGone } from "../../pack/read/staging-ow
  * that lasts as long as the job (process/job-anchor.ts) and holding when the job began, whether it
  * works in a folder of its own, and whether its scope is trusted. The end of a trusted job removes
  * its marker; the end of an untrusted job (a pull request's, a build kcache could not place) writes
- * when it ended and keeps it for UNTRUSTED_KEPT_MS: a trusted job that ran beside it must know, at
- * its save, that entries may have come from it (save/save-attribution.ts). A marker whose process is
+ * when it ended and keeps it for UNTRUSTED_KEPT_MS: a trusted job whose folder was fresh (empty) at
+ * its restore, and so counted as its own, learns at its save that the folder was shared after all
+ * (save/save-attribution.ts). Markers are the runner's honest record, never proof: a process can
+ * delete or rewrite one, so a save on a folder that held entries attributes nothing by them (only by
+ * the hook's record of what its own processes wrote). A marker whose process is
  * gone (a job killed with kill -9, a runner restarted) is stale, and so is one of another container
  * or host left untouched for a day: a trim then no longer spares what that job might read, and an
  * untrusted job's marker counts it as having ended when that was noticed.

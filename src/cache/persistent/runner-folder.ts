@@ -10,6 +10,7 @@ import { FolderBusyError, withFolderLock } from "./folder-lock.js";
 import { type BuiltJobFolder, buildJobFolder, JOB_FOLDER, removeStaleJobFolders } from "./job-folder.js";
 import { LIVE_JOB, markJob } from "./live-jobs.js";
 import { removeWhole } from "./remove-whole.js";
+import { holdsAnything } from "./shared-folder.js";
 
 /** A cache folder as a job works in it, opened before anything is looked up. */
 export interface OpenedFolder {
@@ -22,6 +23,8 @@ export interface OpenedFolder {
   built: BuiltJobFolder | null;
   /** What the folder the job works in held before the restore wrote anything (a folder of a known kind). */
   scan: ScanResult | null;
+  /** Whether the runner's folder held anything at all when the restore began (shared-folder.ts: else it is fresh). */
+  heldAnything: boolean;
 }
 
 /**
@@ -38,6 +41,8 @@ export async function openRunnerFolder(
   c: CacheFolder,
   startedAt: number,
 ): Promise<OpenedFolder> {
+  // Before kcache itself changes anything there (its own leftovers, this job's marker).
+  const heldAnything = holdsAnything(c.path);
   removeStaleStaging(c.path);
   removeStaleJobFolders(c.path);
   supersedeOwn(c.path, ctx.jobPid);
@@ -54,13 +59,21 @@ export async function openRunnerFolder(
       : null;
   const built = own ? await jobFolder(ctx, c, kind) : null;
   const cache = built ? { ...c, path: built.path } : c;
-  return { cache, kind, marker, built, scan: kind ? await scanFolder(cache, kind) : null };
+  return { cache, kind, marker, built, scan: kind ? await scanFolder(cache, kind) : null, heldAnything };
 }
 
 /** A cache folder only looked at (a lookup-only restore): left exactly as it is, and only read. */
 export async function lookAtFolder(c: CacheFolder): Promise<OpenedFolder> {
   const kind = folderKind(c);
-  return { cache: c, kind, marker: null, built: null, scan: kind ? await scanFolder(c, kind) : null };
+  const heldAnything = holdsAnything(c.path);
+  return {
+    cache: c,
+    kind,
+    marker: null,
+    built: null,
+    scan: kind ? await scanFolder(c, kind) : null,
+    heldAnything,
+  };
 }
 
 /** Removes staging folders no live restore owns (staging-owner.ts says when that is known). */

@@ -23,6 +23,8 @@ export interface WorkingFolders {
   scans: Map<string, { kind: CacheKind; scan: ScanResult }>;
   /** The local state as the restore found it: read once, here. */
   state: LocalState | null;
+  /** cache name -> whether its runner's folder held anything when the restore began (persistent/shared-folder.ts). */
+  held: Record<string, boolean>;
 }
 
 export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Promise<WorkingFolders> {
@@ -34,11 +36,13 @@ export async function prepareFolders(ctx: JobContext, lookupOnly: boolean): Prom
     startedAt: Date.now(),
     scans: new Map(),
     state: readState(ctx.stateFile),
+    held: {},
   };
   for (const c of ctx.caches) {
     const f = lookupOnly ? await lookAtFolder(c) : await openRunnerFolder(ctx, c, out.startedAt);
     out.caches.push(f.cache);
     if (f.marker) out.markers[c.name] = f.marker;
+    out.held[c.name] = f.heldAnything;
     if (f.built) {
       out.jobFolders[c.name] = f.built.path;
       out.built[c.name] = f.built;

@@ -1,5 +1,6 @@
 import { formatBytes } from "../../format.js";
 import { primaryKey } from "../../keys/key.js";
+import { isTrustedScope } from "../../keys/scope.js";
 import type { CacheKind } from "../../kinds/kind.js";
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef } from "../../manifest/manifest.js";
@@ -10,6 +11,7 @@ import { type DeferredEntries, deferredEntries, deferredTally } from "../lazy/de
 import { writeState } from "../local-state.js";
 import { findExact, findManifest, type Match } from "../lookup.js";
 import type { BuiltJobFolder } from "../persistent/job-folder.js";
+import { type JobAttribution, jobTelemetryFile, whoseFolder } from "../persistent/shared-folder.js";
 import { workingSetOf } from "../usage/working-set.js";
 import { prepareFolders, type WorkingFolders } from "./restore-folders.js";
 import { placeKey } from "./restore-place.js";
@@ -159,6 +161,7 @@ async function record(
     stamp: !report.lookupOnly,
     scans: placed.scans,
   });
+  const attribution = attributionOf(work, folders);
   r.state.job = {
     startedAt: folders.startedAt,
     markers: folders.markers,
@@ -177,10 +180,31 @@ async function record(
       bytes: report.bytesRestored,
       seconds: (Date.now() - folders.startedAt) / 1000,
     },
+    attribution,
   };
   writeState(work.stateFile, r.state);
   report.entriesLocal = r.local;
   if (report.matchedKey && !report.lookupOnly) report.usage.atime = r.atime;
+}
+
+/**
+ * Whose each of the job's folders is (persistent/shared-folder.ts), and the file the job's hook is to
+ * write. A trusted job on a folder others may write is told, once, what its save will upload.
+ */
+function attributionOf(work: JobContext, folders: WorkingFolders): JobAttribution {
+  const out: JobAttribution = { folders: {}, telemetry: jobTelemetryFile(work.stateFile, work.jobPid) };
+  for (const c of work.caches)
+    out.folders[c.name] = whoseFolder(c, {
+      ownFolder: folders.jobFolders[c.name] !== undefined,
+      heldAnything: folders.held[c.name] !== false,
+      ephemeral: work.runtime.ephemeral === true,
+    });
+  const shared = Object.keys(out.folders).filter((n) => out.folders[n] === "shared");
+  if (shared.length && isTrustedScope(work.scopes.write))
+    work.log.info(
+      `${shared.join(", ")}: the runner's folder held entries before this job and other jobs may write it (no isolate or trust-local): this job's save uploads, of what is new or changed, only what kcache's hook records its processes writing (kcache run and the action install it; elsewhere PYTHONPATH=<kcache>/python/kcache_hook:$PYTHONPATH and KCACHE_TELEMETRY_FILE=${out.telemetry ?? "(the state folder cannot be written)"})`,
+    );
+  return out;
 }
 
 /** cache -> name -> signature of `entries`, as the restore's record of the folders has them. */

@@ -4,7 +4,7 @@ import type { Fault } from "../faults.js";
 import type { JobContext } from "../job-context.js";
 import { emptyUsageReport, type UsageReport } from "../usage/save-usage.js";
 import type { Tally } from "../usage/working-set.js";
-import type { BesideUntrusted } from "./save-attribution.js";
+import type { SharedFolderReport } from "./save-attribution.js";
 import type { SavePlan } from "./save-plan.js";
 import type { Skipped } from "./save-scan.js";
 
@@ -44,11 +44,13 @@ export interface SaveReport {
   /** `live`: entries the job got from other jobs' live objects (store.live), which only their own job's save may key. */
   leftOut: { unverified: Tally; otherRevisions: Tally; otherJobs: Tally; live: Tally };
   /**
-   * Untrusted jobs (pull requests', unplaced builds') that used the runner's folder while this job
-   * ran, and how the save told its own entries from theirs (save-attribution.ts); null when none did.
-   * `leftOut.otherJobs` counts the entries it could not call its own.
+   * A trusted save on folders other jobs may write (save-attribution.ts): which, whether the job's
+   * hook recorded what its processes wrote, and how many new entries that record made the job's own;
+   * null where no folder was such (isolate, trust-local, an ephemeral runner, a fresh folder, no
+   * restore, an untrusted scope). `leftOut.otherJobs` counts the new or changed entries it could not
+   * attribute to its job.
    */
-  besideUntrusted: BesideUntrusted | null;
+  sharedFolder: SharedFolderReport | null;
   /**
    * torch.compile's pickles that name their folder, rewritten to their stored form before hashing or
    * packing: how many, by how many rewriter processes (one per batch: the entries hashed, then packed).
@@ -101,7 +103,7 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
       otherJobs: { entries: 0, bytes: 0 },
       live: { entries: 0, bytes: 0 },
     },
-    besideUntrusted: null,
+    sharedFolder: null,
     rewriter: { processes: 0, files: 0 },
     faults: [],
     seconds: 0,

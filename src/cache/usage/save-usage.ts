@@ -23,6 +23,11 @@ export interface HookUsage {
   dirs: string[];
   /** Entry folders the job's processes wrote through Triton's cache manager: what they compiled or tuned. */
   wrote?: string[];
+  /**
+   * Each file those writes made, with the sha256 of the bytes written and when (seconds since the
+   * epoch): on a folder other jobs may write, what a save can attribute to its job (save/save-attribution.ts).
+   */
+  written?: { folder: string; file: string; sha256: string; t: number | null }[];
   /** Autotune results the job's processes wrote: each entry folder, with the modules that define its kernel. */
   tuned?: { folder: string; modules: string[] }[];
 }

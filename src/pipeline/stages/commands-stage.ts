@@ -49,6 +49,7 @@ export class CommandsStage {
   private readonly used = {
     folders: new Set<string>(),
     wrote: new Set<string>(),
+    written: [] as KernelStats["wroteFiles"],
     complete: true,
     any: false,
   };
@@ -149,6 +150,7 @@ export class CommandsStage {
   private noteUsage(t: KernelStats): void {
     for (const f of t.usedFolders) this.used.folders.add(f);
     for (const f of t.wroteFolders) this.used.wrote.add(f);
+    for (const f of t.wroteFiles) this.used.written.push(f);
     for (const a of t.autotune) if (!a.hit) this.tuned.set(a.folder, t.autotuneModules[a.kernel] ?? []);
     if (t.status !== "no-triton") {
       this.used.any ||= t.usageComplete;
@@ -165,6 +167,7 @@ export class CommandsStage {
       complete: this.used.any && this.used.complete,
       dirs: [...this.used.folders],
       wrote: [...this.used.wrote],
+      written: this.used.written,
       tuned: [...this.tuned].map(([folder, modules]) => ({ folder, modules })),
     };
   }

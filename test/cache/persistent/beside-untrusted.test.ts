@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { JobContext } from "../../../src/cache/job-context.js";
+import { readState } from "../../../src/cache/local-state.js";
 import {
   LIVE_JOB,
   liveJobs,
@@ -22,9 +23,13 @@ import { runSimWorkload } from "../../helpers/python-sim.js";
 import { type Sandbox, sandbox, tempDir } from "../../helpers/sandbox.js";
 
 /*
- * Two jobs at once on one runner folder: a pull request's and the default branch's, each with its own
- * job process (what a live-job marker is named for) and its own state, as two CI jobs on one
- * self-hosted runner are. The default branch's save may upload only what its own job made.
+ * Jobs at once on one runner folder without isolate: the default branch's and others' (a pull
+ * request's job, a second workflow or script that never ran kcache), each with its own job process
+ * (what a live-job marker is named for) and its own state, as on one self-hosted runner. A trusted
+ * save on a folder that held entries before its job uploads only what it can attribute to its own
+ * job: entries its processes wrote as the hook saw them (each file's digest), and the restored key's
+ * entries, unchanged. Nothing another process can do to the folder (write, delete or rewrite its
+ * marker, set times forward, overwrite the job's own files) gets anything into the default branch's key.
  */
 const PR_ENV = { GITHUB_REF: "refs/pull/7/merge", GITHUB_EVENT_NAME: "pull_request" };
 
@@ -40,9 +45,17 @@ function jobProcess(): ChildProcess {
   return p;
 }
 
-function plain(sb: Sandbox, folder: string, isolate = false) {
+function plain(sb: Sandbox, folder: string, opts: { isolate?: boolean; trustLocal?: boolean } = {}) {
   return sb.config({
-    caches: [{ name: "triton", kind: "triton", path: folder, ...(isolate ? { isolate: true } : {}) }],
+    caches: [
+      {
+        name: "triton",
+        kind: "triton",
+        path: folder,
+        ...(opts.isolate ? { isolate: true } : {}),
+        ...(opts.trustLocal ? { "trust-local": true } : {}),
+      },
+    ],
     store: { path: sb.store },
     key: { prefix: "bench" },
   });
@@ -51,11 +64,11 @@ function plain(sb: Sandbox, folder: string, isolate = false) {
 async function jobOn(
   sb: Sandbox,
   folder: string,
-  opts: { env?: NodeJS.ProcessEnv; rev: string; isolate?: boolean },
+  opts: { env?: NodeJS.ProcessEnv; rev: string; isolate?: boolean; trustLocal?: boolean },
 ): Promise<JobContext & { anchor: ChildProcess }> {
   const anchor = jobProcess();
   const ctx = await sb.context({
-    config: plain(sb, folder, opts.isolate),
+    config: plain(sb, folder, opts),
     env: opts.env ?? {},
     revision: opts.rev.repeat(40),
     stateDir: path.join(sb.dir, `state-${opts.rev}`),
@@ -68,79 +81,209 @@ function hooked(folder: string, opts: Parameters<typeof runSimWorkload>[1]) {
   const file = path.join(tempDir("telemetry"), "t.jsonl");
   const run = runSimWorkload(folder, { ...opts, env: telemetryEnv({}, file) });
   const t = readTelemetry(file);
-  const hook: HookUsage = { complete: t.usageComplete, dirs: t.usedFolders, wrote: t.wroteFolders };
+  const hook: HookUsage = {
+    complete: t.usageComplete,
+    dirs: t.usedFolders,
+    wrote: t.wroteFolders,
+    written: t.wroteFiles,
+  };
   return { run, hook };
 }
 
-/** Entry names of every key saved under the default branch's scope in a local store. */
-function defaultBranchKeys(sb: Sandbox): Promise<string[]> {
-  return (async () => {
-    const fresh = path.join(tempDir("fresh"), "triton");
-    await restore(
-      await sb.context({ config: plain(sb, fresh), revision: "f".repeat(40), stateDir: tempDir("s") }),
-    );
-    return entryNames(fresh);
-  })();
+/** Entry names of every key saved under the default branch's scope in a local store, restored into `fresh`. */
+async function defaultBranchKey(
+  sb: Sandbox,
+  fresh = path.join(tempDir("fresh"), "triton"),
+): Promise<string[]> {
+  await restore(
+    await sb.context({ config: plain(sb, fresh), revision: "f".repeat(40), stateDir: tempDir("s") }),
+  );
+  return entryNames(fresh);
 }
 
-const pause = () => new Promise((r) => setTimeout(r, 2_100));
+/** A persistent runner's folder: an earlier default-branch job compiled and saved in it, and ended. */
+async function persistentFolder(sb: Sandbox): Promise<{ folder: string; earlier: string[] }> {
+  const folder = path.join(sb.dir, "triton");
+  const first = await jobOn(sb, folder, { rev: "0" });
+  await restore(first);
+  const run = runSimWorkload(folder, { plain: 3, autotuned: 0, prefix: "earlier" });
+  expect((await save(first)).outcome).toBe("saved");
+  await settleFolders(first, { passed: true });
+  return { folder, earlier: run.written };
+}
 
-describe("a default-branch job and a pull request's job at once on one runner folder", () => {
-  it("without the hook: entries made while the pull request's job was live are left out, and the report says so", async () => {
+const sorted = (...lists: string[][]) => lists.flat().sort();
+
+describe("a trusted save on a runner folder other jobs may write (it held entries, no isolate or trust-local)", () => {
+  it("a process that never ran kcache writes entries during the default branch's job: none reach its key; what the job's own processes wrote under the hook does", async () => {
     const sb = sandbox();
-    const folder = path.join(sb.dir, "triton");
+    const { folder, earlier } = await persistentFolder(sb);
     const main = await jobOn(sb, folder, { rev: "1" });
     await restore(main);
-    // The default branch's job compiles its first kernels alone in the folder.
-    const early = runSimWorkload(folder, { plain: 3, autotuned: 1, prefix: "mainearly" });
-    await pause(); // beyond the window's slack: these are clearly the job's own
+    // A second workflow, a script, a pull request's job without kcache: no marker, no record at all.
+    const foreign = runSimWorkload(folder, { plain: 5, autotuned: 1, prefix: "foreign" });
+    const mine = hooked(folder, { plain: 3, autotuned: 1, prefix: "mine" });
+    expect(foreign.written.length).toBeGreaterThanOrEqual(8);
+
+    const s = await save(main, { hook: mine.hook });
+    const inKey = await defaultBranchKey(sb);
+    for (const e of foreign.written) expect(inKey).not.toContain(e);
+    expect(inKey).toEqual(sorted(earlier, mine.run.written));
+    expect(s.leftOut.otherJobs.entries).toBe(foreign.written.length);
+    expect(s.sharedFolder).toEqual({ caches: ["triton"], hook: true, attributed: mine.run.written.length });
+    expect(s.entriesNew).toBe(mine.run.written.length);
+  });
+
+  it("without the hook nothing new is attributable: every new entry is left out, and one warning says how many and how to let them in", async () => {
+    const sb = sandbox();
+    const { folder, earlier } = await persistentFolder(sb);
+    const main = await jobOn(sb, folder, { rev: "1" });
+    await restore(main);
+    const foreign = runSimWorkload(folder, { plain: 5, autotuned: 1, prefix: "foreign" });
+    const own = runSimWorkload(folder, { plain: 2, autotuned: 1, prefix: "mine" });
+
+    const s = await save(main);
+    expect(await defaultBranchKey(sb)).toEqual(sorted(earlier));
+    expect(s.leftOut.otherJobs.entries).toBe(foreign.written.length + own.written.length);
+    expect(s.sharedFolder).toEqual({ caches: ["triton"], hook: false, attributed: 0 });
+    const warning = main.log.warnings.find((w) => w.includes("left out"));
+    expect(warning).toMatch(
+      new RegExp(
+        `left out ${s.leftOut.otherJobs.entries} entries .*kcache run.*KCACHE_TELEMETRY_FILE=.*trust-local: true`,
+      ),
+    );
+  });
+
+  it.each([
+    ["deletes its marker", (file: string) => fs.rmSync(file)],
+    [
+      "rewrites its marker as a trusted job's",
+      (file: string) =>
+        fs.writeFileSync(file, JSON.stringify({ startedAt: 0, isolated: true, trusted: true, endedAt: 1 })),
+    ],
+  ])("a pull request's job that %s gets none of its entries into the key", async (_, forge) => {
+    const sb = sandbox();
+    const { folder, earlier } = await persistentFolder(sb);
+    const main = await jobOn(sb, folder, { rev: "1" });
+    await restore(main);
     const pr = await jobOn(sb, folder, { env: PR_ENV, rev: "2" });
     await restore(pr);
     const planted = runSimWorkload(folder, { plain: 5, autotuned: 1, prefix: "planted" });
-    const late = runSimWorkload(folder, { plain: 2, autotuned: 0, prefix: "mainlate" });
-    await save(pr);
-    await settleFolders(pr, { passed: true });
+    forge(path.join(folder, readState(pr.stateFile)?.job?.markers.triton as string));
+    const mine = hooked(folder, { plain: 2, autotuned: 1, prefix: "mine" });
 
-    const s = await save(main);
-    expect(s.outcome).toBe("saved");
-    expect(s.besideUntrusted).toEqual({ jobs: 1, by: "time" });
-    const inKey = await defaultBranchKeys(sb);
+    const s = await save(main, { hook: mine.hook });
+    const inKey = await defaultBranchKey(sb);
     for (const e of planted.written) expect(inKey).not.toContain(e);
-    expect(inKey).toEqual([...early.written].sort());
-    // What the default branch's job made while the pull request's was live: nobody can tell whose it is.
-    expect(s.leftOut.otherJobs.entries).toBe(planted.written.length + late.written.length);
-    expect(s.entriesNew).toBe(early.written.length);
-  });
-
-  it("with the hook: the entries its own processes wrote are uploaded, none of the pull request's, its autotune winners among them", async () => {
-    const sb = sandbox();
-    const folder = path.join(sb.dir, "triton");
-    const main = await jobOn(sb, folder, { rev: "1" });
-    const pr = await jobOn(sb, folder, { env: PR_ENV, rev: "2" });
-    await restore(main);
-    await restore(pr);
-    // The pull request's job tunes the shared kernels first; the default branch's loads its winners
-    // and compiles its own.
-    const planted = runSimWorkload(folder, { plain: 4, autotuned: 2, prefix: "chunk" });
-    const own = hooked(folder, { plain: 4, autotuned: 2, prefix: "chunk" });
-    const mine = hooked(folder, { plain: 3, autotuned: 1, prefix: "mainonly" });
-    expect(own.run.compiled).toBe(0); // every shared kernel and winner came from the pull request's job
-    expect(own.hook.complete).toBe(true);
-
-    const hook: HookUsage = {
-      complete: own.hook.complete && mine.hook.complete,
-      dirs: [...own.hook.dirs, ...mine.hook.dirs],
-      wrote: [...(own.hook.wrote ?? []), ...(mine.hook.wrote ?? [])],
-    };
-    const s = await save(main, { hook });
-    expect(s.besideUntrusted).toEqual({ jobs: 1, by: "hook" });
-    const inKey = await defaultBranchKeys(sb);
-    for (const e of planted.written) expect(inKey).not.toContain(e);
-    expect(inKey).toEqual([...mine.run.written].sort());
+    expect(inKey).toEqual(sorted(earlier, mine.run.written));
     expect(s.leftOut.otherJobs.entries).toBe(planted.written.length);
   });
 
-  it("a pull request's job killed with kill -9 still counts: its marker says it was there until it was found gone", async () => {
+  it("a pull request's job that sets its files' modification times forward, past its own end, gets none of its entries into the key", async () => {
+    const sb = sandbox();
+    const { folder, earlier } = await persistentFolder(sb);
+    const main = await jobOn(sb, folder, { rev: "1" });
+    await restore(main);
+    const pr = await jobOn(sb, folder, { env: PR_ENV, rev: "2" });
+    await restore(pr);
+    const planted = runSimWorkload(folder, { plain: 5, autotuned: 1, prefix: "planted" });
+    await save(pr);
+    await settleFolders(pr, { passed: true });
+    const later = Date.now() / 1000 + 3600;
+    for (const e of planted.written)
+      for (const f of fs.readdirSync(path.join(folder, e)))
+        fs.utimesSync(path.join(folder, e, f), later, later);
+
+    const s = await save(main);
+    const inKey = await defaultBranchKey(sb);
+    for (const e of planted.written) expect(inKey).not.toContain(e);
+    expect(inKey).toEqual(sorted(earlier));
+    expect(s.leftOut.otherJobs.entries).toBe(planted.written.length);
+  });
+
+  it("under the hook, an entry the job's process wrote and a pull request's process then overwrote is left out; the job's others go up", async () => {
+    const sb = sandbox();
+    const { folder, earlier } = await persistentFolder(sb);
+    const main = await jobOn(sb, folder, { rev: "1" });
+    await restore(main);
+    const pr = await jobOn(sb, folder, { env: PR_ENV, rev: "2" });
+    await restore(pr);
+    const mine = hooked(folder, { plain: 3, autotuned: 1, prefix: "mine" });
+    // The pull request's process rewrites every file of one kernel the default branch's job just
+    // compiled, keeping it whole (its group file still names every file), as a compile of its own would.
+    const victim = mine.run.written.find((e) =>
+      fs.readdirSync(path.join(folder, e)).some((f) => f.startsWith("__grp__")),
+    ) as string;
+    const files = fs.readdirSync(path.join(folder, victim));
+    expect(files.length).toBe(8);
+    for (const f of files) {
+      const file = path.join(folder, victim, f);
+      const group = f.startsWith("__grp__") ? JSON.parse(fs.readFileSync(file, "utf8")) : null;
+      fs.writeFileSync(file, group ? JSON.stringify(group, null, 1) : `poisoned ${f}\n`);
+    }
+
+    const s = await save(main, { hook: mine.hook });
+    const fresh = path.join(tempDir("fresh"), "triton");
+    const inKey = await defaultBranchKey(sb, fresh);
+    expect(inKey).not.toContain(victim);
+    expect(inKey).toEqual(
+      sorted(
+        earlier,
+        mine.run.written.filter((e) => e !== victim),
+      ),
+    );
+    const poisoned = inKey.flatMap((e) =>
+      fs
+        .readdirSync(path.join(fresh, e))
+        .filter((f) => /poisoned/.test(fs.readFileSync(path.join(fresh, e, f), "utf8"))),
+    );
+    expect(poisoned).toEqual([]);
+    expect(s.leftOut.otherJobs.entries).toBe(1);
+    expect(s.sharedFolder?.attributed).toBe(mine.run.written.length - 1);
+  });
+
+  it("an entry the restore placed and a pull request changed through a shared hard link is not uploaded as the default branch's", async () => {
+    const sb = sandbox();
+    const { folder, earlier } = await persistentFolder(sb);
+    const main = await jobOn(sb, folder, { rev: "3" });
+    await restore(main);
+    // A pull request isolated in a folder of its own, whose files are links of the runner's.
+    const pr = await jobOn(sb, folder, { env: PR_ENV, rev: "2", isolate: true });
+    const own = (await restore(pr)).caches[0]?.path as string;
+    const victim = earlier.find((e) =>
+      fs.readdirSync(path.join(own, e)).some((f) => f.startsWith("__grp__")),
+    );
+    const file = fs
+      .readdirSync(path.join(own, victim as string))
+      .find((f) => !f.startsWith("__grp__")) as string;
+    fs.appendFileSync(path.join(own, victim as string, file), "\n// planted through the link\n");
+    expect(fs.readFileSync(path.join(folder, victim as string, file), "utf8")).toMatch(/planted/);
+    const mine = hooked(folder, { plain: 1, autotuned: 0, prefix: "mainnew" });
+
+    const s = await save(main, { hook: mine.hook });
+    expect(s.leftOut.otherJobs.entries).toBe(1);
+    const fresh = path.join(tempDir("fresh"), "triton");
+    expect(await defaultBranchKey(sb, fresh)).toContain(mine.run.written[0]);
+    const restored = path.join(fresh, victim as string, file);
+    expect(fs.existsSync(restored) ? fs.readFileSync(restored, "utf8") : "").not.toMatch(/planted/);
+  });
+});
+
+describe("a folder no other job writes: every entry the job made is its own, without the hook", () => {
+  it("a fresh folder (absent when the restore began): an ephemeral runner or a new container saves all it compiled", async () => {
+    const sb = sandbox();
+    const folder = path.join(sb.dir, "triton");
+    const main = await jobOn(sb, folder, { rev: "1" });
+    await restore(main);
+    const run = runSimWorkload(folder, { plain: 3, autotuned: 1 });
+    const s = await save(main);
+    expect(s.sharedFolder).toBeNull();
+    expect(s.leftOut.otherJobs.entries).toBe(0);
+    expect(s.entriesNew).toBe(run.written.length);
+    expect(await defaultBranchKey(sb)).toEqual(sorted(run.written));
+  });
+
+  it("a fresh folder that an untrusted job's restore marked while the job ran is shared after all", async () => {
     const sb = sandbox();
     const folder = path.join(sb.dir, "triton");
     const main = await jobOn(sb, folder, { rev: "1" });
@@ -148,61 +291,36 @@ describe("a default-branch job and a pull request's job at once on one runner fo
     const pr = await jobOn(sb, folder, { env: PR_ENV, rev: "2" });
     await restore(pr);
     const planted = runSimWorkload(folder, { plain: 3, autotuned: 1, prefix: "planted" });
+    // A pull request's job killed with kill -9 still counts: its marker says it was there until found gone.
     pr.anchor.kill("SIGKILL");
     await new Promise((r) => pr.anchor.once("exit", r));
-    // A restore on the runner meanwhile finds the marker stale.
     expect(liveJobs(folder).filter((j) => !j.trusted)).toEqual([]);
-    const s = await save(main);
-    const inKey = await defaultBranchKeys(sb);
+    const mine = hooked(folder, { plain: 2, autotuned: 0, prefix: "mine" });
+    const s = await save(main, { hook: mine.hook });
+    const inKey = await defaultBranchKey(sb);
     for (const e of planted.written) expect(inKey).not.toContain(e);
-    expect(s.leftOut.otherJobs.entries).toBe(planted.written.length);
+    expect(inKey).toEqual(sorted(mine.run.written));
+    expect(s.sharedFolder?.caches).toEqual(["triton"]);
   });
 
-  it("an entry the restore placed and a pull request changed through a shared hard link is not uploaded as the default branch's", async () => {
+  it.each([
+    ["trust-local: true (the runner runs only trusted jobs)", { trustLocal: true }],
+    ["RUNNER_ENVIRONMENT=github-hosted (the CI says the machine runs this one job)", { ephemeral: true }],
+    ["isolate: true (the job works in a folder of its own)", { isolate: true }],
+  ])("%s: a folder that held entries is the job's own", async (_, how) => {
     const sb = sandbox();
-    const folder = path.join(sb.dir, "triton");
-    // A key on the default branch, restored by a default-branch job on this runner.
-    const first = await jobOn(sb, folder, { rev: "1" });
-    await restore(first);
-    const key = runSimWorkload(folder, { plain: 3, autotuned: 0 });
-    await save(first);
-    await settleFolders(first, { passed: true });
-
-    const main = await jobOn(sb, folder, { rev: "3" });
-    await restore(main);
-    // A pull request isolated in a folder of its own, whose files are links of the runner's.
-    const pr = await jobOn(sb, folder, { env: PR_ENV, rev: "2", isolate: true });
-    const own = (await restore(pr)).caches[0]?.path as string;
-    const victim = key.written[0] as string;
-    const file = fs.readdirSync(path.join(own, victim)).find((f) => !f.startsWith("__grp__")) as string;
-    fs.appendFileSync(path.join(own, victim, file), "\n// planted through the link\n");
-    expect(fs.readFileSync(path.join(folder, victim, file), "utf8")).toMatch(/planted/);
-    runSimWorkload(folder, { plain: 1, autotuned: 0, prefix: "mainnew" });
-
+    const { folder, earlier } = await persistentFolder(sb);
+    const main = await jobOn(sb, folder, {
+      rev: "1",
+      ...("ephemeral" in how ? { env: { RUNNER_ENVIRONMENT: "github-hosted" } } : how),
+    });
+    const work = (await restore(main)).caches[0]?.path as string;
+    const run = runSimWorkload(work, { plain: 2, autotuned: 1, prefix: "mine" });
     const s = await save(main);
-    expect(s.leftOut.otherJobs.entries).toBe(1);
-    const fresh = path.join(tempDir("fresh"), "triton");
-    await restore(
-      await sb.context({ config: plain(sb, fresh), revision: "3".repeat(40), stateDir: tempDir("s") }),
-    );
-    expect(
-      fs.existsSync(path.join(fresh, victim, file))
-        ? fs.readFileSync(path.join(fresh, victim, file), "utf8")
-        : "",
-    ).not.toMatch(/planted/);
-  });
-
-  it("a job that ran beside none keeps everything, as before", async () => {
-    const sb = sandbox();
-    const folder = path.join(sb.dir, "triton");
-    const main = await jobOn(sb, folder, { rev: "1" });
-    await restore(main);
-    const run = runSimWorkload(folder, { plain: 3, autotuned: 1 });
-    // A pull request's job that ended before this one began: its entries were the restore's "local".
-    const s = await save(main);
-    expect(s.besideUntrusted).toBeNull();
+    expect(s.sharedFolder).toBeNull();
     expect(s.leftOut.otherJobs.entries).toBe(0);
     expect(s.entriesNew).toBe(run.written.length);
+    expect(await defaultBranchKey(sb)).toEqual(sorted(earlier, run.written));
   });
 });
 

@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { settleFolders } from "../../../src/cache/persistent/settle.js";
 import { restore } from "../../../src/cache/restore/restore.js";
 import { save } from "../../../src/cache/save/save.js";
+import { telemetryEnv } from "../../../src/telemetry/hook.js";
+import { readTelemetry } from "../../../src/telemetry/read.js";
 import { entryNames } from "../../helpers/entry-compare.js";
 import { runSimWorkload } from "../../helpers/python-sim.js";
 import { sandbox } from "../../helpers/sandbox.js";
@@ -55,9 +57,19 @@ describe("a runner that keeps its cache folder: never colder than it was", () =>
     runSimWorkload(folder, { plain: 4, autotuned: 1 });
     const warm = entryNames(folder);
     await restore(await sb.context());
-    const job = runSimWorkload(folder, { plain: 3, autotuned: 0, prefix: "new" });
+    // Under kcache's hook (kcache run, the action): on a folder other jobs may write, what the job's
+    // own processes wrote is all a save can call its own (docs/self-hosted.md, "Jobs at once").
+    const telemetry = path.join(sb.dir, "telemetry.jsonl");
+    const job = runSimWorkload(folder, {
+      plain: 3,
+      autotuned: 0,
+      prefix: "new",
+      env: telemetryEnv({}, telemetry),
+    });
     expect(job.compiled).toBeGreaterThan(0);
-    const s = await save(await sb.context());
+    const t = readTelemetry(telemetry);
+    const hook = { complete: t.usageComplete, dirs: t.usedFolders, written: t.wroteFiles };
+    const s = await save(await sb.context(), { hook });
     expect(s).toMatchObject({ outcome: "saved", entriesNew: job.written.length });
     expect(s.leftOut.unverified.entries).toBe(warm.length);
 

@@ -53,8 +53,16 @@ describe("prune racing a delta save never leaves a manifest pointing at a delete
     expect((await save(await sb.context({ revision: "1".repeat(40) }))).outcome).toBe("saved");
     ageStore(sb.store);
 
-    // The next revision's job: restores the old key, compiles one kernel, saves a delta that reuses the old packs.
-    const ctx = await sb.context({ revision: "2".repeat(40) });
+    // The next revision's job: restores the old key, compiles one kernel, saves a delta that reuses the
+    // old packs. The runner runs only trusted jobs (trust-local): its new kernel is its own without the hook.
+    const ctx = await sb.context({
+      revision: "2".repeat(40),
+      config: sb.config({
+        caches: [{ name: "triton", kind: "triton", path: folder, "trust-local": true }],
+        store: { path: sb.store },
+        key: { prefix: "bench" },
+      }),
+    });
     await restore(ctx);
     writeKernelEntry(folder, tritonKeyName("new-kernel"), "new_kernel", 4000, rng(5));
     ctx.store = pruningAt(localStore(sb.store), at);
