@@ -9,10 +9,15 @@ const TOOLS: [string, string][] = [
   ["git", "git"],
   ["python3", "python3"],
   ["chromium", "chromium"],
+  // Ceph's RADOS Gateway: the S3 server that honours conditional writes (test/helpers/ceph-rgw.ts).
+  ["radosgw", "radosgw"],
+  ["ceph-mon", "ceph-mon"],
+  ["ceph-osd", "ceph-osd"],
 ];
 
 /** The install line the README's quick start gives. */
-export const INSTALL_LINE = "apt-get update && apt-get install -y zstd tar git python3 chromium";
+export const INSTALL_LINE =
+  "apt-get update && apt-get install -y zstd tar git python3 chromium && apt-get install -y --no-install-recommends radosgw ceph-mon ceph-osd";
 
 /**
  * Stops the suite in its first seconds when a system tool it needs is missing (rather than failing

@@ -15,6 +15,7 @@ import { VERSION } from "../../version.js";
 import { type AutotuneParts, recordProducers } from "../autotune/provenance.js";
 import type { JobContext } from "../job-context.js";
 import { type UsagePlan, usesTable } from "../usage/save-usage.js";
+import { deletePacks } from "./save-packs.js";
 import type { SavePlan } from "./save-plan.js";
 import { type Present, presentId } from "./save-scan.js";
 
@@ -173,20 +174,19 @@ export async function storedManifest(store: Store, object: string): Promise<Mani
 }
 
 /**
- * Of the packs a save wrote, those the manifest stored at `object` does not name: the only ones a
- * save that lost its key may delete (no save deletes an object a stored manifest names). Where the
- * manifest cannot be read, none: an unreferenced pack costs storage until a prune, a deleted one a key.
+ * Deletes, of the packs a save that lost its key wrote, those the manifest stored at `object` does
+ * not name (no save deletes an object a stored manifest names). Where the manifest cannot be read,
+ * none: an unreferenced pack costs storage until a prune, a deleted one a key.
  */
-export async function unnamedBy(
-  store: Store,
-  object: string,
-  written: WrittenPack[],
-): Promise<WrittenPack[]> {
+export async function deleteUnnamed(store: Store, object: string, written: WrittenPack[]): Promise<void> {
   let named: Set<string>;
   try {
     named = new Set((await storedManifest(store, object))?.packs.map((p) => p.object) ?? []);
   } catch {
-    return [];
+    return;
   }
-  return written.filter((w) => !named.has(w.object));
+  await deletePacks(
+    store,
+    written.filter((w) => !named.has(w.object)),
+  );
 }

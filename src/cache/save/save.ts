@@ -14,7 +14,7 @@ import { findManifest, type Match } from "../lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
 import { assessUsage, type SaveOptions, type UsagePlan } from "../usage/save-usage.js";
 import { jobsOwn } from "./save-attribution.js";
-import { commitManifest, manifestFor, savedEntries, unnamedBy } from "./save-manifest.js";
+import { commitManifest, deleteUnnamed, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
 import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import {
@@ -235,8 +235,7 @@ class SaveRun {
     const body = encodeManifest(manifest);
     const committed = await commitManifest(ctx.store, this.object, body);
     if (committed !== "committed") {
-      if (committed === "lost-race-before")
-        await deletePacks(ctx.store, await unnamedBy(ctx.store, this.object, written));
+      if (committed === "lost-race-before") await deleteUnnamed(ctx.store, this.object, written);
       return this.done(
         "lost-race",
         `key ${ctx.key} was saved by another run at the same time; its save stands, ours was ${committed === "lost-race-before" ? "discarded" : "replaced"}`,
