@@ -12,6 +12,7 @@ const BESIDES_SRC: Record<string, string> = {
   faults: "the fault suite (npm run test:faults): kills, races, stalls, skew, runners as downloaded",
   fixtures: "generated inputs",
   helpers: "shared test code: servers, sandboxes, the CLI",
+  sim: "the simulation (npm run test:sim): many jobs against one store under faults, invariants checked after every step",
 };
 
 describe("test/ mirrors src/", () => {

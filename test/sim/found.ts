@@ -1,0 +1,66 @@
+import type { Beside, JobStep, Step } from "./steps.js";
+
+/*
+ * What the simulation found while it was built, each as the shrunk sequence it printed: every one
+ * violated an invariant on the kcache it was found on (RELIABILITY.md, "The simulation", lists them
+ * and what was fixed). found.test.ts replays each in a fresh world.
+ */
+const job = (over: Partial<JobStep>): JobStep => ({
+  step: "job",
+  trust: "main",
+  runner: "A",
+  mode: "drop-in",
+  lazy: false,
+  live: false,
+  pr: 1,
+  push: false,
+  beside: [],
+  kill: null,
+  ...over,
+});
+const beside = (...b: Beside[]) => b;
+
+export const FOUND: [string, Step[]][] = [
+  [
+    "a process that never ran kcache compiles into the runner's folder during a default-branch job",
+    [job({ beside: beside("evil-compiles") })],
+  ],
+  ["the same, its files dated an hour ahead", [job({ beside: beside("evil-dated-ahead") })]],
+  [
+    "a pull request's whole job (restore, compiles, save) on the same folder during a default-branch job",
+    [job({ beside: beside("pr-job") })],
+  ],
+  [
+    "another process overwrites, in place, files of an entry the default-branch job compiled",
+    [job({ beside: beside("poison") })],
+  ],
+  [
+    "GitHub's variables of a push to main and GitLab's of a fork's merge request at once",
+    [job({ trust: "two-cis" })],
+  ],
+  [
+    "a job's process sends kcache's lookup socket lines no hook sends (null, numbers, 70 kB)",
+    [job({ mode: "run", live: true, beside: beside("hostile-lines") })],
+  ],
+  [
+    "a job's process reports, for live sharing, an entry folder that is a symlink out of the cache",
+    [job({ mode: "run", live: true, runner: "fresh", beside: beside("symlinks") })],
+  ],
+  [
+    "a FIFO where a live record lies, then a job that looks entries up live",
+    [
+      job({ mode: "run", live: true, runner: "fresh" }),
+      { step: "fault", fault: "fifo-live-record", pick: 0 },
+      { step: "fault", fault: "delete-manifest", pick: 0 },
+      job({ mode: "run", live: true, runner: "fresh" }),
+    ],
+  ],
+];
+
+/** Found on an S3 store (Ceph's RADOS Gateway, which honours conditional writes). */
+export const FOUND_ON_S3: [string, Step[]][] = [
+  [
+    "a manifest PUT whose answer is lost after the server stored it, then a fresh runner's job",
+    [job({ net: "lose-manifest-answer" }), job({ runner: "fresh" })],
+  ],
+];
