@@ -43,3 +43,41 @@ describe("RELIABILITY.md's suite under load", () => {
     for (const r of latest.runs) expect(r, latest.commit).toMatchObject({ rc: 0, failed: [] });
   });
 });
+
+describe("RELIABILITY.md's simulation", () => {
+  const doc = () => fs.readFileSync(path.join(ROOT, "RELIABILITY.md"), "utf8");
+  const block = (name: string) => {
+    const m = new RegExp(`<!-- ${name}:start -->\\n([\\s\\S]*?)<!-- ${name}:end -->`).exec(doc());
+    return (m?.[1] ?? "").trimEnd();
+  };
+
+  it("states each invariant as test/sim/oracle.ts does", async () => {
+    const { INVARIANTS } = await import("../sim/oracle.js");
+    expect(block("invariants")).toBe(
+      Object.entries(INVARIANTS)
+        .map(([k, v]) => `- ${k}: ${v}`)
+        .join("\n"),
+    );
+  });
+
+  it("lists every sequence the simulation found, as test/sim/found.ts replays them", async () => {
+    const { FOUND, FOUND_ON_S3 } = await import("../sim/found.js");
+    expect(block("found")).toBe(
+      [...FOUND.map(([what]) => `- ${what}`), ...FOUND_ON_S3.map(([what]) => `- on S3: ${what}`)].join("\n"),
+    );
+  });
+
+  it("shows the long runs of bench/results/sim-*.json, none of whose seeds violated an invariant", async () => {
+    const { simTable } = await import("../../bench/sim-table.js");
+    const dir = path.join(ROOT, "bench/results");
+    const reports = fs
+      .readdirSync(dir)
+      .filter((f) => /^sim-.*\.json$/.test(f))
+      .sort()
+      .map((f) => JSON.parse(fs.readFileSync(path.join(dir, f), "utf8")));
+    expect(block("sim")).toBe(simTable(reports).join("\n"));
+    expect(reports.length).toBeGreaterThan(0);
+    for (const r of reports.flatMap((x) => x.results))
+      expect(r, `seed ${r.seed} on ${r.store}`).toMatchObject({ failed: false });
+  });
+});
