@@ -78,7 +78,7 @@ export function pluginEnv(location: string, settings: Record<string, unknown>): 
     BUILDKITE_PLUGIN_CONFIGURATION: JSON.stringify(settings),
   };
   const walk = (prefix: string, v: unknown) => {
-    if (Array.isArray(v)) v.forEach((x, i) => walk(`${prefix}_${i}`, x));
+    if (Array.isArray(v)) for (const [i, x] of v.entries()) walk(`${prefix}_${i}`, x);
     else if (v && typeof v === "object")
       for (const [k, x] of Object.entries(v)) walk(`${prefix}_${k.toUpperCase().replace(/-|\s/g, "_")}`, x);
     else env[prefix] = String(v);

@@ -77,7 +77,7 @@ function only(text: string, name: RegExp): string {
 }
 
 /** Groovy's '...' and '''...''' escapes undone: \\ and \' (the only ones kcache writes). */
-function unescape(s: string): string {
+function groovyText(s: string): string {
   return s.replace(/\\([\\'n])/g, (_, c: string) => (c === "n" ? "\n" : c));
 }
 
@@ -145,9 +145,9 @@ export function readJenkinsfile(text: string): Jenkinsfile {
   )?.[1];
   const environment: Record<string, string> = {};
   for (const m of only(pipeline, /^environment$/).matchAll(/(\w+)\s*=\s*'((?:[^'\\]|\\.)*)'/g))
-    environment[m[1] as string] = unescape(m[2] as string);
+    environment[m[1] as string] = groovyText(m[2] as string);
   const stages = blocks(only(pipeline, /^stages$/), /^stage\(/).map(({ head, body }) => {
-    const name = unescape(/^stage\('((?:[^'\\]|\\.)*)'\)$/.exec(head)?.[1] ?? "");
+    const name = groovyText(/^stage\('((?:[^'\\]|\\.)*)'\)$/.exec(head)?.[1] ?? "");
     const when = blocks(body, /^when$/)[0];
     const steps = only(body, /^steps$/);
     const credentials = [
@@ -155,7 +155,7 @@ export function readJenkinsfile(text: string): Jenkinsfile {
         /usernamePassword\(credentialsId: '([^']+)', usernameVariable: '(\w+)', passwordVariable: '(\w+)'\)/g,
       ),
     ].map((m) => ({ credentialsId: m[1], usernameVariable: m[2], passwordVariable: m[3] }) as Binding);
-    const sh = [...steps.matchAll(/sh '''\n([\s\S]*?)'''/g)].map((m) => unescape(m[1] as string));
+    const sh = [...steps.matchAll(/sh '''\n([\s\S]*?)'''/g)].map((m) => groovyText(m[1] as string));
     const cond = when ? conditions(when.body) : [];
     if (cond.length > 1) throw new Error(`stage ${name}: more than one condition outside allOf`);
     return { name, when: cond[0] ?? null, credentials, sh };
@@ -165,7 +165,7 @@ export function readJenkinsfile(text: string): Jenkinsfile {
   const archived = /archiveArtifacts artifacts: '([^']*)'/.exec(always)?.[1];
   return {
     agent,
-    cron: cron === undefined ? null : unescape(cron),
+    cron: cron === undefined ? null : groovyText(cron),
     environment,
     stages,
     archived: archived ? archived.split(/,\s*/) : [],
