@@ -1,4 +1,5 @@
 import { Command, CommanderError, Option } from "commander";
+import { CI_SYSTEMS } from "../ci/systems.js";
 import { ExitCode, KcacheError } from "../errors.js";
 import { holdYoungGeneration } from "../process/young-generation.js";
 import { VERSION } from "../version.js";
@@ -210,10 +211,11 @@ export async function main(argv: string[]): Promise<void> {
     program
       .command("workflow")
       .description(
-        "write GitHub Actions workflows for profiles: the job and, with github.prewarm, the prewarm workflow",
+        "write CI files for profiles: GitHub Actions workflows (the job, the prewarm), or GitLab CI, Buildkite or Jenkins pipelines",
       )
       .requiredOption("-p, --profile <names...>", "profiles to write workflows for")
-      .addOption(new Option("--out <dir>", "where to write them").default(".github/workflows"))
+      .addOption(new Option("--ci <system>", "the CI").choices(CI_SYSTEMS).default("github"))
+      .option("--out <dir>", "where to write them (default: .github/workflows for github, else .)")
       .option(
         "--step",
         "print only the step that runs the profile, to put into a workflow you already have (with the permissions it needs)",

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import { autotuneFields } from "./autotune-schema.js";
+import { ciFields } from "./ci-schema.js";
 import { CronSyntaxError, parseCron } from "./cron.js";
 import { parseDuration } from "./durations.js";
 import { timeZoneProblem } from "./time-zone.js";
@@ -283,6 +284,7 @@ export const profileSchema = z
     github: githubSchema.optional(),
     compare: compareSchema.optional(),
     ...autotuneFields,
+    ...ciFields,
   })
   .strict();
 

@@ -267,13 +267,14 @@ class WorkflowParts {
 /** The command that writes a profile's workflows with these options, as its header and --check's advice name it. */
 export function workflowCommandLine(
   profile: string,
-  opts: Pick<WorkflowOptions, "utc" | "jitter" | "seed">,
+  opts: Pick<WorkflowOptions, "utc" | "jitter" | "seed"> & { ci?: string },
 ): string {
   const seed =
     opts.jitter && opts.seed
       ? ` --seed ${/^[\w./@-]+$/.test(opts.seed) ? opts.seed : JSON.stringify(opts.seed)}`
       : "";
-  return `kcache workflow --profile ${profile}${opts.utc ? " --utc" : ""}${opts.jitter ? ` --jitter${seed}` : ""}`;
+  const ci = opts.ci && opts.ci !== "github" ? ` --ci ${opts.ci}` : "";
+  return `kcache workflow${ci} --profile ${profile}${opts.utc ? " --utc" : ""}${opts.jitter ? ` --jitter${seed}` : ""}`;
 }
 
 function jobId(profile: string): string {

@@ -52,9 +52,11 @@ const MAY_IMPORT: Record<string, string[]> = {
     "store",
     "telemetry",
   ],
+  ci: ["config", "github"],
   cli: [
     "cache",
     "checks",
+    "ci",
     "config",
     "github",
     "history",

@@ -30,10 +30,30 @@ function pipelines(): Record<"GitLab CI" | "Buildkite" | "Jenkins", { job: strin
   const doc = fs.readFileSync(path.join(ROOT, "docs", "other-ci.md"), "utf8");
   const section = (title: string) => {
     const from = doc.indexOf(`## ${title}`);
-    const block = /```(?:yaml|groovy)\n([\s\S]*?)```/.exec(doc.slice(from))?.[1] ?? "";
-    const lines = [...block.matchAll(/(?:^\s*-\s+|sh ')((?:kcache|python) [^'\n]*)/gm)].map(
+    const to = doc.indexOf("\n## ", from + 1);
+    const blocks = [...doc.slice(from, to).matchAll(/```(?:yaml|groovy)\n([\s\S]*?)```/g)].map(
       (m) => m[1] as string,
     );
+    // The first block that runs kcache: its `kcache` lines (a YAML list item, a Jenkinsfile's sh
+    // text), or for a step through kcache's Buildkite plugin what the plugin's hook runs.
+    const block = blocks.find((b) => /^[ \t-]+kcache |profile: /m.test(b)) ?? "";
+    const plugin = block.includes("buildkite-plugin")
+      ? block
+          .split(/^ {2}- label:/m)
+          .slice(1)
+          .map((step) => {
+            const profile = /profile: (\S+)/.exec(step)?.[1];
+            return `kcache ${/prewarm: true/.test(step) ? "prewarm" : "run"} --profile ${profile}`;
+          })
+      : [];
+    const lines = [
+      ...new Set([
+        ...[...block.matchAll(/(?:^\s*-\s+|^[ \t]+|sh ')((?:kcache|python) [^'\n]*)/gm)].map(
+          (m) => m[1] as string,
+        ),
+        ...plugin,
+      ]),
+    ];
     expect(lines.length, `docs/other-ci.md ${title}`).toBeGreaterThan(1);
     return {
       job: lines.filter((l) => !l.startsWith("kcache prewarm")),

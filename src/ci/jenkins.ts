@@ -1,0 +1,107 @@
+import type { GeneratedWorkflow } from "../github/workflows.js";
+import { headerLines, installLines, type PipelineParts, readOnlyLines } from "./pipeline-parts.js";
+
+/** The Jenkins credential (Username with password: access key id, secret key) bound on the default branch. */
+export const JENKINS_CREDENTIAL = "kcache-store-writer";
+const PRIMARY = "expression { env.BRANCH_IS_PRIMARY == 'true' }";
+const TIMER = "triggeredBy 'TimerTrigger'";
+
+/** A Groovy '...' or '''...''' string's text: backslashes doubled (the only escape such strings read). */
+function groovy(s: string): string {
+  if (s.includes("'''")) throw new Error(`a Jenkinsfile's shell text cannot hold ''': ${s}`);
+  return s.replace(/\\/g, "\\\\");
+}
+
+function quoted(s: string): string {
+  return `'${groovy(s).replace(/'/g, "\\'")}'`;
+}
+
+/**
+ * A profile's declarative Jenkinsfile for a multibranch pipeline: the job (`kcache run`) on every
+ * build but the timer's, the prewarm (`kcache prewarm`) on the default branch's timer, the reports
+ * and result files archived whether the build passed or not. With an S3 store the store's write key
+ * (credential kcache-store-writer) is bound only on the default branch (BRANCH_IS_PRIMARY); other
+ * builds, change requests among them, restore only (KCACHE_READ_ONLY=1).
+ */
+export function jenkinsPipeline(p: PipelineParts, command: string, configPath: string): GeneratedWorkflow {
+  const file = `Jenkinsfile.kcache-${p.id}`;
+  const script = (line: string) => {
+    // Jenkins runs sh -x: a key exported from the agent's environment would be printed, unmasked.
+    const lines = [
+      "set +x",
+      ...installLines(p.repository),
+      ...p.gh.setup,
+      ...(p.s3 ? readOnlyLines() : []),
+      line,
+    ];
+    return [`sh '''`, ...lines.map((l) => `  ${groovy(l)}`), `'''`];
+  };
+  const withKey = (body: string[]) =>
+    p.s3
+      ? [
+          `withCredentials([usernamePassword(credentialsId: '${JENKINS_CREDENTIAL}', usernameVariable: 'AWS_ACCESS_KEY_ID', passwordVariable: 'AWS_SECRET_ACCESS_KEY')]) {`,
+          ...indent(body),
+          "}",
+        ]
+      : body;
+  const stage = (name: string, when: string[], body: string[]) => [
+    `stage(${quoted(name)}) {`,
+    ...indent(["when {", ...indent(when), "}", "steps {", ...indent(body), "}"]),
+    "}",
+  ];
+  const allOf = (...conditions: string[]) => ["allOf {", ...indent(conditions), "}"];
+  const stages = p.s3
+    ? [
+        ...stage(
+          `${p.profileName} (default branch)`,
+          allOf(PRIMARY, `not { ${TIMER} }`),
+          withKey(script(p.runLine)),
+        ),
+        ...stage(p.profileName, [`not { ${PRIMARY} }`], script(p.runLine)),
+      ]
+    : stage(p.profileName, [`not { ${TIMER} }`], script(p.runLine));
+  const cron = p.cron ? (p.timezone ? `TZ=${p.timezone}\\n${p.cron}` : p.cron) : null;
+  const archived = [...p.artifacts, ...p.prewarmArtifacts].map((a) => (a.endsWith("/") ? `${a}**` : a));
+  const label = p.profile.jenkins?.label;
+  const body = [
+    label ? `agent { label ${quoted(label)} }` : "agent any",
+    `options { timeout(time: ${p.timeoutMinutes}, unit: 'MINUTES') }`,
+    ...(cron ? [`triggers { cron(env.BRANCH_IS_PRIMARY == 'true' ? '${cron}' : '') }`] : []),
+    `environment { KCACHE_VERSION = ${quoted(p.version)} }`,
+    "stages {",
+    ...indent([
+      ...stages,
+      ...stage(`${p.profileName} prewarm`, allOf(PRIMARY, TIMER), withKey(script(p.prewarmLine))),
+    ]),
+    "}",
+    "post {",
+    ...indent([
+      `always { archiveArtifacts artifacts: ${quoted(archived.join(", "))}, allowEmptyArchive: true }`,
+    ]),
+    "}",
+  ];
+  const comments = [
+    ...headerLines(`kcache: ${p.profileName} on Jenkins`, command, configPath),
+    `A multibranch pipeline whose Script Path is ${file}.`,
+    "kcache: $KCACHE_VERSION's single executable, unless kcache is on PATH or KCACHE_INSTALL (an",
+    "environment variable of the agent or folder) says how to install it: pip install <the release's wheel>, true.",
+    ...(p.s3
+      ? [
+          `The store's write key: a Username with password credential ${JENKINS_CREDENTIAL} (access key id,`,
+          "secret key), bound only on the default branch; other builds restore only (KCACHE_READ_ONLY=1),",
+          "reading with KCACHE_READER_* from the agent's environment or the agent's own credentials.",
+        ]
+      : []),
+    p.cron
+      ? "The prewarm runs on the default branch's timer (the cron below, in its TZ)."
+      : "The prewarm runs when the default branch's build is started by a timer: add github.prewarm.cron to kcache.yml, or a trigger of your own.",
+  ];
+  return {
+    file,
+    text: `${comments.map((c) => `// ${c}`).join("\n")}\npipeline {\n${indent(body).join("\n")}\n}\n`,
+  };
+}
+
+function indent(lines: string[]): string[] {
+  return lines.map((l) => (l ? `  ${l}` : l));
+}
