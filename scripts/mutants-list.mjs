@@ -977,4 +977,12 @@ export const MUTANTS = [
     tests: ["test/sim/found.test.ts"],
     testName: "socket lines",
   },
+  {
+    name: "other CIs: a build without the store's write key is not made read-only (a merge request saves with whatever key it finds)",
+    file: "src/ci/pipeline-parts.ts",
+    find: '`if [ -z "\\${${WRITE_KEY_VARIABLE}:-}" ]; then`,',
+    replace: '`if [ -n "\\${${WRITE_KEY_VARIABLE}:-}" ]; then`,',
+    tests: ["test/ci/gitlab.test.ts", "test/ci/jenkins.test.ts"],
+    testName: "against S3",
+  },
 ];
