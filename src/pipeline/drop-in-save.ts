@@ -7,6 +7,7 @@ import type { SaveReport } from "../cache/save/save-report.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { dropInRunRecord } from "../history/drop-in-record.js";
 import { writeRunRecord } from "../history/run-record.js";
+import { readOnlyLine } from "../store/read-only.js";
 import { readTelemetry } from "../telemetry/read.js";
 
 /**
@@ -26,6 +27,11 @@ export async function dropInSave(
   state: LocalState | null = readState(ctx.stateFile),
   lazy: LazyReport | null = null,
 ): Promise<SaveReport | null> {
+  // A read-only job (declared, or its store forbade a write) says so once and saves nothing (the action's save step).
+  if (ctx.readOnly.why !== null) {
+    ctx.log.info(readOnlyLine(ctx.readOnly.why));
+    return null;
+  }
   const job = state?.primaryKey === ctx.key ? state.job : undefined;
   const withHook: SaveOptions = opts.hook ? opts : { ...opts, hook: jobHookUsage(ctx, state) };
   const report = await tolerateCacheFailure(

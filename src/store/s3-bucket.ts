@@ -241,8 +241,12 @@ async function probeConditional(c: Client, settings: S3Settings): Promise<boolea
     c.s3.send(
       new c.sdk.PutObjectCommand({ Bucket: settings.bucket, Key: probe, Body: "probe", IfNoneMatch: "*" }),
     );
+  // Only a probe that was written is deleted: a store that refused the write (403: no write key) is
+  // asked nothing more.
+  let written = false;
   try {
     await put();
+    written = true;
     try {
       await put();
       return false;
@@ -257,7 +261,8 @@ async function probeConditional(c: Client, settings: S3Settings): Promise<boolea
     if (status === 501 || status === 400) return false;
     throw e;
   } finally {
-    await c.s3.send(new c.sdk.DeleteObjectCommand({ Bucket: settings.bucket, Key: probe })).catch(() => {});
+    if (written)
+      await c.s3.send(new c.sdk.DeleteObjectCommand({ Bucket: settings.bucket, Key: probe })).catch(() => {});
   }
 }
 
