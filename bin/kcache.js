@@ -6,9 +6,17 @@ import module from "node:module";
 module.enableCompileCache?.();
 
 // build/cli/ is the bundled CLI (scripts/bundle-cli.mjs), which starts faster; build/src/ is tsc's.
-const dir = fs.existsSync(new URL("../build/cli/main.js", import.meta.url))
-  ? "../build/cli"
-  : "../build/src/cli";
+const built = (file) => fs.existsSync(new URL(`../build/${file}`, import.meta.url));
+const dir = built("cli/main.js") ? "../build/cli" : "../build/src/cli";
+// A release's tarball ships build/ (npm pack builds it); a clone, or npm installing a git URL, has
+// none until it is built: installing runs no script (package.json has no prepare).
+if (dir === "../build/src/cli" && !built("src/cli/main.js")) {
+  const root = decodeURI(new URL("..", import.meta.url).pathname);
+  process.stderr.write(
+    `kcache: error: this copy of kcache is not built (no ${root}build/): run \`npm ci && npm run build\` in ${root}, or install a release's tarball, which ships it built\n`,
+  );
+  process.exit(1);
+}
 const probe = dir === "../build/cli" ? `${dir}/python-probe.js` : "../build/src/stack/python-probe.js";
 // Commands that key by the software stack start its Python probe first, so the interpreter runs
 // while Node loads the CLI (kcache.yml's stack.python, when it is not python3, is probed later).

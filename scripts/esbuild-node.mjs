@@ -10,6 +10,9 @@ import path from "node:path";
 export function nodeEsm(header = "") {
   return {
     bundle: true,
+    // Module paths as the checkout sees them: a worktree whose node_modules links to another
+    // checkout's wrote ../main/node_modules/... into dist/, a diff main's freshness test fails on.
+    preserveSymlinks: true,
     platform: "node",
     target: "node20",
     format: "esm",

@@ -188,7 +188,7 @@ export async function main(argv: string[]): Promise<void> {
       .requiredOption("-p, --profile <name>", "the profile in kcache.yml to run")
       .option(
         "--out <dir>",
-        "folder for logs, telemetry and kcache-report.json (default: $RUNNER_TEMP/kcache/<profile> or .kcache/<profile>)",
+        "folder for logs, telemetry and kcache-report.json (default: $RUNNER_TEMP/kcache/<profile> or .kcache/<profile>; <folder>@2 while another run holds it)",
       )
       .option("--no-restore", "start cold: restore nothing")
       .option("--no-save", "never save, whatever the outcome"),
@@ -239,7 +239,7 @@ export async function main(argv: string[]): Promise<void> {
       .addOption(new Option("--rounds <n>", "cold and warm runs each").default("3"))
       .option(
         "--out <dir>",
-        "where compare.json, compare.md, compare.html and each run's logs go (default .kcache/compare-<profile>)",
+        "where compare.json, compare.md, compare.html and each run's logs go (default .kcache/compare-<profile>; <folder>@2 while another compare holds it)",
       )
       .option(
         "--file <path>",

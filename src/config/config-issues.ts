@@ -1,5 +1,6 @@
 import leven from "leven";
-import type { z } from "zod";
+import { globalRegistry, type z } from "zod";
+import { evidentIssues, valueAt } from "./union-branch.js";
 
 type Issue = z.core.$ZodIssue;
 
@@ -13,6 +14,7 @@ interface Def {
   shape?: Record<string, Schema>;
   element?: Schema;
   valueType?: Schema;
+  values?: unknown[];
 }
 interface Schema {
   _zod: { def: Def };
@@ -25,40 +27,35 @@ const SHOWN = 10;
  * Every problem zod found in a configuration, one line each, naming the file, the field and the fix.
  * A required field that is missing beside an unknown key spelt like it is one problem: "did you mean".
  */
-export function formatIssues(source: string, issues: readonly Issue[], schema: unknown): string {
+export function formatIssues(
+  source: string,
+  issues: readonly Issue[],
+  schema: unknown,
+  input?: unknown,
+): string {
   if (!issues.length) return `${source}: invalid configuration`;
-  const lines = issueLines(source, issues, schema);
+  const lines = issueLines(source, issues, schema, input);
   const more = lines.length - SHOWN;
   return [...lines.slice(0, SHOWN), ...(more > 0 ? [`${source}: and ${more} more`] : [])].join("\n");
 }
 
 /**
- * One line per problem. A list item that fits none of its shapes (a command or a parallel group) is
- * reported by the shape it came nearest to, each field named, not as "Invalid input". A required
- * top-level section that is missing goes last: the mistake the user made comes first.
+ * One line per problem. A value that fits none of a union's shapes (a command or a parallel group)
+ * is reported by the shape the user evidently meant (union-branch.ts), each field named, not as
+ * "Invalid input". A required top-level section that is missing goes last: the mistake the user
+ * made comes first.
  */
-function issueLines(source: string, raw: readonly Issue[], schema: unknown): string[] {
+function issueLines(source: string, raw: readonly Issue[], schema: unknown, input: unknown): string[] {
+  const count = (b: Issue[]) => linesOf(source, b, schema, input).length;
   return linesOf(
     source,
-    raw.flatMap((i) => nearestBranch(source, i, schema)),
+    raw.flatMap((i) => evidentIssues(i, input, count)),
     schema,
+    input,
   );
 }
 
-/** A union's issues as those of its nearest branch (fewest lines), with their full paths. */
-function nearestBranch(source: string, issue: Issue, schema: unknown): Issue[] {
-  if (issue.code !== "invalid_union" || !Array.isArray(issue.errors) || issue.errors.length === 0)
-    return [issue];
-  const branches = issue.errors.map((b) =>
-    b.flatMap((e) => nearestBranch(source, { ...e, path: [...issue.path, ...e.path] } as Issue, schema)),
-  );
-  const nearest = branches.reduce((a, b) =>
-    linesOf(source, b, schema).length < linesOf(source, a, schema).length ? b : a,
-  );
-  return nearest.length ? nearest : [issue];
-}
-
-function linesOf(source: string, issues: readonly Issue[], schema: unknown): string[] {
+function linesOf(source: string, issues: readonly Issue[], schema: unknown, input: unknown): string[] {
   const last: string[] = [];
   const unknown = new Map<string, Set<string>>();
   for (const i of issues) if (i.code === "unrecognized_keys") unknown.set(fieldOf(i.path), new Set(i.keys));
@@ -74,21 +71,24 @@ function linesOf(source: string, issues: readonly Issue[], schema: unknown): str
     if (issue.code === "unrecognized_keys") {
       const left = issue.keys.filter((k) => unknown.get(fieldOf(issue.path))?.has(k));
       if (!left.length) continue;
-      const known = keysAt(schema as Schema, issue.path);
+      const shapes = shapesAt(schema as Schema, issue.path);
+      const known = [...new Set(shapes.flatMap((o) => Object.keys(o._zod.def.shape ?? {})))];
       for (const k of left) {
-        const near = closest(k, known);
-        lines.push(
-          near
-            ? `${source}: ${fieldOf([...issue.path, k])}: not a setting kcache knows: did you mean "${near}"?`
-            : formatIssue(source, { ...issue, keys: [k] }),
-        );
+        // A setting of another of the union's shapes (an S3 store's bucket): which one takes it.
+        const owners = shapes.filter((o) => o._zod.def.shape?.[k]).map(shapeName);
+        const near = owners.length ? null : closest(k, known);
+        const field = `${source}: ${fieldOf([...issue.path, k])}`;
+        if (owners.length)
+          lines.push(`${field}: only ${owners.join(" or ")} takes "${k}"; ${fixOwner(owners)}`);
+        else if (near) lines.push(`${field}: not a setting kcache knows: did you mean "${near}"?`);
+        else lines.push(formatIssue(source, { ...issue, keys: [k] }, input));
       }
       continue;
     }
     // A required top-level section that is missing goes last: the mistake made comes first.
     if (issue.path.length === 1 && issue.code === "invalid_type" && /received undefined/.test(issue.message))
-      last.push(formatIssue(source, issue));
-    else lines.push(formatIssue(source, issue));
+      last.push(formatIssue(source, issue, input));
+    else lines.push(formatIssue(source, issue, input));
   }
   return [...lines, ...last];
 }
@@ -119,23 +119,45 @@ function closest(word: string, names: readonly string[]): string | null {
   return best;
 }
 
-/** The keys an object at `path` of `schema` takes (every variant's, for unions). */
-function keysAt(schema: Schema, path: readonly PropertyKey[]): string[] {
-  const unwrap = (d: Def): Def[] => {
-    if (d.innerType) return unwrap(d.innerType._zod.def);
-    if (d.type === "pipe") return [d.in, d.out].flatMap((x) => (x ? unwrap(x._zod.def) : []));
-    if (d.options) return d.options.flatMap((o) => unwrap(o._zod.def));
-    return [d];
+/** The object shapes a value at `path` of `schema` may take (every variant's, for unions). */
+function shapesAt(schema: Schema, path: readonly PropertyKey[]): Schema[] {
+  const unwrap = (s: Schema): Schema[] => {
+    const d = s._zod.def;
+    if (d.innerType) return unwrap(d.innerType);
+    if (d.type === "pipe") return [d.in, d.out].flatMap((x) => (x ? unwrap(x) : []));
+    if (d.options) return d.options.flatMap(unwrap);
+    return [s];
   };
-  let defs = unwrap(schema._zod.def);
+  let shapes = unwrap(schema);
   for (const k of path) {
-    defs = defs.flatMap((d) => {
+    shapes = shapes.flatMap((s) => {
+      const d = s._zod.def;
       const next =
         typeof k === "number" ? d.element : d.type === "record" ? d.valueType : d.shape?.[String(k)];
-      return next ? unwrap(next._zod.def) : [];
+      return next ? unwrap(next) : [];
     });
   }
-  return [...new Set(defs.flatMap((d) => (d.type === "object" && d.shape ? Object.keys(d.shape) : [])))];
+  return [...new Set(shapes.filter((s) => s._zod.def.type === "object" && s._zod.def.shape))];
+}
+
+/** A shape by its fixed `type` ("type: s3"), else its title in the schema ("a parallel group"). */
+function shapeName(shape: Schema): string {
+  const type = shape._zod.def.shape?.type;
+  const literal = type && literalOf(type);
+  if (literal !== undefined) return `type: ${literal}`;
+  const title = globalRegistry.get(shape as never)?.title;
+  return title ? `a ${title}` : "another kind of item";
+}
+
+function literalOf(s: Schema): string | undefined {
+  const d = s._zod.def;
+  if (d.innerType) return literalOf(d.innerType);
+  return d.type === "literal" && d.values?.length === 1 ? String(d.values[0]) : undefined;
+}
+
+function fixOwner(owners: string[]): string {
+  const type = owners.find((o) => o.startsWith("type: "));
+  return type ? `set ${type}, or remove it` : "remove it, or what does not go with it";
 }
 
 function fieldOf(p: readonly PropertyKey[]): string {
@@ -144,7 +166,8 @@ function fieldOf(p: readonly PropertyKey[]): string {
     : "(top level)";
 }
 
-function formatIssue(source: string, issue: Issue): string {
+function formatIssue(source: string, issue: Issue, input: unknown): string {
+  const field = `${source}: ${fieldOf(issue.path)}`;
   let fix = "";
   let message = issue.message;
   switch (issue.code) {
@@ -156,11 +179,30 @@ function formatIssue(source: string, issue: Issue): string {
       break;
     }
     case "invalid_value":
-      fix = `; use one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+      // A literal (a store's type) says its one value in zod's message already.
+      if (issue.values.length > 1)
+        fix = `; use one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
       break;
     case "invalid_type":
-      fix = `; expected ${issue.expected}`;
+      if (valueAt(input, issue.path) === undefined && /received undefined/.test(issue.message))
+        return `${field}: missing; expected ${issue.expected}`;
+      // zod's message says what was expected already ("expected string, received number").
+      if (!message.includes(`expected ${issue.expected}`)) fix = `; expected ${issue.expected}`;
+      break;
+    case "invalid_union":
+      // A discriminated union (checks, by type) whose `type` is missing or names no shape.
+      if ("options" in issue && Array.isArray(issue.options))
+        return discriminator(field, issue.path, issue.options, input);
       break;
   }
-  return `${source}: ${fieldOf(issue.path)}: ${message}${fix}`;
+  return `${field}: ${message}${fix}`;
+}
+
+function discriminator(field: string, path: PropertyKey[], values: unknown[], input: unknown): string {
+  const options = values.map(String);
+  const given = valueAt(input, path);
+  const list = options.map((o) => `"${o}"`).join(", ");
+  if (given === undefined) return `${field}: missing; use one of ${list}`;
+  const near = typeof given === "string" ? closest(given, options) : null;
+  return `${field}: ${JSON.stringify(given)} is not one of ${list}${near ? `: did you mean "${near}"?` : ""}`;
 }

@@ -57,7 +57,7 @@ function validate(raw: unknown, source: string): ParsedConfig {
   // One parse per command: zod's generated fast path would cost more to build than it saves.
   z.config({ jitless: true });
   const parsed = configSchema.safeParse(raw);
-  if (!parsed.success) throw new ConfigError(formatIssues(source, parsed.error.issues, configSchema));
+  if (!parsed.success) throw new ConfigError(formatIssues(source, parsed.error.issues, configSchema, raw));
   return parsed.data;
 }
 

@@ -35,7 +35,8 @@ export const commandSchema = z
     /** Scripts sourced in this command's shell before it runs, after the profile's. */
     source: sourceList.optional(),
   })
-  .strict();
+  .strict()
+  .meta({ title: "command" });
 
 export const groupSchema = z
   .object({
@@ -45,7 +46,8 @@ export const groupSchema = z
     /** One device per command, round robin; at most this many run at once. */
     devices: devices.optional(),
   })
-  .strict();
+  .strict()
+  .meta({ title: "parallel group" });
 
 /**
  * Where the records are in a JSON result file: a dotted path to an array ("current.results"), or "."
@@ -272,7 +274,9 @@ export const profileSchema = z
      */
     source: sourceList.default([]),
     workdir: z.string().optional(),
-    commands: z.array(z.union([groupSchema, commandSchema])).min(1),
+    // A command first: an item that fits neither, and whose keys do not say which, is reported as a
+    // command (config/union-branch.ts), the common case.
+    commands: z.array(z.union([commandSchema, groupSchema])).min(1),
     checks: z.array(checkSchema).default([]),
     /** Run the remaining commands after one fails (checks and the report always run). */
     "continue-on-error": z.boolean().default(false),

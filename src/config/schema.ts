@@ -57,7 +57,8 @@ const duration = z
 
 export const localStoreSchema = z
   .object({
-    type: z.literal("local"),
+    /** A store without a type is a local folder. */
+    type: z.literal("local").default("local"),
     path: z.string().min(1).optional(),
     /** Each entry a job compiles is shared at once, before any save (docs/concepts.md, "Live sharing"). */
     live: z.boolean().default(false),
@@ -103,11 +104,11 @@ export const ghaStoreSchema = z
   })
   .strict();
 
-/** A store without a type is a local folder. */
-export const storeSchema = z.preprocess(
-  (v) => (v && typeof v === "object" && !("type" in v) ? { ...v, type: "local" } : v),
-  z.discriminatedUnion("type", [localStoreSchema, s3StoreSchema, ghaStoreSchema]),
-);
+/**
+ * A plain union, not one discriminated by type: a local store's type may be left out, and an error
+ * is then reported for the store the user's keys say they meant (config/union-branch.ts).
+ */
+export const storeSchema = z.union([localStoreSchema, s3StoreSchema, ghaStoreSchema]);
 export type StoreSpec = z.output<typeof storeSchema>;
 
 export const keySchema = z

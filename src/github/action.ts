@@ -13,6 +13,7 @@ import { CacheMissError, KcacheError, UsageError } from "../errors.js";
 import { buildJob, type Job, type JobOverrides, parseKind } from "../job/build-job.js";
 import type { Log } from "../log.js";
 import { dropInSave, jobHookUsage } from "../pipeline/drop-in-save.js";
+import { inOutFolder } from "../pipeline/out-folder.js";
 import { prewarm } from "../pipeline/prewarm.js";
 import { defaultOutDir, type RunReport, runProfile } from "../pipeline/run-profile.js";
 import { settleStage } from "../pipeline/stages/settle-stage.js";
@@ -197,30 +198,29 @@ function publish(report: RunReport): void {
 
 async function runStep(log: Log): Promise<void> {
   const j = await job(log, undefined, true);
-  const name = j.profile?.name as string;
-  publish(
-    await runProfile({
-      job: j,
-      outDir: defaultOutDir(name),
-      commandLog: githubCommandLog(j.env, process.stdout, log),
-    }),
+  const held = { given: false, cwd: j.cwd, log };
+  await inOutFolder(defaultOutDir(j.profile?.name as string), held, async (outDir) =>
+    publish(await runProfile({ job: j, outDir, commandLog: githubCommandLog(j.env, process.stdout, log) })),
   );
 }
 
 async function prewarmStep(log: Log): Promise<void> {
   const j = await job(log, undefined, true);
-  const r = await prewarm({
-    job: j,
-    outDir: defaultOutDir(j.profile?.name as string),
-    ifChanged: core.getMultilineInput(Inputs.ifChanged),
-    commandLog: githubCommandLog(j.env, process.stdout, log),
+  const held = { given: false, cwd: j.cwd, log };
+  await inOutFolder(defaultOutDir(j.profile?.name as string), held, async (outDir) => {
+    const r = await prewarm({
+      job: j,
+      outDir,
+      ifChanged: core.getMultilineInput(Inputs.ifChanged),
+      commandLog: githubCommandLog(j.env, process.stdout, log),
+    });
+    setOutputs({
+      [Outputs.primaryKey]: r.key,
+      [Outputs.matchedKey]: r.matchedKey ?? "",
+      [Outputs.prewarm]: r.outcome,
+    });
+    if (r.run) publish(r.run);
   });
-  setOutputs({
-    [Outputs.primaryKey]: r.key,
-    [Outputs.matchedKey]: r.matchedKey ?? "",
-    [Outputs.prewarm]: r.outcome,
-  });
-  if (r.run) publish(r.run);
 }
 
 /**

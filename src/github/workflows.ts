@@ -30,6 +30,9 @@ export const CHECKOUT_ACTION = "actions/checkout@v7";
 const WORKFLOW_YAML = { lineWidth: 0, aliasDuplicateObjects: false } as const;
 export const UPLOAD_ACTION = "actions/upload-artifact@v4";
 
+/** The prewarm job's name, as GitHub shows it after the workflow's: what the job does. */
+export const PREWARM_JOB_NAME = "fill the cache if missing";
+
 /** A job's timeout when the profile sets none (GitHub's own is 6 hours, long for a hung GPU job). */
 export const DEFAULT_TIMEOUT_MINUTES = 90;
 
@@ -56,7 +59,7 @@ export interface GeneratedWorkflow {
  * The GitHub Actions workflows for one profile: its job (a benchmark with one `kcache run` step, or
  * a test job whose commands are steps between a restore and a save), and, when the profile has
  * `github.prewarm`, the prewarm workflow: a schedule, pushes to the default branch touching the
- * watched paths, and a manual trigger, each running `kcache prewarm`.
+ * watched paths (none without them), and a manual trigger, each running `kcache prewarm`.
  */
 export function generateWorkflows(
   config: Config,
@@ -209,7 +212,7 @@ class WorkflowParts {
     };
   }
 
-  /** The prewarm workflow: a schedule (in its time zone), pushes touching the watched paths, a manual trigger. */
+  /** The prewarm workflow: a schedule (in its time zone), pushes touching the watched paths (if any), a manual trigger. */
   prewarmWorkflow(p: PrewarmSpec): GeneratedWorkflow {
     const { profileName, opts } = this;
     const cron = opts.jitter ? jitterMinute(p.cron, opts.seed ?? profileName) : p.cron;
@@ -224,16 +227,17 @@ class WorkflowParts {
       opts.utc && p.timezone
         ? `# ${cron} in ${p.timezone} is ${utcLines.join(" plus ")} in UTC all year.\n`
         : "";
+    // Pushes only where the profile watches paths: on every push the job that push starts saves the
+    // cache itself, and a prewarm behind it would only hold a runner to find its key present.
+    const push = p.paths.length ? { push: { branches: [this.defaultBranch], paths: p.paths } } : {};
+    // The job is named for what it does: GitHub shows "<workflow> / <job>", and a job named by its id
+    // read "kcache kda-bench prewarm / prewarm".
     const workflow = {
       name: `kcache ${profileName} prewarm`,
-      on: {
-        schedule: schedules,
-        push: { branches: [this.defaultBranch], ...(p.paths.length ? { paths: p.paths } : {}) },
-        workflow_dispatch: null,
-      },
+      on: { schedule: schedules, ...push, workflow_dispatch: null },
       permissions: { contents: "read", actions: "read" },
       concurrency: this.concurrency(`refs/heads/${this.defaultBranch}`, false),
-      jobs: { prewarm: this.job(steps) },
+      jobs: { prewarm: { name: PREWARM_JOB_NAME, ...this.job(steps) } },
     };
     return {
       file: `kcache-${profileName}-prewarm.yml`,

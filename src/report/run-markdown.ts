@@ -1,3 +1,4 @@
+import { useSource } from "../cache/usage/save-usage.js";
 import { formatBytes } from "../format.js";
 import type { RunReport, Stage } from "../pipeline/run-profile.js";
 
@@ -58,7 +59,7 @@ export function runMarkdown(r: RunReport): string {
   if (u && (r.save?.outcome === "saved" || r.save?.outcome === "nothing-new"))
     lines.push(
       "",
-      `Working set (use from ${u.source === "none" ? "nowhere: every entry counts as used" : u.source}): ${u.live.entries} entries (${formatBytes(u.live.bytes)}) used, ${u.unused.entries} (${formatBytes(u.unused.bytes)}) kept unused, ${u.evicted.entries} (${formatBytes(u.evicted.bytes)}) evicted${u.noEvict ? ` (none may be: ${u.noEvict})` : ""}.`,
+      `Working set (${useSource(u)}): ${u.live.entries} entries (${formatBytes(u.live.bytes)}) used, ${u.unused.entries} (${formatBytes(u.unused.bytes)}) kept unused, ${u.evicted.entries} (${formatBytes(u.evicted.bytes)}) evicted${u.noEvict ? ` (none may be: ${u.noEvict})` : ""}.`,
     );
   lines.push(...autotuneLines(r));
   if (r.unexpectedCompile) lines.push("", `⚠️ ${r.unexpectedCompile}`);

@@ -51,6 +51,16 @@ describe("typos get an error naming the fix", () => {
     expect(r.stderr).not.toMatch(/Invalid input$/m);
   });
 
+  it("a command without run says run, and nothing the user did not write", async () => {
+    const r = await key(
+      "caches:\n  - {name: t, kind: triton, path: /tmp/x}\nprofiles:\n  p:\n    commands:\n      - name: a\n",
+    );
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(/kcache\.yml: profiles\.p\.commands\[0\]\.run: missing; expected string$/),
+    ]);
+  });
+
   it("a misspelt timezone is caught when kcache.yml is loaded, by any command", async () => {
     const r = await key(
       'caches:\n  - {name: t, kind: triton, path: /tmp/x}\nprofiles:\n  p:\n    commands: [{name: a, run: x}]\n    github:\n      prewarm: {cron: "0 0 * * 1", timezone: Asia/Shangai}\n',

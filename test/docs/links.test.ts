@@ -15,6 +15,21 @@ describe("the documentation", () => {
     expect(fs.statSync(path.join(ROOT, "README.md")).size).toBeLessThan(12 * 1024);
   });
 
+  it("never runs kcache through npx or npm exec while the README says it is not on the npm registry", () => {
+    const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8");
+    if (!/kcache is not on the npm registry/.test(readme)) return;
+    // npx fetches an unknown name from the registry: someone else's package, run on the user's runner.
+    const fetching = /\b(?:npx|npm exec|pnpm dlx|yarn dlx) (?:-[-\w]+ )*kcache\b/;
+    const runs = pages.flatMap((page) =>
+      fs
+        .readFileSync(path.join(ROOT, page), "utf8")
+        .split("\n")
+        .filter((l) => fetching.test(l))
+        .map((l) => `${page}: ${l.trim()}`),
+    );
+    expect(runs).toEqual([]);
+  });
+
   it("has no relative link to a file that does not exist", () => {
     const broken: string[] = [];
     for (const page of pages) {

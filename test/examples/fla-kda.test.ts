@@ -185,6 +185,20 @@ describe("examples/fla-kda/kcache.yml", () => {
     expect(fs.readFileSync(path.resolve(EXAMPLE, "../../../docs/ascend.md"), "utf8")).toContain(pin);
   });
 
+  it("is what docs/github-actions.md puts in place of FLA's benchmark step, named as at that revision", () => {
+    const step = ascendJob("ascend-a2-benchmark-ci.yml").steps.find((st) =>
+      st.run.includes("benchmarks.ops.run"),
+    );
+    const doc = fs.readFileSync(path.resolve(EXAMPLE, "../../../docs/github-actions.md"), "utf8");
+    const section = doc.slice(0, doc.indexOf("\n## ", doc.indexOf("## One step")));
+    // The step the page quotes and the one its diff takes out: FLA's, at the revision kda-bench reproduces.
+    const quoted = /the step `([^`]+)`/.exec(section.replace(/\s*\n\s*/g, " "))?.[1];
+    const removed = [...section.matchAll(/^- +- name: (.+)$/gm)].map((m) => m[1]);
+    expect(quoted).toBe(step?.name);
+    expect(removed).toEqual([step?.name]);
+    expect(section).toContain(`${FACTS.revision.slice(0, 8)} (${FACTS.date})`);
+  });
+
   it("runs FLA's benchmark job as its workflow does at that revision: runner, container, cards 0-3, one benchmark per card, its settings", () => {
     const job = ascendJob("ascend-a2-benchmark-ci.yml");
     const step = job.steps.find((st) => st.run.includes("benchmarks.ops.run"));

@@ -81,6 +81,40 @@ describe("generated workflows", () => {
     });
   });
 
+  it("run the prewarm on its schedule, by hand and on pushes touching its paths, never on every push; its check reads once", () => {
+    const prewarmOf = (paths?: string[]) => {
+      const yml = resolveConfig(
+        {
+          caches: [{ name: "t", kind: "triton", path: "/tmp/t" }],
+          profiles: {
+            bench: {
+              commands: [{ name: "c", run: "true" }],
+              github: { prewarm: { cron: "0 3 * * *", ...(paths ? { paths } : {}) } },
+            },
+          },
+        },
+        "/repo/kcache.yml",
+        {},
+        "/repo",
+      );
+      const w = generateWorkflows(yml, "bench", OPTS).find((f) => f.file === "kcache-bench-prewarm.yml");
+      expect(parserErrors(w?.file ?? "", w?.text ?? "")).toEqual([]);
+      return parse(w?.text ?? "") as {
+        name: string;
+        on: Record<string, unknown>;
+        jobs: Record<string, { name?: string }>;
+      };
+    };
+    const unwatched = prewarmOf();
+    expect(Object.keys(unwatched.on)).toEqual(["schedule", "workflow_dispatch"]);
+    expect(prewarmOf(["fla/**"]).on.push).toEqual({ branches: ["main"], paths: ["fla/**"] });
+    // GitHub names a job's check "<workflow> / <job>": no word of it twice.
+    for (const [id, job] of Object.entries(unwatched.jobs)) {
+      const words = `${unwatched.name} / ${job.name ?? id}`.split(/\W+/).filter(Boolean);
+      expect(words.length, words.join(" ")).toBe(new Set(words).size);
+    }
+  });
+
   it("save the test job's cache under its own prefix only after its pytest step, in the CANN container, set_env.sh sourced", () => {
     const tests = parse(all.find((w) => w.file === "kcache-kda-tests.yml")?.text ?? "") as {
       jobs: {

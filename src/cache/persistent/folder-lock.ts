@@ -3,17 +3,67 @@ import fs from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
-import { type OwnerRule, ownedName, ownerOf, ownerStale } from "../../pack/read/staging-owner.js";
+import {
+  HEARTBEAT_MS,
+  type OwnerRule,
+  ownedName,
+  ownerOf,
+  ownerStale,
+  pidNamespace,
+} from "../../pack/read/staging-owner.js";
 
 /**
  * One writer at a time over a persistent cache folder's shared parts: building a job's folder from
  * it (hard links), merging a job's entries into it, trimming it, and its record of use. Each holds
  * the lock for seconds at most. Node has no flock, so the lock is a file created exclusively,
  * holding its owner's name (staging-owner.ts): a holder of this namespace whose process is gone, or
- * one of another namespace silent for ten minutes, no longer holds it.
+ * one of another namespace silent for ten minutes, no longer holds it. tryHoldLock takes the same
+ * kind of lock, under another file name, for as long as a run lasts.
  */
 const LOCK_FILE = `${KCACHE_PRIVATE_PREFIX}lock`;
 const HOLDER: OwnerRule = { prefix: "holder-", foreignMs: 10 * 60_000 };
+
+/**
+ * A lock taken for as long as its holder likes (a run's out folder, pipeline/out-folder.ts): its file
+ * is touched every HEARTBEAT_MS, so a holder in another container or host reads as alive while it runs.
+ */
+export interface HeldLock {
+  /** Lets the lock go (only if it is still this holder's). */
+  release(): void;
+}
+
+/**
+ * Takes the lock file `name` in `root` now, breaking one whose holder is gone; when a live holder
+ * has it, says who ("pid 123", with "in another container or host" where its PID means nothing here).
+ */
+export function tryHoldLock(root: string, name: string): { held: HeldLock } | { holder: string } {
+  fs.mkdirSync(root, { recursive: true });
+  const file = path.join(root, name);
+  const me = ownedName(HOLDER.prefix);
+  // Twice: the first try may only break a stale lock.
+  if (!tryTake(file, me) && !tryTake(file, me)) return { holder: describeHolder(holderOf(file)) };
+  const timer = setInterval(() => {
+    const t = new Date();
+    fs.utimes(file, t, t, () => {});
+  }, HEARTBEAT_MS);
+  timer.unref();
+  return {
+    held: {
+      release() {
+        clearInterval(timer);
+        if (holderOf(file) === me) fs.rmSync(file, { force: true });
+      },
+    },
+  };
+}
+
+function describeHolder(seen: string): string {
+  const owner = ownerOf(HOLDER.prefix, seen);
+  if (!owner) return "a kcache starting this instant";
+  return owner.where === pidNamespace()
+    ? `pid ${owner.pid}`
+    : `pid ${owner.pid} in another container or host`;
+}
 
 /** The lock was not free within the wait: the caller goes on without what it needed it for. */
 export class FolderBusyError extends Error {}

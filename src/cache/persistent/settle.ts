@@ -1,3 +1,4 @@
+import { formatBytes } from "../../format.js";
 import { defaultBranchScope } from "../../keys/scope.js";
 import type { CacheFolder, CacheKind, FoundEntry } from "../../kinds/kind.js";
 import { folderKind } from "../cache-folder.js";
@@ -174,8 +175,7 @@ function keyEntriesOf(ours: LocalState | null, cache: string): Set<string> {
 
 /** One line for people: what a trim found, removed and spared. */
 export function trimLine(t: TrimReport): string {
-  const mb = (n: number) => `${(n / 1e6).toFixed(1)} MB`;
   if (t.skipped) return `${t.cache}: trim skipped: ${t.skipped}`;
   const spared = t.spared.usedByThisJob + t.spared.otherJobs;
-  return `${t.cache}: ${t.dryRun ? "would trim" : "trimmed"} ${t.path} from ${t.before.entries} entries (${mb(t.before.bytes)}) to ${t.after.entries} (${mb(t.after.bytes)})${t.maxSize ? ` for max-size ${mb(t.maxSize)}` : ""}: ${t.removed.entries} removed${spared ? `; spared ${t.spared.usedByThisJob} the job used and ${t.spared.otherJobs} other running jobs may read` : ""}`;
+  return `${t.cache}: ${t.dryRun ? "would trim" : "trimmed"} ${t.path} from ${t.before.entries} entries (${formatBytes(t.before.bytes)}) to ${t.after.entries} (${formatBytes(t.after.bytes)})${t.maxSize ? ` for max-size ${formatBytes(t.maxSize)}` : ""}: ${t.removed.entries} removed${spared ? `; spared ${t.spared.usedByThisJob} the job used and ${t.spared.otherJobs} other running jobs may read` : ""}`;
 }

@@ -179,8 +179,21 @@ export function usesTable(lastUsed: Iterable<Use>): Use[] {
   return [...byGeneration.values()].sort((a, b) => a.generation - b.generation);
 }
 
+/**
+ * Where a save's figures of use come from, in words, for every report (the save's line, the run's
+ * Markdown). A key's first save (a miss restored nothing) has no use to learn: every entry in it is
+ * the job's own; saying "use unknown" there read as a fault.
+ */
+export function useSource(u: UsageReport): string {
+  if (u.generation === 0 && u.unused.entries === 0 && u.evicted.entries === 0)
+    return "the key's first save: every entry is this job's own";
+  return u.source === "none" ? "use unknown here: every entry counts as used" : `use from ${u.source}`;
+}
+
 /** One line for people: what the save learnt about use and what it evicted. */
 export function usageSummary(u: UsageReport, keep?: { runs: number; days: number }): string {
+  if (u.generation === 0 && u.unused.entries === 0 && u.evicted.entries === 0)
+    return `${useSource(u)}: ${u.live.entries} entries (${formatBytes(u.live.bytes)}), nothing to evict`;
   if (u.source === "none" && u.evicted.entries === 0)
     return "use unknown here (no restore stamped access times in this job, or reads do not move them, and no hook): every entry counts as used";
   const by = Object.entries(u.evicted.byRule)

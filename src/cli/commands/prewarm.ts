@@ -1,4 +1,5 @@
 import { githubCommandLog } from "../../github/command-groups.js";
+import { inOutFolder } from "../../pipeline/out-folder.js";
 import { prewarm } from "../../pipeline/prewarm.js";
 import { defaultOutDir } from "../../pipeline/run-profile.js";
 import type { GlobalOptions } from "../options.js";
@@ -17,13 +18,16 @@ export async function prewarmCommand(
     if (o.json) printJson({ outcome: "refused", key: ctx.key, matchedKey: null, message, run: null });
     return;
   }
-  const report = await prewarm({
-    job,
-    outDir: o.out ?? defaultOutDir(o.profile, job.env),
-    ifChanged: o.ifChanged,
-    echo: o.json ? process.stderr : process.stdout,
-    commandLog: githubCommandLog(job.env, o.json ? process.stderr : process.stdout, job.ctx.log),
-  });
+  const held = { given: o.out !== undefined, cwd: job.cwd, log: ctx.log };
+  const report = await inOutFolder(o.out ?? defaultOutDir(o.profile, job.env), held, (outDir) =>
+    prewarm({
+      job,
+      outDir,
+      ifChanged: o.ifChanged,
+      echo: o.json ? process.stderr : process.stdout,
+      commandLog: githubCommandLog(job.env, o.json ? process.stderr : process.stdout, job.ctx.log),
+    }),
+  );
   if (o.json) printJson(report);
   process.exitCode = report.run?.exitCode ?? 0;
 }

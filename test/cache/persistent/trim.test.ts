@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { markJob, unmarkJob } from "../../../src/cache/persistent/live-jobs.js";
+import { trimLine } from "../../../src/cache/persistent/settle.js";
 import { trimFolder } from "../../../src/cache/persistent/trim.js";
 import { planTrim, type TrimCandidate } from "../../../src/cache/persistent/trim-plan.js";
 import { tritonKind } from "../../../src/kinds/triton.js";
@@ -162,6 +163,24 @@ describe("trim: a bounded persistent folder", () => {
     expect(r.removed.entries).toBe(4);
   });
 
+  it("says sizes as people read them: a 20GB max-size is 20.0 GB, not 20000.0 MB", () => {
+    const tally = (entries: number, bytes: number) => ({ entries, bytes });
+    const line = trimLine({
+      cache: "triton",
+      path: "/runner/triton",
+      dryRun: false,
+      maxSize: 20e9,
+      before: tally(900, 21_400_000_000),
+      removed: tally(60, 1_500_000_000),
+      after: tally(840, 19_900_000_000),
+      spared: { usedByThisJob: 0, otherJobs: 0 },
+      skipped: null,
+    });
+    expect(line).toBe(
+      "triton: trimmed /runner/triton from 900 entries (21.4 GB) to 840 (19.9 GB) for max-size 20.0 GB: 60 removed",
+    );
+  });
+
   it("kcache trim: --dry-run --json says what would go; without a bound it exits 2 naming the fix", async () => {
     const p = project();
     generateTritonCache(p.cache, { entries: 8, totalBytes: 800_000 });
@@ -175,7 +194,7 @@ describe("trim: a bounded persistent folder", () => {
     expect(report).toMatchObject({ cache: "triton", dryRun: true, maxSize: 300_000 });
     expect(report.after.bytes).toBeLessThanOrEqual(300_000);
     expect(entryNames(p.cache)).toEqual(names);
-    expect(dry.stderr).toMatch(/would trim .* for max-size 0\.3 MB/);
+    expect(dry.stderr).toMatch(/would trim .* for max-size 300 kB/);
 
     const none = await runCli(["trim"], { env: p.env, cwd: p.dir });
     expect(none.code).toBe(2);
