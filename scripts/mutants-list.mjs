@@ -985,4 +985,27 @@ export const MUTANTS = [
     tests: ["test/ci/gitlab.test.ts", "test/ci/jenkins.test.ts"],
     testName: "against S3",
   },
+  // Issue 50: adoption, third round.
+  {
+    name: "a run's out folder taken although another run holds it (two runs count each other's kernels)",
+    file: "src/cache/persistent/folder-lock.ts",
+    find: "if (!tryTake(file, me) && !tryTake(file, me)) return { holder: describeHolder(holderOf(file)) };",
+    replace: "tryTake(file, me);",
+    tests: ["test/pipeline/out-folder.test.ts", "test/pipeline/side-by-side.test.ts"],
+  },
+  {
+    name: "a command without run reported as a group lacking parallel",
+    file: "src/config/profile-schema.ts",
+    find: "commands: z.array(z.union([commandSchema, groupSchema])).min(1),",
+    replace: "commands: z.array(z.union([groupSchema, commandSchema])).min(1),",
+    tests: ["test/config/union-errors.test.ts", "test/config/typos.test.ts"],
+  },
+  {
+    name: "the generated prewarm runs on every push to the default branch",
+    file: "src/github/workflows.ts",
+    find: "const push = p.paths.length ? { push: { branches: [this.defaultBranch], paths: p.paths } } : {};",
+    replace:
+      "const push = { push: { branches: [this.defaultBranch], ...(p.paths.length ? { paths: p.paths } : {}) } };",
+    tests: ["test/github/workflows.test.ts"],
+  },
 ];
