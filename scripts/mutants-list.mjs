@@ -832,4 +832,11 @@ export const MUTANTS = [
     tests: ["test/github/action-lazy.test.ts"],
     testName: "lazy restore leaves entries",
   },
+  {
+    name: "the single executable reuses a placed file cut short (a Python hook or pack worker half written by a full disk)",
+    file: "src/cli/single-executable/runtime-files.ts",
+    find: "return st?.isFile() === true && st.size === size;",
+    replace: "return st?.isFile() === true;",
+    tests: ["test/cli/single-executable/runtime-files.test.ts"],
+  },
 ];
