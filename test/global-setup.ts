@@ -12,7 +12,7 @@ const TOOLS: [string, string][] = [
 ];
 
 /** The install line the README's quick start gives. */
-export const INSTALL_LINE = "apt-get update && apt-get install -y zstd tar git python3 chromium";
+export const INSTALL_LINE = "apt-get update && apt-get install -y zstd tar git python3 python3-venv chromium";
 
 /**
  * Stops the suite in its first seconds when a system tool it needs is missing (rather than failing
