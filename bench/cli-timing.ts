@@ -8,9 +8,9 @@ import fs from "node:fs";
 import path from "node:path";
 
 /**
- * Runs a command under a small Python harness: wall seconds around the child alone, and the peak RSS
- * of the largest process it waited for (getrusage of children, as GNU time's %M), on any machine
- * with python3 (the GPU machine has no GNU time).
+ * Runs a command under a small Python harness: wall seconds around the child alone, the peak RSS
+ * of the largest process it waited for (getrusage of children, as GNU time's %M) and the CPU time of
+ * them all, on any machine with python3 (the GPU machine has no GNU time).
  */
 const HARNESS = `import resource, subprocess, sys, time
 t = time.perf_counter()
@@ -19,14 +19,18 @@ s = time.perf_counter() - t
 if r.returncode:
     sys.stderr.write(r.stderr.decode(errors="replace")[-2000:])
     sys.exit(r.returncode)
-print(s, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)`;
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(s, u.ru_maxrss * 1024, u.ru_utime + u.ru_stime)`;
 
-/** One timed process: wall seconds and peak RSS in bytes. */
-export function timed(cmd: string[], env: NodeJS.ProcessEnv = process.env): { s: number; rss: number } {
+/** One timed process: wall seconds, peak RSS in bytes, and CPU seconds (user and system, its children's too). */
+export function timed(
+  cmd: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): { s: number; rss: number; cpu: number } {
   const r = spawnSync("python3", ["-c", HARNESS, ...cmd], { env, stdio: ["ignore", "pipe", "pipe"] });
   if (r.status !== 0) throw new Error(`${cmd.join(" ")} failed (${r.status}): ${r.stderr}`);
-  const [s, rss] = r.stdout.toString().trim().split(" ").map(Number) as [number, number];
-  return { s, rss };
+  const [s, rss, cpu] = r.stdout.toString().trim().split(" ").map(Number) as [number, number, number];
+  return { s, rss, cpu };
 }
 export const sh = (script: string) => ["bash", "-c", `set -o pipefail; ${script}`];
 export const q = (p: string) => JSON.stringify(p);

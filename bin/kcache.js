@@ -23,27 +23,5 @@ const probe = dir === "../build/cli" ? `${dir}/python-probe.js` : "../build/src/
 const STACKED = new Set(["key", "restore", "save", "run", "prewarm", "stack", "compare"]);
 if (STACKED.has(process.argv[2]))
   import(probe).then((p) => p.probePython("python3", process.env)).catch(() => {});
-// Once the command is done, kcache exits: a transfer it gave up on (a hung upload to a stalled store)
-// must not keep the job waiting. Output is flushed first.
-let finished = false;
-const exit = () => {
-  finished = true;
-  process.stdout.write("", () => process.stderr.write("", () => process.exit()));
-};
-// Node exits quietly, with status 0, when nothing is left to wait for though the command's work
-// never settled (a stream that neither ended nor failed): a save lost without a word. Say so: for a
-// command that restores or saves, as a store fault (a warning, exit 3 under --strict); else a bug.
-process.on("beforeExit", () => {
-  if (finished) return;
-  finished = true;
-  const cache = ["restore", "save", "prewarm", "run"].includes(process.argv[2]);
-  const what = `kcache ${process.argv[2] ?? ""} stopped before it finished: a store transfer or file read neither ended nor failed`;
-  if (cache && !process.argv.some((a) => a === "--strict" || a.startsWith("--strict="))) {
-    process.stderr.write(`kcache: warning: ${what}; nothing more was restored or saved\n`);
-    process.exitCode = 0;
-  } else {
-    process.stderr.write(`kcache: error: ${what}\n`);
-    process.exitCode = cache ? 3 : 1;
-  }
-});
-import(`${dir}/main.js`).then((m) => m.main(process.argv)).then(exit);
+// run-to-end.ts: exits once the command is done, and says so when its work never settled.
+import(`${dir}/main.js`).then((m) => m.runToEnd(process.argv, m.main));

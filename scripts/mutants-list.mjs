@@ -1008,4 +1008,11 @@ export const MUTANTS = [
       "const push = { push: { branches: [this.defaultBranch], ...(p.paths.length ? { paths: p.paths } : {}) } };",
     tests: ["test/github/workflows.test.ts"],
   },
+  {
+    name: "the single executable reuses a placed file cut short (a Python hook or pack worker half written by a full disk)",
+    file: "src/cli/single-executable/runtime-files.ts",
+    find: "return st?.isFile() === true && st.size === size;",
+    replace: "return st?.isFile() === true;",
+    tests: ["test/cli/single-executable/runtime-files.test.ts"],
+  },
 ];

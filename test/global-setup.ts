@@ -17,7 +17,7 @@ const TOOLS: [string, string][] = [
 
 /** The install line the README's quick start gives. */
 export const INSTALL_LINE =
-  "apt-get update && apt-get install -y zstd tar git python3 chromium && apt-get install -y --no-install-recommends radosgw ceph-mon ceph-osd";
+  "apt-get update && apt-get install -y zstd tar git python3 python3-venv chromium && apt-get install -y --no-install-recommends radosgw ceph-mon ceph-osd";
 
 /**
  * Stops the suite in its first seconds when a system tool it needs is missing (rather than failing

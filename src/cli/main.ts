@@ -1,16 +1,30 @@
-import { Command, CommanderError, Option } from "commander";
+import { Command, Option } from "commander";
 import { CI_SYSTEMS } from "../ci/systems.js";
-import { ExitCode, KcacheError } from "../errors.js";
 import { holdYoungGeneration } from "../process/young-generation.js";
 import { VERSION } from "../version.js";
+import { exitCodeFor } from "./exit-codes.js";
+
+export { runToEnd } from "./run-to-end.js";
 
 /**
- * Declares the commands; each lives in its own module under commands/ and is imported only when
- * run, so `kcache --help` and the fast commands start quickly. One error boundary maps known errors
- * to documented exit codes with a clean message; anything else is a bug and prints its stack.
+ * Runs a command line. One error boundary maps known errors to documented exit codes with a clean
+ * message; anything else is a bug and prints its stack.
  */
 export async function main(argv: string[]): Promise<void> {
   holdYoungGeneration();
+  try {
+    await declareCommands().parseAsync(argv);
+  } catch (e) {
+    process.exitCode = exitCodeFor(e);
+  }
+}
+
+/**
+ * Declares the commands, and nothing else (the single executable declares them once as its start-up
+ * snapshot is made, so that a run finds this code compiled); each lives in its own module under
+ * commands/ and is imported only when run, so `kcache --help` and the fast commands start quickly.
+ */
+export function declareCommands(): Command {
   const program = new Command("kcache")
     .description("Keep Triton and other kernel JIT caches warm between CI runs.")
     .version(VERSION)
@@ -278,22 +292,5 @@ export async function main(argv: string[]): Promise<void> {
     .option("--json", "print the comparison as JSON")
     .action(async (a, b, o) => (await import("./commands/diff.js")).diffCommand(a, b, o));
 
-  try {
-    await program.parseAsync(argv);
-  } catch (e) {
-    process.exitCode = exitCodeFor(e);
-  }
-}
-
-function exitCodeFor(e: unknown): number {
-  if (e instanceof CommanderError) {
-    // --help and --version end here too, with exit code 0.
-    return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
-  }
-  if (e instanceof KcacheError) {
-    process.stderr.write(`kcache: error: ${e.message}\n`);
-    return e.exitCode;
-  }
-  process.stderr.write(`kcache: internal error (please report): ${(e as Error)?.stack ?? String(e)}\n`);
-  return ExitCode.internal;
+  return program;
 }

@@ -11,7 +11,12 @@ import { ObjectFault, ObjectNotFound, type Store, type StoredObject } from "./st
 const TMP = ".tmp";
 /** A temp file older than this is reaped even when its writer cannot be checked (another host). */
 const STALE_TMP_MS = 24 * 60 * 60 * 1000;
-const HOST = os.hostname().replace(/[^A-Za-z0-9_.]/g, "_");
+let hostName: string | undefined;
+/**
+ * This host's name as a temp file gives it; asked when first needed, not as the module loads (the
+ * single executable's start-up snapshot would keep the build machine's).
+ */
+const host = () => (hostName ??= os.hostname().replace(/[^A-Za-z0-9_.]/g, "_"));
 /** `<host>-<pid>-<random>`: who wrote a temp file, so a later run can tell whether its writer died. */
 const TMP_NAME = /^(.+)-(\d+)-[0-9a-f]{12}$/;
 /**
@@ -70,7 +75,7 @@ class LocalFolder {
   private tmpFile(): string {
     const dir = path.join(this.root, TMP);
     fs.mkdirSync(dir, { recursive: true });
-    return path.join(dir, `${HOST}-${process.pid}-${randomBytes(6).toString("hex")}`);
+    return path.join(dir, `${host()}-${process.pid}-${randomBytes(6).toString("hex")}`);
   }
 
   /** Runs one operation; a filesystem error becomes a StoreError naming the store and what was done. */
@@ -255,7 +260,7 @@ function reapTemporary(dir: string): number {
     const p = path.join(dir, name);
     const m = TMP_NAME.exec(name);
     let gone = false;
-    if (m && m[1] === HOST) gone = !processAlive(Number(m[2]));
+    if (m && m[1] === host()) gone = !processAlive(Number(m[2]));
     if (!gone) {
       try {
         gone = now - fs.statSync(p).mtimeMs > STALE_TMP_MS;
@@ -263,7 +268,7 @@ function reapTemporary(dir: string): number {
         continue;
       }
     }
-    const ours = m !== null && m[1] === HOST && Number(m[2]) === process.pid;
+    const ours = m !== null && m[1] === host() && Number(m[2]) === process.pid;
     if (gone && !ours) {
       fs.rmSync(p, { force: true, recursive: true });
       n++;

@@ -9,7 +9,7 @@ const MAX_FUNCTION_LINES = 80;
  * templates whose markup is one piece. At most three (issue 24); a new one needs a reason here.
  */
 const LONG_ON_PURPOSE: Record<string, string> = {
-  "cli/main.ts:main": "the commands' declaration table (commander), one command after another",
+  "cli/main.ts:declareCommands": "the commands' declaration table (commander), one command after another",
   "report/compare-html.ts:compareHtml": "an HTML template: the page's markup in one piece",
   "report/stats-html.ts:statsHtml": "an HTML template: the page's markup in one piece",
 };

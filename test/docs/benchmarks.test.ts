@@ -273,6 +273,36 @@ describe("BENCHMARKS.md's Zstandard engine table matches bench/results/bench-eng
   });
 });
 
+describe("BENCHMARKS.md's single-executable start-up table matches bench/results/bench-sea.json", () => {
+  const file = path.join(ROOT, "bench/results/bench-sea.json");
+  it.skipIf(!fs.existsSync(file))(
+    "each environment's node -e 0, the executable's and the npm package's kcache key",
+    () => {
+      const { rows } = JSON.parse(fs.readFileSync(file, "utf8")) as {
+        rows: {
+          environment: string;
+          what: string;
+          command: string;
+          seconds: number;
+          ratio: number;
+          cpu: number;
+          cpuRatio: number;
+        }[];
+      };
+      expect(rows.filter((r) => r.environment === "clean").map((r) => r.command)).toEqual([
+        "node -e 0",
+        "kcache key",
+        "node bin/kcache.js key",
+      ]);
+      const lines = doc().split("\n");
+      for (const r of rows)
+        expect(lines).toContain(
+          `| ${r.environment} | ${r.what} | \`${r.command}\` | ${(r.seconds * 1000).toFixed(1)} ms | ${r.ratio.toFixed(2)}x | ${(r.cpu * 1000).toFixed(1)} ms | ${r.cpuRatio.toFixed(2)}x |`,
+        );
+    },
+  );
+});
+
 describe("BENCHMARKS.md's working-set table matches bench/results/bench-working-set.json", () => {
   const file = path.join(ROOT, "bench/results/bench-working-set.json");
   it.skipIf(!fs.existsSync(file))(

@@ -161,4 +161,36 @@ describe("the release workflow", () => {
     expect(at(/git tag -f v0/)).toBeGreaterThan(at(/gh release create/));
     expect(at(/gh release create/)).toBeGreaterThan(at(/npm publish/));
   });
+
+  it("builds the single executable and its wheel on a runner of each architecture, tests them, and attaches them with their SBOMs", () => {
+    const file = path.resolve(import.meta.dirname, "../../.github/workflows/release.yml");
+    const wf = parse(fs.readFileSync(file, "utf8")) as {
+      jobs: {
+        executables: {
+          strategy: { matrix: { include: { arch: string; runner: string }[] } };
+          steps: { run?: string; uses?: string; with?: { path?: string }; env?: Record<string, string> }[];
+        };
+        release: { needs: string; steps: { run?: string; uses?: string }[] };
+      };
+    };
+    const { executables, release } = wf.jobs;
+    expect(executables.strategy.matrix.include).toEqual([
+      { arch: "x64", runner: "ubuntu-24.04" },
+      { arch: "arm64", runner: "ubuntu-24.04-arm" },
+    ]);
+    const runs = executables.steps.map((s) => s.run ?? "");
+    const at = (re: RegExp) => runs.findIndex((r) => re.test(r));
+    expect(at(/npm run build:sea && npm run build:wheel/)).toBeGreaterThan(at(/^npm ci$/));
+    expect(at(/vitest run test\/cli\/single-executable\.test\.ts/)).toBeGreaterThan(at(/build:sea/));
+    const upload = executables.steps.find((s) => s.uses?.startsWith("actions/upload-artifact@"));
+    for (const f of ["kcache-linux-${{ matrix.arch }}", ".cdx.json", ".licenses.txt", "kcache-*.whl"])
+      expect(upload?.with?.path).toContain(f);
+    expect(release.needs).toBe("executables");
+    const releaseRuns = release.steps.map((s) => s.run ?? "");
+    const create = releaseRuns.find((r) => r.includes("gh release create")) ?? "";
+    expect(create).toContain("assets/*");
+    expect(releaseRuns.some((r) => /cp kcache-\*\.tgz assets\/ && cd assets && sha256sum/.test(r))).toBe(
+      true,
+    );
+  });
 });

@@ -13,7 +13,19 @@ import { ROOT } from "./action-runner.js";
 
 /** A folder of links to every program on PATH except zstd's: use it as PATH. */
 export function pathWithoutZstd(dir: string): string {
-  const bin = path.join(dir, "bin-no-zstd");
+  return pathWithout(path.join(dir, "bin-no-zstd"), /zstd/, "zstd");
+}
+
+/**
+ * A folder of links to every program on PATH but Node.js (node, npm, npx, corepack) and zstd: where
+ * kcache's single executable runs as on a machine without either. Use it as PATH.
+ */
+export function pathWithoutNode(dir: string): string {
+  return pathWithout(path.join(dir, "bin-no-node"), /^(node|nodejs|npm|npx|corepack)$|zstd/, "node", "zstd");
+}
+
+/** `bin` made a folder of links to every program on PATH whose name `drop` does not match; `absent` checked absent. */
+function pathWithout(bin: string, drop: RegExp, ...absent: string[]): string {
   fs.mkdirSync(bin, { recursive: true });
   for (const d of (process.env.PATH ?? "").split(path.delimiter)) {
     let names: string[];
@@ -23,15 +35,17 @@ export function pathWithoutZstd(dir: string): string {
       continue;
     }
     for (const n of names) {
-      if (/zstd/.test(n) || fs.existsSync(path.join(bin, n))) continue;
+      if (drop.test(n) || fs.existsSync(path.join(bin, n))) continue;
       const target = path.join(d, n);
       // pyenv's shims need pyenv itself: link the interpreter they resolve to instead.
       const real = n === "python3" ? python3Executable() : target;
       fs.symlinkSync(real, path.join(bin, n));
     }
   }
-  const probe = spawnSync("sh", ["-c", "command -v zstd"], { env: { PATH: bin } });
-  if (probe.status === 0) throw new Error(`zstd is still on the bare PATH: ${probe.stdout}`);
+  for (const cmd of absent) {
+    const probe = spawnSync("sh", ["-c", `command -v ${cmd}`], { env: { PATH: bin } });
+    if (probe.status === 0) throw new Error(`${cmd} is still on the bare PATH: ${probe.stdout}`);
+  }
   return bin;
 }
 

@@ -1,0 +1,310 @@
+#!/usr/bin/env node
+// Builds kcache as a single executable for linux-x64 or linux-arm64 (`npm run build:sea`; docs/releasing.md):
+// Node.js's single executable application, the CLI bundled into one CommonJS script and injected
+// into a copy of the node binary with postject, and beside it its bill of materials.
+//
+//   node scripts/build-sea.mjs [--arch x64|arm64] [--node <node binary>] [--out build/sea]
+//
+// The node binary must be this Node's version (the blob's format is the version's): by default this
+// one for its own architecture, else node-linux-<arch>@<this version> from the npm registry (the
+// official binaries, repacked). Built for this machine's architecture, the blob is made by that
+// binary and carries a start-up snapshot: the CLI's modules loaded, Node's built-in modules they use
+// compiled (src/cli/single-executable/snapshot.ts), so `kcache key` starts in ~1.45x the time of
+// `node -e 0` (bench/run-sea-bench.ts). Built for another architecture it cannot (V8 makes a snapshot,
+// as a code cache, on the machine it will run on): the script is compiled and loaded as it starts.
+//
+// Writes to --out: kcache-linux-<arch> (the executable), kcache-linux-<arch>.cdx.json (CycloneDX:
+// every bundled npm package with its version and license, and Node.js) and
+// kcache-linux-<arch>.licenses.txt (their license texts).
+import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { build } from "esbuild";
+import { copyZstdWasm, nodeEsm } from "./esbuild-node.mjs";
+import { bundledPackageDirs, bundledPackages, cycloneDx, noticesText } from "./sea-sbom.mjs";
+
+/** The fuse Node.js checks to know it carries a blob (Node's docs name it; postject flips its last byte). */
+const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
+const IMPORT_META_URL = path.resolve("src/cli/single-executable/import-meta-url.ts");
+/**
+ * Libraries kept out of the main script, each a CommonJS file of its own among the placed files,
+ * loaded when a module first imports it (import-meta-url.ts's seaLibrary): the S3 and Azure SDKs and
+ * @actions/core (with undici) are 2.1 of the script's 3.6 MB, which every run would otherwise read
+ * into its start-up snapshot (~6 ms of CPU per run measured here, for code only S3, GitHub's cache or
+ * `kcache run` on a runner use). By package: the library's file and its name for the package there.
+ */
+const LIBRARIES = {
+  aws: { "@aws-sdk/client-s3": "s3", "@aws-sdk/lib-storage": "storage", "@smithy/node-http-handler": "http" },
+  azure: { "@azure/storage-blob": "blob" },
+  actions: { "@actions/core": "core" },
+};
+/** ELF e_machine of each architecture: the binary given must be the one asked for. */
+const ELF_MACHINE = { x64: 0x3e, arm64: 0xb7 };
+/** What Node says as it builds a snapshot with built-in modules it has not tested in one (snapshot.ts's tests run them). */
+const UNVERIFIED =
+  /It's not yet fully verified|It may still work|To request support|--trace-warnings|ExperimentalWarning/;
+
+const { values: opts } = parseArgs({
+  options: {
+    arch: { type: "string", default: process.arch },
+    node: { type: "string" },
+    out: { type: "string", default: "build/sea" },
+  },
+});
+const arch = opts.arch;
+if (!(arch in ELF_MACHINE)) throw new Error(`--arch ${arch}: kcache is built for x64 or arm64`);
+const native = arch === process.arch;
+const pkg = JSON.parse(fs.readFileSync("package.json", "utf8"));
+const out = path.resolve(opts.out);
+const work = path.join(out, `work-${arch}`);
+fs.rmSync(work, { recursive: true, force: true });
+fs.mkdirSync(work, { recursive: true });
+
+const node = path.resolve(opts.node ?? (native ? process.execPath : registryNode(arch, out)));
+checkNode(node);
+
+// The files kcache reads as files (src/cli/single-executable/runtime-files.ts places them), laid out
+// as in the npm package: main.js would lie in cli/, the hooks in python/, package.json at the top;
+// and in lib/ the libraries kept out of the main script.
+const files = path.join(work, "files");
+const worker = await build({
+  ...nodeEsm(),
+  entryPoints: ["src/pack/threads/pack-worker.ts"],
+  outfile: path.join(files, "cli", "pack-worker.js"),
+  minifyWhitespace: true,
+  minifySyntax: true,
+  metafile: true,
+});
+copyZstdWasm(path.join(files, "cli"));
+for (const dir of ["kcache_hook", "kcache_pickle"])
+  for (const f of fs.readdirSync(path.join("python", dir)).filter((n) => n.endsWith(".py")))
+    copy(path.join("python", dir, f), path.join(files, "python", dir, f));
+// "type": "module": the worker is an ES module; name and version: what src/version.ts reads.
+fs.writeFileSync(
+  path.join(files, "package.json"),
+  `${JSON.stringify({ name: "kcache", version: pkg.version, type: "module", private: true })}\n`,
+);
+const libraries = await Promise.all(
+  Object.entries(LIBRARIES).map(([name, exports]) => buildLibrary(name, exports)),
+);
+
+const main = await build({
+  bundle: true,
+  platform: "node",
+  target: "node20",
+  format: "cjs",
+  entryPoints: ["src/cli/single-executable/entry.ts"],
+  outfile: path.join(work, "main.cjs"),
+  // Where the npm package finds it installed: a native addon cannot load from inside the executable.
+  external: ["zstd-napi"],
+  legalComments: "none",
+  minifyWhitespace: true,
+  minifySyntax: true,
+  // The executable's script has no file: these read where its files were placed (import-meta-url.ts).
+  inject: [IMPORT_META_URL],
+  define: {
+    "import.meta.url": "seaImportMetaUrl",
+    __filename: "seaFilename",
+    __dirname: "seaDirname",
+  },
+  plugins: [libraryStubs()],
+  logLevel: "warning",
+  metafile: true,
+});
+
+const listed = {};
+const digest = createHash("sha256");
+for (const rel of walk(files)) {
+  const bytes = fs.readFileSync(path.join(files, rel));
+  listed[rel] = bytes.length;
+  digest.update(`${rel}\0${bytes.length}\0`).update(bytes);
+}
+const runtimeFiles = { id: `${pkg.version}-${digest.digest("hex").slice(0, 16)}`, files: listed };
+fs.writeFileSync(path.join(work, "runtime-files.json"), JSON.stringify(runtimeFiles));
+
+const blob = path.join(work, "sea-prep.blob");
+const config = {
+  main: path.join(work, "main.cjs"),
+  output: blob,
+  disableExperimentalSEAWarning: true,
+  useSnapshot: native,
+  assets: {
+    "runtime-files.json": path.join(work, "runtime-files.json"),
+    ...Object.fromEntries(Object.keys(listed).map((rel) => [rel, path.join(files, rel)])),
+  },
+};
+fs.writeFileSync(path.join(work, "sea-config.json"), JSON.stringify(config, null, 2));
+// By the binary it goes into, in the folder of the files: the snapshot's modules load as if from there.
+const made = spawnSync(
+  native ? node : process.execPath,
+  ["--experimental-sea-config", path.join(work, "sea-config.json")],
+  {
+    cwd: files,
+    encoding: "utf8",
+  },
+);
+const said = made.stderr
+  .split("\n")
+  .filter((l) => l && !UNVERIFIED.test(l))
+  .join("\n");
+if (made.status !== 0)
+  throw new Error(`the blob was not made (${made.status ?? made.signal}):\n${made.stderr}`);
+if (said) process.stderr.write(`${said}\n`);
+
+const exe = path.join(out, `kcache-linux-${arch}`);
+fs.rmSync(exe, { force: true });
+fs.copyFileSync(node, exe);
+fs.chmodSync(exe, 0o755);
+const blobBytes = fs.readFileSync(blob);
+const { inject } = createRequire(import.meta.url)("postject");
+await inject(exe, "NODE_SEA_BLOB", blobBytes, { sentinelFuse: FUSE });
+checkInjected(exe, blobBytes);
+
+const metafiles = [main.metafile, worker.metafile, ...libraries.map((l) => l.metafile)];
+const packages = bundledPackages(bundledPackageDirs(metafiles));
+const sbom = cycloneDx({
+  version: pkg.version,
+  license: pkg.license,
+  arch,
+  nodeVersion: process.version,
+  packages,
+});
+fs.writeFileSync(`${exe}.cdx.json`, `${JSON.stringify(sbom, null, 2)}\n`);
+const nodeLicense = [path.join(path.dirname(node), "..", "LICENSE"), "/usr/share/doc/nodejs/LICENSE"].find(
+  (f) => fs.existsSync(f),
+);
+const nodeNotice = {
+  name: "node",
+  version: process.version.slice(1),
+  license: "MIT",
+  text: nodeLicense
+    ? fs.readFileSync(nodeLicense, "utf8")
+    : "See https://github.com/nodejs/node/blob/main/LICENSE",
+};
+fs.writeFileSync(`${exe}.licenses.txt`, noticesText([nodeNotice, ...packages]));
+fs.rmSync(work, { recursive: true, force: true });
+const mb = (fs.statSync(exe).size / 1e6).toFixed(1);
+console.log(
+  `${path.relative(process.cwd(), exe)}: ${mb} MB, Node ${process.version}, ${native ? "with" : "without"} a start-up snapshot; ${packages.length} bundled packages in ${path.basename(exe)}.cdx.json`,
+);
+
+/** lib/<name>.cjs: the packages of one library, as the namespaces `exports` names. */
+function buildLibrary(name, exports) {
+  return build({
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "cjs",
+    stdin: {
+      contents: Object.entries(exports)
+        .map(([pkg, as]) => `export * as ${as} from ${JSON.stringify(pkg)};`)
+        .join("\n"),
+      resolveDir: process.cwd(),
+      sourcefile: `${name}-library.js`,
+    },
+    outfile: path.join(files, "lib", `${name}.cjs`),
+    legalComments: "none",
+    minifyWhitespace: true,
+    minifySyntax: true,
+    // A file of its own: its ES modules' import.meta.url is that file's.
+    define: { "import.meta.url": "__kcacheLibraryUrl" },
+    banner: { js: "const __kcacheLibraryUrl = require('node:url').pathToFileURL(__filename).href;" },
+    logLevel: "warning",
+    metafile: true,
+  });
+}
+
+/** The main script's modules for LIBRARIES' packages: each the library's namespace for it. */
+function libraryStubs() {
+  const byPackage = new Map(
+    Object.entries(LIBRARIES).flatMap(([name, exports]) =>
+      Object.entries(exports).map(([pkg, as]) => [pkg, { name, as }]),
+    ),
+  );
+  return {
+    name: "sea-libraries",
+    setup(b) {
+      b.onResolve({ filter: /^@/ }, (args) =>
+        byPackage.has(args.path) ? { path: args.path, namespace: "sea-library" } : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: "sea-library" }, (args) => {
+        const { name, as } = byPackage.get(args.path);
+        return {
+          contents: `module.exports = require(${JSON.stringify(IMPORT_META_URL)}).seaLibrary(${JSON.stringify(name)}).${as};`,
+          loader: "js",
+          resolveDir: process.cwd(),
+        };
+      });
+    },
+  };
+}
+
+/** Every file under `dir`, as paths relative to it with forward slashes, sorted. */
+function walk(dir, rel = "") {
+  return fs
+    .readdirSync(path.join(dir, rel), { withFileTypes: true })
+    .flatMap((e) =>
+      e.isDirectory() ? walk(dir, path.posix.join(rel, e.name)) : [path.posix.join(rel, e.name)],
+    )
+    .sort();
+}
+
+function copy(from, to) {
+  fs.mkdirSync(path.dirname(to), { recursive: true });
+  fs.copyFileSync(from, to);
+}
+
+/** node-linux-<arch>@<this version> from the npm registry, unpacked once into `dir`. */
+function registryNode(arch, dir) {
+  const version = process.version.slice(1);
+  const home = path.join(dir, `node-linux-${arch}-${version}`);
+  const bin = path.join(home, "package", "bin", "node");
+  if (fs.existsSync(bin)) return bin;
+  fs.mkdirSync(home, { recursive: true });
+  const spec = `node-linux-${arch}@${version}`;
+  const [tgz] = JSON.parse(
+    execFileSync("npm", ["pack", spec, "--json", "--pack-destination", home], {
+      cwd: home,
+      encoding: "utf8",
+    }),
+  );
+  execFileSync("tar", [
+    "-xzf",
+    path.join(home, tgz.filename),
+    "-C",
+    home,
+    "package/bin/node",
+    "package/LICENSE",
+  ]);
+  fs.rmSync(path.join(home, tgz.filename));
+  return bin;
+}
+
+/** The binary is an ELF executable of `arch` that has never carried a blob, and, when it can run here, this Node. */
+function checkNode(file) {
+  const head = Buffer.alloc(20);
+  const fd = fs.openSync(file, "r");
+  fs.readSync(fd, head, 0, 20, 0);
+  fs.closeSync(fd);
+  if (head.readUInt32BE(0) !== 0x7f454c46 || head.readUInt16LE(18) !== ELF_MACHINE[arch])
+    throw new Error(`${file} is not a linux-${arch} executable`);
+  if (!fs.readFileSync(file).includes(`${FUSE}:0`))
+    throw new Error(`${file} has no single-executable fuse, or carries a blob already`);
+  if (native) {
+    const version = execFileSync(file, ["--version"], { encoding: "utf8" }).trim();
+    if (version !== process.version)
+      throw new Error(
+        `${file} is Node ${version}; the blob is made by this Node, ${process.version}: run with that one`,
+      );
+  }
+}
+
+/** The executable carries the blob, and its fuse says so (what Node checks as it starts). */
+function checkInjected(file, blobBytes) {
+  const bytes = fs.readFileSync(file);
+  if (!bytes.includes(`${FUSE}:1`) || !bytes.includes(blobBytes.subarray(0, 4096)))
+    throw new Error(`${file}: postject left no blob in it`);
+}

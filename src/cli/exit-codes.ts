@@ -1,0 +1,19 @@
+import { CommanderError } from "commander";
+import { ExitCode, KcacheError } from "../errors.js";
+
+/**
+ * The CLI's one error boundary (main.ts): a known error becomes its documented exit code with a clean
+ * message (docs/cli.md); anything else is a bug and prints its stack.
+ */
+export function exitCodeFor(e: unknown): number {
+  if (e instanceof CommanderError) {
+    // --help and --version end here too, with exit code 0.
+    return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
+  }
+  if (e instanceof KcacheError) {
+    process.stderr.write(`kcache: error: ${e.message}\n`);
+    return e.exitCode;
+  }
+  process.stderr.write(`kcache: internal error (please report): ${(e as Error)?.stack ?? String(e)}\n`);
+  return ExitCode.internal;
+}

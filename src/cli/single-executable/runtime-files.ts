@@ -1,0 +1,74 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { stateDir } from "../../state-dir.js";
+
+/**
+ * The files the single executable needs as files, carried in it as assets and placed on disk on first
+ * use: the Python hook and the pickle rewriter (Python processes read them from PYTHONPATH and a
+ * path), the pack worker thread's script (a Worker runs a file), zstd.wasm and package.json (read
+ * beside the code). Placed in the state folder under an id of their content, so an executable finds
+ * its own files and never another build's; placed whole or not at all (a folder written aside and
+ * renamed in), so kcache processes starting at once never see half a folder.
+ */
+
+/** The asset listing the others: their names (paths in the folder) and sizes, and the id of them all. */
+export const RUNTIME_FILES_ASSET = "runtime-files.json";
+
+export interface RuntimeFiles {
+  /** kcache's version and a digest of every file: the folder's name. */
+  id: string;
+  /** Each file's path in the folder, to its size in bytes. */
+  files: Record<string, number>;
+}
+
+/** An asset of the executable by name (node:sea's getAsset), as bytes. */
+export type AssetReader = (name: string) => Buffer;
+
+/**
+ * The folder holding the executable's files: the state folder's, placed there if it is missing or
+ * damaged; where the state folder cannot be written, a folder of this process's own, removed as it exits.
+ */
+export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader): string {
+  const list = JSON.parse(asset(RUNTIME_FILES_ASSET).toString("utf8")) as RuntimeFiles;
+  try {
+    return placedIn(path.join(stateDir(env), "single-executable"), list, asset);
+  } catch {
+    const own = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-files-"));
+    process.on("exit", () => fs.rmSync(own, { recursive: true, force: true }));
+    return placedIn(own, list, asset);
+  }
+}
+
+function placedIn(base: string, list: RuntimeFiles, asset: AssetReader): string {
+  const root = path.join(base, list.id);
+  if (isWhole(root, list)) return root;
+  fs.mkdirSync(base, { recursive: true });
+  const aside = fs.mkdtempSync(path.join(base, `.${list.id}-`));
+  try {
+    for (const rel of Object.keys(list.files)) {
+      const file = path.join(aside, rel);
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      fs.writeFileSync(file, asset(rel));
+    }
+    // A folder left damaged (a file deleted or cut short by a cleaner) is replaced whole.
+    if (fs.existsSync(root)) fs.renameSync(root, `${aside}.damaged`);
+    fs.renameSync(aside, root);
+    return root;
+  } catch (e) {
+    // Another kcache placed the same folder first: its rename won, and this one's files are not needed.
+    if (isWhole(root, list)) return root;
+    throw e;
+  } finally {
+    fs.rmSync(aside, { recursive: true, force: true });
+    fs.rmSync(`${aside}.damaged`, { recursive: true, force: true });
+  }
+}
+
+/** Whether `root` holds every listed file as a regular file of its listed size. */
+function isWhole(root: string, list: RuntimeFiles): boolean {
+  return Object.entries(list.files).every(([rel, size]) => {
+    const st = fs.lstatSync(path.join(root, rel), { throwIfNoEntry: false });
+    return st?.isFile() === true && st.size === size;
+  });
+}
