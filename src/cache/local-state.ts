@@ -5,6 +5,7 @@ import type { CacheFolder } from "../kinds/kind.js";
 import type { Manifest } from "../manifest/manifest.js";
 import type { AutotuneRestore } from "./autotune/withhold.js";
 import type { DeferredEntries } from "./lazy/deferred-entries.js";
+import type { ReadWhole } from "./lazy/lazy-plan.js";
 
 /**
  * What this machine remembers between `kcache restore` and `kcache save` of one workload: the key it
@@ -69,6 +70,8 @@ export interface RestoredOutcome {
   present: number;
   bytes: number;
   seconds: number;
+  /** A lazy restore's packs read whole, by reason (absent when none were). */
+  readWhole?: ReadWhole;
 }
 
 export { stateDir } from "../state-dir.js";
