@@ -1,6 +1,6 @@
 import { entryId } from "../../manifest/entry-id.js";
 import type { EntryRef, Manifest } from "../../manifest/manifest.js";
-import { type Present, presentId } from "./save-scan.js";
+import { isDeferred, type Present, presentId } from "./save-scan.js";
 
 /** What a save makes of the entries it found against its parent key: pure, no store, no disk. */
 export interface SavePlan {
@@ -52,7 +52,8 @@ export function matchParent(
  * bytes past save.max-dead-share) repacks what makes the chain long or the store dead: small packs
  * and mostly-dead ones. A large pack that is still mostly live stays as it is: older keys keep
  * referencing it, so rewriting it would store its bytes twice (100 commits at 1% churn would leave
- * 20 copies).
+ * 20 copies). Entries a lazy restore left in the store are not on disk to be packed: they stay in
+ * their packs, which stay whole.
  */
 export function planSave(input: {
   kept: Present[];
@@ -67,11 +68,15 @@ export function planSave(input: {
   const fresh = kept.filter((p) => !reused.includes(p));
   const packIndex = (p: Present) => parentRefs.get(presentId(p))?.pack as number;
   const usedPacks = new Set(reused.map(packIndex));
+  // Packs holding entries a lazy restore left in the store: a consolidation cannot merge them.
+  const pinned = new Set(reused.filter(isDeferred).map(packIndex));
   // The chain is the number of saves whose small packs a restore must read (one more if this save
-  // adds packs). Large packs are few by construction (each holds a sixteenth of the cache or more).
+  // adds packs), of those a consolidation can merge. Large packs are few by construction (each holds
+  // a sixteenth of the cache or more); pinned ones go once their entries are used (then on disk) or
+  // evicted.
   const large = largeLivePacks();
   const generations = new Set(
-    [...usedPacks].filter((i) => !large.has(i)).map((i) => parent?.packs[i]?.savedBy),
+    [...usedPacks].filter((i) => !large.has(i) && !pinned.has(i)).map((i) => parent?.packs[i]?.savedBy),
   );
   const chain = generations.size + (fresh.length ? 1 : 0);
   let deadShare = 0;
@@ -85,7 +90,9 @@ export function planSave(input: {
     usedPacks.size > 0 &&
     (chain > settings.maxChain || deadShare > settings.maxDeadShare);
   const keptLarge = consolidate ? large : new Set<number>();
-  const stay = consolidate ? reused.filter((p) => keptLarge.has(packIndex(p))) : reused;
+  const stay = consolidate
+    ? reused.filter((p) => keptLarge.has(packIndex(p)) || pinned.has(packIndex(p)))
+    : reused;
   const toPack = consolidate ? kept.filter((p) => !stay.includes(p)) : fresh;
   return {
     stay,
