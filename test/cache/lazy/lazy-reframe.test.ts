@@ -42,6 +42,63 @@ function manifestOf(sb: Sandbox, key: string): Manifest {
   return decodeManifest(fs.readFileSync(file), file);
 }
 
+const sizeOf = (dir: string, names: string[]) =>
+  names.reduce(
+    (n, e) =>
+      n + fs.readdirSync(path.join(dir, e)).reduce((m, f) => m + fs.statSync(path.join(dir, e, f)).size, 0),
+    0,
+  );
+
+describe("turning restore: lazy on for a key saved without it", () => {
+  it("the lazy restore reads its packs whole and says why; one save packs its entries again in frames, though nothing is new; the next lazy restore places only what the job uses", async () => {
+    const sb = sandbox();
+    // Two eager jobs: the first compiles the cache, the second uses half of it (its save records that).
+    const a = await job(sb, "a", { lazy: false });
+    generateTritonCache(a.folder, { entries: 40, totalBytes: 2_000_000, seed: 7 });
+    const all = entryNames(a.folder);
+    const half = all.filter((_, i) => i % 2 === 0);
+    expect((await save(a.ctx)).outcome).toBe("saved");
+    const b = await job(sb, "b", { lazy: false });
+    await restore(b.ctx);
+    expect((await save(b.ctx, b.used(half))).outcome).toBe("nothing-new");
+
+    // Lazy on: the packs have no frames, so the restore reads them whole, and says so.
+    const c = await job(sb, "c", { lazy: true });
+    const rc = await restore(c.ctx, { servesLookups: true });
+    expect(rc.entriesRestored).toBe(all.length);
+    expect(rc.lazy?.readWhole["no-frames"]).toMatchObject({ entries: all.length });
+    expect(c.lines.join("\n")).toMatch(/pack\(s\) read whole .*before the cache was lazy/);
+    // The job uses the same half; nothing is new, yet the save writes the key's entries framed.
+    const sc = await save(c.ctx, c.used(half));
+    expect(sc).toMatchObject({ outcome: "saved", entriesNew: 0, entries: all.length });
+    expect(sc.reframed).toMatchObject({ reason: "no-frames", entries: all.length });
+    expect(c.lines.join("\n")).toMatch(/packed again, each in frames of its own/);
+    expect(manifestOf(sb, c.ctx.key).entries.every((e) => e.frame)).toBe(true);
+
+    // The next lazy restore places what the last job used, and leaves the rest in the store.
+    const d = await job(sb, "d", { lazy: true });
+    const rd = await restore(d.ctx, { servesLookups: true });
+    expect(rd.lazy?.readWhole["no-frames"]).toBeUndefined();
+    expect(rd.lazy?.deferred).toBe(all.length - half.length);
+    const sd = await save(d.ctx, d.used(half));
+    expect(sd.usage.live.bytes).toBe(sizeOf(a.folder, half));
+    expect(rd.bytesRestored).toBeLessThanOrEqual(1.1 * sd.usage.live.bytes);
+    // A key already framed is not packed again.
+    expect(sd).toMatchObject({ outcome: "nothing-new", packsWritten: 0, reframed: null });
+  });
+
+  it("where the engine cannot end frames, the save leaves the key's packs as they are", async () => {
+    const sb = sandbox();
+    const a = await job(sb, "a", { lazy: false });
+    generateTritonCache(a.folder, { entries: 20, totalBytes: 1_000_000, seed: 8 });
+    await save(a.ctx);
+    const c = await job(sb, "c", { lazy: true, env: { KCACHE_ZSTD: "system" } });
+    await restore(c.ctx, { servesLookups: true });
+    const sc = await save(c.ctx, c.used(entryNames(c.folder).slice(0, 3)));
+    expect(sc).toMatchObject({ outcome: "nothing-new", packsWritten: 0, reframed: null });
+  });
+});
+
 describe("a consolidation after a lazy restore", () => {
   it("leaves the entries the restore left in the store in their packs, whole", async () => {
     const sb = sandbox();
