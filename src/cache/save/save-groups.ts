@@ -33,7 +33,7 @@ export function packGroups(items: Present[], packBytes: number, lazy: LazySave):
     (!lazy.caches.has(p.cache) ? eager : lazy.usedNow.has(presentId(p)) ? used : unused).push(p);
   return [eager, used, unused]
     .filter((c) => c.length > 0)
-    .flatMap((c) => splitBySize(c, packTarget(c, packBytes)));
+    .flatMap((c) => splitBySize(c, packTarget(c, packBytes), packBytes));
 }
 
 /**
@@ -46,21 +46,25 @@ function packTarget(items: Present[], packBytes: number): number {
   return Math.min(packBytes, Math.max(MIN_PACK_BYTES, Math.ceil(total / PACKS_FOR_THREADS)));
 }
 
-/** Groups entries into packs of about `target` uncompressed bytes, in a stable order. */
-function splitBySize(items: Present[], target: number): Present[][] {
+/**
+ * Groups entries into packs of about equal size, at least `target` uncompressed bytes each where there
+ * are that many, and at most `packBytes`, in a stable order. Equal, not filled one by one: a filled
+ * split left a small last pack, which a consolidation then packed again (its bytes stored once more)
+ * because a small pack lengthens the chain a restore reads.
+ */
+function splitBySize(items: Present[], target: number, packBytes: number): Present[][] {
   const sorted = [...items].sort((a, b) => (presentId(a) < presentId(b) ? -1 : 1));
-  const groups: Present[][] = [];
-  let group: Present[] = [];
-  let bytes = 0;
+  const total = sorted.reduce((n, p) => n + p.size, 0);
+  if (total === 0) return sorted.length ? [sorted] : [];
+  let count = Math.max(1, Math.floor(total / target));
+  if (total / count > packBytes) count = Math.ceil(total / packBytes);
+  const each = total / count;
+  const groups: Present[][] = Array.from({ length: count }, () => []);
+  let at = 0;
   for (const p of sorted) {
-    if (group.length && bytes + p.size > target) {
-      groups.push(group);
-      group = [];
-      bytes = 0;
-    }
-    group.push(p);
-    bytes += p.size;
+    // Each entry goes to the pack its middle byte falls in: packs come out within an entry of equal.
+    (groups[Math.min(count - 1, Math.floor((at + p.size / 2) / each))] as Present[]).push(p);
+    at += p.size;
   }
-  if (group.length) groups.push(group);
-  return groups;
+  return groups.filter((g) => g.length > 0);
 }

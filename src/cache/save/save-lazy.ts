@@ -28,7 +28,7 @@ export function planLines(plan: SavePlan): string[] {
   const out: string[] = [];
   if (plan.consolidate)
     out.push(
-      `consolidating: a chain of ${plan.chain} saves${plan.deadShare > 0 ? `, ${(plan.deadShare * 100).toFixed(0)}% dead bytes` : ""}${plan.keptLarge ? `; keeping ${plan.keptLarge} large live pack(s)` : ""}`,
+      `consolidating: a chain of ${plan.chain} saves${plan.deadShare > 0 ? `, ${(plan.deadShare * 100).toFixed(0)}% dead bytes` : ""}${plan.keptLarge ? `; keeping ${plan.keptLarge} large pack(s)` : ""}`,
     );
   const r = plan.reframed;
   if (r)

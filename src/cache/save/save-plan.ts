@@ -80,11 +80,11 @@ export interface PlanInput {
  * Decides between a delta on top of the parent's packs and a consolidation. A delta packs only the
  * fresh entries. A consolidation (when the chain of small packs grows past save.max-chain, dead bytes
  * past save.max-dead-share, or a lazy cache's entries sit in packs without frames) repacks what makes
- * the chain long, the store dead or the restore eager: small packs, mostly-dead ones, and packs
- * without frames, even when nothing is new. A large pack that is still mostly live stays as it is:
- * older keys keep referencing it, so rewriting it would store its bytes twice (100 commits at 1% churn
- * would leave 20 copies). Entries a lazy restore left in the store are not on disk to be packed: they
- * stay in their packs, which stay whole.
+ * the chain long, the store dead or the restore eager: small packs, the deadest large ones until the
+ * key is well within its dead bound, and packs without frames, even when nothing is new. Other large
+ * packs stay as they are: older keys keep referencing them, so rewriting one stores its bytes twice
+ * (100 commits at 1% churn left 20 copies when every pack was rewritten). Entries a lazy restore left
+ * in the store are not on disk to be packed: they stay in their packs, which stay whole.
  */
 export function planSave(input: PlanInput): SavePlan {
   const { kept, reused, parent, settings, lazy } = input;
@@ -105,7 +105,7 @@ export function planSave(input: PlanInput): SavePlan {
     f.used.size > 0 &&
     (f.unframed.size > 0 ||
       (!input.nothingNew && (chain > settings.maxChain || deadShare > settings.maxDeadShare)));
-  const keptPacks = consolidate ? packsKept(f) : new Set<number>();
+  const keptPacks = consolidate ? packsKept(f, reused, deadShare, settings.maxDeadShare) : new Set<number>();
   const stay = consolidate ? reused.filter((p) => keptPacks.has(f.of(p))) : reused;
   const staySet = new Set(stay);
   const toPack = consolidate ? kept.filter((p) => !staySet.has(p)) : fresh;
@@ -140,10 +140,7 @@ interface PackFacts {
   /** A pack's uncompressed entry bytes, and the bytes of it still in the key. */
   bytes: (i: number) => number;
   live: Map<number, number>;
-  /**
-   * Packs of a sixteenth of the pack size or of everything saved, or more (merged small packs make
-   * one, which stays), and live: no more dead than save.max-dead-share allows.
-   */
+  /** Packs of a sixteenth of the pack size or of everything saved, or more: merged small packs make one, which stays. */
   large: Set<number>;
   /** Packs holding entries a lazy restore left in the store (not on disk: never packed again here). */
   pinned: Set<number>;
@@ -171,21 +168,24 @@ function packFacts({ kept, reused, parent, parentRefs, settings, lazy }: PlanInp
     used,
     bytes,
     live,
-    large: new Set(
-      [...used].filter(
-        (i) => bytes(i) >= bound && (live.get(i) ?? 0) / bytes(i) >= 1 - settings.maxDeadShare,
-      ),
-    ),
+    large: new Set([...used].filter((i) => bytes(i) >= bound)),
     pinned: new Set(reused.filter(isDeferred).map(of)),
     unframed,
   };
 }
 
 /**
- * The packs a consolidation keeps: large live ones (with frames, for a lazy cache), and packs holding
- * entries left in the store (they stay referenced anyway).
+ * The packs a consolidation keeps: large ones (with frames, for a lazy cache), and packs holding
+ * entries left in the store (they stay referenced anyway). Past the dead bound, the deadest large
+ * packs go, until at most half the bound is dead: well within it, so the next saves do not repack.
  */
-function packsKept(f: PackFacts): Set<number> {
+function packsKept(f: PackFacts, reused: Present[], deadShare: number, maxDeadShare: number): Set<number> {
   const keep = [...f.large].filter((i) => !f.unframed.has(i) && !f.pinned.has(i));
+  const dead = (i: number) => f.bytes(i) - (f.live.get(i) ?? 0);
+  keep.sort((a, b) => dead(b) / f.bytes(b) - dead(a) / f.bytes(a) || a - b);
+  const liveBytes = reused.reduce((s, p) => s + p.size, 0);
+  let deadKept = keep.reduce((s, i) => s + dead(i), 0);
+  while (deadShare > maxDeadShare && keep.length && deadKept > (maxDeadShare / 2) * (liveBytes + deadKept))
+    deadKept -= dead(keep.shift() as number);
   return new Set([...keep, ...f.pinned]);
 }
