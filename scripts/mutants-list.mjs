@@ -187,7 +187,7 @@ export const MUTANTS = [
   {
     name: "a delta save re-uploads reused entries",
     file: "src/cache/save/save-plan.ts",
-    find: "const toPack = consolidate ? kept.filter((p) => !stay.includes(p)) : fresh;",
+    find: "const toPack = consolidate ? kept.filter((p) => !staySet.has(p)) : fresh;",
     replace: "const toPack = kept;",
     tests: ["test/cache/save/save.test.ts"],
   },
@@ -513,9 +513,8 @@ export const MUTANTS = [
   {
     name: "consolidation rewrites large live packs (the store grows 8x over 100 commits)",
     file: "src/cache/save/save-plan.ts",
-    find: "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - settings.maxDeadShare)",
-    replace:
-      "if (pack && pack.entryBytes >= large && bytes / pack.entryBytes >= 1 - settings.maxDeadShare && false)",
+    find: "const keep = [...f.large].filter((i) => !f.unframed.has(i) && !f.pinned.has(i));",
+    replace: "const keep = [...f.large].filter((i) => i < 0);",
     tests: ["test/cache/storage-growth.test.ts"],
   },
   {
@@ -1014,5 +1013,20 @@ export const MUTANTS = [
     find: "return st?.isFile() === true && st.size === size;",
     replace: "return st?.isFile() === true;",
     tests: ["test/cli/single-executable/runtime-files.test.ts"],
+  },
+  {
+    name: "restore: lazy stays inert on a key saved without it (its packs never get frames)",
+    file: "src/cache/save/save-plan.ts",
+    find: "if (lazy.canFrame && lazy.caches.has(p.cache) && !isDeferred(p) && !parentRefs.get(presentId(p))?.frame)",
+    replace:
+      "if (lazy.canFrame && lazy.caches.has(p.cache) && !isDeferred(p) && !parentRefs.get(presentId(p)))",
+    tests: ["test/cache/lazy/lazy-reframe.test.ts"],
+  },
+  {
+    name: "a consolidation packs the entries a lazy restore left in the store (not on disk: entries of no files)",
+    file: "src/cache/save/save-plan.ts",
+    find: "return new Set([...keep, ...f.pinned]);",
+    replace: "return new Set(keep);",
+    tests: ["test/cache/lazy/lazy-reframe.test.ts"],
   },
 ];

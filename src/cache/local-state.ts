@@ -21,6 +21,7 @@ import {
 } from "../state-dir.js";
 import type { AutotuneRestore } from "./autotune/withhold.js";
 import type { DeferredEntries } from "./lazy/deferred-entries.js";
+import type { ReadWhole } from "./lazy/lazy-plan.js";
 import type { JobAttribution } from "./persistent/shared-folder.js";
 
 /**
@@ -88,6 +89,8 @@ export interface RestoredOutcome {
   present: number;
   bytes: number;
   seconds: number;
+  /** A lazy restore's packs read whole, by reason (absent when none were). */
+  readWhole?: ReadWhole;
 }
 
 export { stateDir } from "../state-dir.js";

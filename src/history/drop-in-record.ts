@@ -1,5 +1,5 @@
 import type { JobContext } from "../cache/job-context.js";
-import type { LazyReport } from "../cache/lazy/job-lookups.js";
+import { allFetchedAhead, type LazyReport } from "../cache/lazy/job-lookups.js";
 import type { JobRecord } from "../cache/local-state.js";
 import type { SaveReport } from "../cache/save/save-report.js";
 import { type RunOutcome, type RunRecord, runRecord } from "./run-record.js";
@@ -53,7 +53,8 @@ export function dropInRunRecord(
       ? { cacheHit: r.cacheHit, matchedKey: r.matchedKey, entriesRestored: r.entries, bytesRestored: r.bytes }
       : null,
     save: report,
-    lazy,
+    // A lazy restore that read every pack whole served no lookups, and still says why.
+    lazy: r?.readWhole ? { ...(lazy ?? allFetchedAhead(0)), readWhole: r.readWhole } : lazy,
   };
   return {
     ...runRecord(outcome, ctx, undefined, ""),

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import path from "node:path";
 import type { JobContext } from "../cache/job-context.js";
+import { type ReadWhole, WHOLE_REASONS, wholeWords } from "../cache/lazy/lazy-plan.js";
 import { getPath, identity, readRecords } from "../checks/records.js";
 import type { CompareSpec } from "../config/profile-schema.js";
 import { parseRunObject, RUNS, runObject } from "../store/layout.js";
@@ -44,6 +45,8 @@ export interface LazyCounts {
   neverFetched: number;
   bytesRead: number;
   waitSeconds: number;
+  /** The restore's packs read whole, by reason (absent in older records, and where none were). */
+  readWhole?: ReadWhole;
 }
 
 const LAZY_FIELDS = ["prefetched", "onDemand", "live", "neverFetched", "bytesRead", "waitSeconds"] as const;
@@ -157,7 +160,8 @@ export function runRecord(
 }
 
 function lazyCounts(l: LazyCounts): LazyCounts {
-  return Object.fromEntries(LAZY_FIELDS.map((f) => [f, l[f]])) as unknown as LazyCounts;
+  const counts = Object.fromEntries(LAZY_FIELDS.map((f) => [f, l[f]])) as unknown as LazyCounts;
+  return wholeWords(l.readWhole) ? { ...counts, readWhole: l.readWhole } : counts;
 }
 
 /**
@@ -234,7 +238,21 @@ function isRunRecord(r: unknown, where: { scope: string; prefix: string }): r is
     (o.lazy === undefined ||
       (!!o.lazy &&
         typeof o.lazy === "object" &&
-        LAZY_FIELDS.every((f) => num((o.lazy as Record<string, unknown>)[f])))) &&
+        LAZY_FIELDS.every((f) => num((o.lazy as Record<string, unknown>)[f])) &&
+        isReadWhole((o.lazy as Record<string, unknown>).readWhole, num))) &&
     (o.records === undefined || Array.isArray(o.records))
+  );
+}
+
+/** A record's `lazy.readWhole`: absent, or a tally of whole numbers for reasons kcache knows. */
+function isReadWhole(v: unknown, num: (x: unknown) => boolean): boolean {
+  if (v === undefined) return true;
+  if (!v || typeof v !== "object" || Array.isArray(v)) return false;
+  return Object.entries(v).every(
+    ([reason, t]) =>
+      (WHOLE_REASONS as readonly string[]).includes(reason) &&
+      !!t &&
+      typeof t === "object" &&
+      ["packs", "entries", "bytes"].every((f) => num((t as Record<string, unknown>)[f])),
   );
 }

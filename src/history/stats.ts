@@ -1,3 +1,4 @@
+import { type ReadWhole, sumWhole, WHOLE_REASONS } from "../cache/lazy/lazy-plan.js";
 import { medianOf } from "../checks/record-diff.js";
 import { formatBytes } from "../format.js";
 import type { LazyCounts, RunRecord } from "./run-record.js";
@@ -119,6 +120,8 @@ export const LAZY_COLUMNS = [
   "never needed",
   "bytes read by lookups",
   "lookups waited s",
+  "read whole: no frames",
+  "read whole: mostly used",
 ] as const;
 
 /** A week's lazy and live counts in LAZY_COLUMNS' order; null for a week without them. */
@@ -135,6 +138,10 @@ export function lazyCells(w: WeekStats): string[] | null {
     String(l.neverFetched),
     formatBytes(l.bytesRead),
     l.waitSeconds.toFixed(2),
+    ...WHOLE_REASONS.map((reason) => {
+      const t = l.readWhole?.[reason];
+      return t ? `${formatBytes(t.bytes)} (${t.packs} packs)` : "-";
+    }),
   ];
 }
 
@@ -142,7 +149,7 @@ export function lazyCells(w: WeekStats): string[] | null {
 function lazySums(runs: RunRecord[]): WeekStats["lazy"] {
   const lazy = runs.flatMap((r) => (r.lazy ? [r.lazy] : []));
   if (!lazy.length) return null;
-  const sum = (f: keyof LazyCounts) => lazy.reduce((n, l) => n + l[f], 0);
+  const sum = (f: Exclude<keyof LazyCounts, "readWhole">) => lazy.reduce((n, l) => n + l[f], 0);
   return {
     runs: lazy.length,
     prefetched: sum("prefetched"),
@@ -151,5 +158,6 @@ function lazySums(runs: RunRecord[]): WeekStats["lazy"] {
     neverFetched: sum("neverFetched"),
     bytesRead: sum("bytesRead"),
     waitSeconds: sum("waitSeconds"),
+    readWhole: lazy.reduce<ReadWhole>((all, l) => sumWhole(all, l.readWhole), {}),
   };
 }

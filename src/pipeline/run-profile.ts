@@ -24,6 +24,7 @@ export type {
 } from "./run-report.js";
 
 import { allFetchedAhead, JobLookups, type LazyReport, lazyLine } from "../cache/lazy/job-lookups.js";
+import { wholeWords } from "../cache/lazy/lazy-plan.js";
 import { readState, restoredContext } from "../cache/local-state.js";
 import type { RestoreReport } from "../cache/restore/restore.js";
 import { hostEnvironment } from "../environment.js";
@@ -143,7 +144,15 @@ async function commandsServed(
   }
   // A lazy restore that left nothing in the store served no lookups: every entry came ahead.
   const prefetched = restored?.lazy?.prefetched ?? 0;
-  const lazy = lookups ? await lookups.stop(prefetched) : restored?.lazy ? allFetchedAhead(prefetched) : null;
+  const served = lookups
+    ? await lookups.stop(prefetched)
+    : restored?.lazy
+      ? allFetchedAhead(prefetched)
+      : null;
+  const lazy =
+    served && wholeWords(restored?.lazy?.readWhole)
+      ? { ...served, readWhole: restored?.lazy?.readWhole }
+      : served;
   if (lazy) log.info(lazyLine(lazy));
   return lazy;
 }

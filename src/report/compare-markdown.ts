@@ -1,3 +1,4 @@
+import { wholeWords } from "../cache/lazy/lazy-plan.js";
 import { formatRange } from "../checks/record-diff.js";
 import { formatBytes } from "../format.js";
 import type { CompareReport, CompareRun } from "../pipeline/compare.js";
@@ -56,7 +57,7 @@ export function lazyRunsLine(r: CompareReport): string | null {
   if (!warm.length) return null;
   const each = (f: (l: NonNullable<CompareRun["lazy"]>) => string) =>
     warm.map((x) => f(x.lazy as NonNullable<CompareRun["lazy"]>)).join(", ");
-  return `Lazy restore, warm runs: entries fetched ahead ${each((l) => String(l.prefetched))}; fetched when looked up ${each((l) => String(l.onDemand))}; found live ${each((l) => String(l.live))}; never needed ${each((l) => String(l.neverFetched))}; bytes read on demand ${each((l) => formatBytes(l.bytesRead))}; lookups waited ${each((l) => `${l.waitSeconds.toFixed(2)} s`)}.`;
+  return `Lazy restore, warm runs: entries fetched ahead ${each((l) => String(l.prefetched))}; fetched when looked up ${each((l) => String(l.onDemand))}; found live ${each((l) => String(l.live))}; never needed ${each((l) => String(l.neverFetched))}; bytes read on demand ${each((l) => formatBytes(l.bytesRead))}; lookups waited ${each((l) => `${l.waitSeconds.toFixed(2)} s`)}; packs read whole before the job ${each((l) => wholeWords(l.readWhole) ?? "none")}.`;
 }
 
 /**

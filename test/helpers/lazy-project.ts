@@ -1,7 +1,8 @@
 import { SIM } from "./python-sim.js";
 
 /**
- * kcache.yml of a project whose Triton cache (at $CACHE_ROOT) is restored lazily, with the store's
+ * kcache.yml of a project whose Triton cache (at $CACHE_ROOT) is restored lazily (unless `eager`:
+ * then only runs given --lazy restore it lazily), with the store's
  * YAML lines as given and one profile per entry of `profiles`: the simulated workload with those
  * arguments ("8 2": 8 kernels, 2 autotuned), after the commands of `before` (e.g. a step that marks
  * the moment a fault proxy turns on); or, given `{ run }`, that one command alone.
@@ -11,6 +12,7 @@ export function lazyKcacheYml(opts: {
   profiles: Record<string, string | { run: string }>;
   before?: { name: string; run: string }[];
   compileMs?: number;
+  eager?: boolean;
 }): string {
   const profile = (name: string, args: string | { run: string }) =>
     typeof args === "string"
@@ -31,7 +33,7 @@ export function lazyKcacheYml(opts: {
     "  - name: triton",
     "    kind: triton",
     "    path: ${CACHE_ROOT}",
-    "    restore: lazy",
+    ...(opts.eager ? [] : ["    restore: lazy"]),
     ...opts.store,
     "key:\n  prefix: sim-bench",
     "profiles:",

@@ -183,6 +183,7 @@ describe("the stats page's lazy table", () => {
       neverFetched: 353,
       bytesRead: 2_000_000,
       waitSeconds: 0.25,
+      readWhole: { "no-frames": { packs: 2, entries: 40, bytes: 4_460_000 } },
     };
     const html = page([week("fla-bench", lazy), week("fla-tests", null)]);
     const table = html.slice(
@@ -191,7 +192,7 @@ describe("the stats page's lazy table", () => {
     );
     expect(table).toContain("<th>on demand</th>");
     expect(table).toContain(
-      "<tr><td>fla-bench</td><td>2026-W49</td><td>2</td><td>86</td><td>7</td><td>3</td><td>353</td><td>2.00 MB</td><td>0.25</td></tr>",
+      "<tr><td>fla-bench</td><td>2026-W49</td><td>2</td><td>86</td><td>7</td><td>3</td><td>353</td><td>2.00 MB</td><td>0.25</td><td>4.46 MB (2 packs)</td><td>-</td></tr>",
     );
     expect(table).not.toContain("fla-tests");
     expect(page([week("fla-tests", null)])).not.toContain("Lazy restores and live sharing");

@@ -67,9 +67,10 @@ describe("kcache compare", () => {
       neverFetched: 178,
       bytesRead: 51_000,
       waitSeconds: 0.01,
+      readWhole: { "mostly-used": { packs: 1, entries: 40, bytes: 6_500_000 } },
     };
     const line =
-      "Lazy restore, warm runs: entries fetched ahead 43; fetched when looked up 2; found live 0; never needed 178; bytes read on demand 51.0 kB; lookups waited 0.01 s.";
+      "Lazy restore, warm runs: entries fetched ahead 43; fetched when looked up 2; found live 0; never needed 178; bytes read on demand 51.0 kB; lookups waited 0.01 s; packs read whole before the job 1 pack mostly used (6.50 MB).";
     expect(compareMarkdown(report)).toContain(line);
     expect(compareHtml(report)).toContain(`<p id="lazy">${line}</p>`);
   });

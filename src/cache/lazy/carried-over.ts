@@ -5,7 +5,7 @@ import type { EntryRef } from "../../manifest/manifest.js";
 import type { JobContext } from "../job-context.js";
 import type { JobRecord } from "../local-state.js";
 import type { SaveReport } from "../save/save-report.js";
-import { type Present, presentId } from "../save/save-scan.js";
+import { DEFERRED_SIGNATURE, type Present, presentId } from "../save/save-scan.js";
 import type { DeferredEntries } from "./deferred-entries.js";
 
 /**
@@ -39,9 +39,6 @@ export function stillDeferred(
   }
   return out;
 }
-
-/** The signature of an entry not on disk: no scan's signature equals it. */
-const DEFERRED_SIGNATURE = "deferred";
 
 /**
  * What a save takes from the folders after a lazy or live job: the scan, without the entries placed

@@ -4,6 +4,7 @@ import type { JobContext } from "../job-context.js";
 import { type LocalState, writeState } from "../local-state.js";
 import { deferredTally } from "./deferred-entries.js";
 import { EntryFetcher, type LookupStats } from "./entry-fetcher.js";
+import { type ReadWhole, wholeWords } from "./lazy-plan.js";
 import { LiveWriter } from "./live-writer.js";
 import { LookupServer } from "./lookup-server.js";
 
@@ -21,6 +22,8 @@ export interface LazyReport extends LookupStats {
   liveFailed: number;
   /** Seconds the end of the job waited for live uploads under way (each bounded by the store's idle timeout). */
   liveFlushSeconds: number;
+  /** The restore's packs read whole, by reason (lazy-plan.ts): what the job got before it started, not by lookups. */
+  readWhole?: ReadWhole;
 }
 
 /** The variables that point a command's Python processes (kcache's hook) at the job's lookups. */
@@ -156,7 +159,8 @@ export function lazyLine(r: LazyReport): string {
   const fetched = `${formatBytes(r.bytesRead)}, ${r.waitSeconds.toFixed(2)} s waited`;
   const refused = `${r.failed ? `, ${r.failed} lookups not served` : ""}${r.withheld ? `, ${r.withheld} autotune results withheld` : ""}`;
   const live = `live: ${r.live} entries found shared by other jobs, ${r.liveWritten} shared${r.liveFailed ? `, ${r.liveFailed} not shared (the store failed)` : ""}`;
+  const whole = wholeWords(r.readWhole);
   // A job whose restore left nothing in the store (store.live alone) has no lazy restore to speak of.
-  if (r.prefetched === 0 && r.deferred === 0) return `${live} (${fetched})${refused}${down}`;
-  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${fetched}), ${r.neverFetched} of ${r.deferred} never needed${refused}${r.live || r.liveWritten || r.liveFailed ? `; ${live}` : ""}${down}`;
+  if (r.prefetched === 0 && r.deferred === 0 && !whole) return `${live} (${fetched})${refused}${down}`;
+  return `lazy restore: ${r.prefetched} entries fetched ahead, ${r.onDemand} fetched when looked up (${fetched}), ${r.neverFetched} of ${r.deferred} never needed${whole ? `; packs read whole: ${whole}` : ""}${refused}${r.live || r.liveWritten || r.liveFailed ? `; ${live}` : ""}${down}`;
 }

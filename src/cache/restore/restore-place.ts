@@ -8,7 +8,7 @@ import { heartbeat, makeStaging } from "../../pack/read/staging-owner.js";
 import { zstdEngine } from "../../pack/zstd/engines.js";
 import { scanFolder } from "../cache-folder.js";
 import type { JobContext } from "../job-context.js";
-import { type FramedRef, planLazy } from "../lazy/lazy-plan.js";
+import { type FramedRef, planLazy, sumWhole } from "../lazy/lazy-plan.js";
 import { prefetchFramed } from "../lazy/prefetch.js";
 import type { Match } from "../lookup.js";
 import type { WorkingFolders } from "./restore-folders.js";
@@ -68,9 +68,11 @@ export async function placeKey(
     wanted.entries.filter((e) => !presentIds.has(entryId(e))),
     servesLookups ? lazyCaches(work, targets) : new Set(),
   );
-  if (lazy.prefetch.length + lazy.deferred.length) {
-    report.lazy ??= { prefetched: 0, deferred: 0, deferredBytes: 0 };
+  // A lazy cache's restore is reported as one even where every pack was read whole: it says why.
+  if (lazy.prefetch.length + lazy.deferred.length || Object.keys(lazy.readWhole).length) {
+    report.lazy ??= { prefetched: 0, deferred: 0, deferredBytes: 0, readWhole: {} };
     report.lazy.prefetched += lazy.prefetch.length;
+    sumWhole(report.lazy.readWhole, lazy.readWhole);
   }
   try {
     const skip = new Set([...presentIds, ...[...lazy.prefetch, ...lazy.deferred].map(entryId)]);

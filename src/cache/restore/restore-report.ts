@@ -1,5 +1,6 @@
 import type { AutotuneRestore } from "../autotune/withhold.js";
 import type { Fault } from "../faults.js";
+import type { ReadWhole } from "../lazy/lazy-plan.js";
 import type { WorkingSet } from "../usage/working-set.js";
 
 /** What a restore did, for people (the CLI's lines, the action's log) and programs (--json, kcache-report.json). */
@@ -49,10 +50,11 @@ export interface RestoreReport {
   usage: WorkingSet & { atime: boolean | null };
   /**
    * A lazy restore (restore: lazy): entries placed before the job by ranged reads of their frames
-   * (those recent jobs used), and entries left in the store for the job's lookups, with their bytes.
+   * (those recent jobs used), and entries left in the store for the job's lookups, with their bytes;
+   * `readWhole`, the packs read whole as an eager restore reads them, by reason (lazy-plan.ts).
    * Null where no cache was restored lazily.
    */
-  lazy: { prefetched: number; deferred: number; deferredBytes: number } | null;
+  lazy: { prefetched: number; deferred: number; deferredBytes: number; readWhole: ReadWhole } | null;
   /** Worker threads that read packs (0: read in the main thread). */
   threads: number;
   seconds: number;

@@ -8,6 +8,7 @@ import { type FolderScans, withholdAutotune } from "../autotune/withhold.js";
 import { StrictFaultError } from "../faults.js";
 import type { JobContext } from "../job-context.js";
 import { type DeferredEntries, deferredEntries, deferredTally } from "../lazy/deferred-entries.js";
+import { wholeLines, wholeWords } from "../lazy/lazy-plan.js";
 import { writeState } from "../local-state.js";
 import { findExact, findManifest, type Match } from "../lookup.js";
 import type { BuiltJobFolder } from "../persistent/job-folder.js";
@@ -179,6 +180,7 @@ async function record(
       present: report.entriesPresent,
       bytes: report.bytesRestored,
       seconds: (Date.now() - folders.startedAt) / 1000,
+      ...(wholeWords(report.lazy?.readWhole) ? { readWhole: report.lazy?.readWhole } : {}),
     },
     attribution,
   };
@@ -256,6 +258,7 @@ function emptyReport(ctx: JobContext, lookupOnly: boolean): RestoreReport {
 /** Says what the folders held and hold; under --strict, a store or data fault it names fails the restore (exit 3) once what was good is in place. */
 function finishRestore(ctx: JobContext, report: RestoreReport): RestoreReport {
   ctx.log.info(folderLine(report));
+  for (const line of wholeLines(report.lazy?.readWhole ?? {})) ctx.log.info(line);
   const failing = report.faults.filter((f) => ctx.strict.fails(f.code));
   const first = failing[0];
   if (first)

@@ -5,7 +5,7 @@ import type { JobContext } from "../job-context.js";
 import { emptyUsageReport, type UsageReport } from "../usage/save-usage.js";
 import type { Tally } from "../usage/working-set.js";
 import type { SharedFolderReport } from "./save-attribution.js";
-import type { SavePlan } from "./save-plan.js";
+import type { Reframed, SavePlan } from "./save-plan.js";
 import type { Skipped } from "./save-scan.js";
 
 export type SaveOutcome = "saved" | "nothing-new" | "key-exists" | "empty" | "lost-race";
@@ -32,6 +32,11 @@ export interface SaveReport {
   /** Compressed bytes uploaded (packs and manifest). */
   bytesUploaded: number;
   consolidated: boolean;
+  /**
+   * A lazy cache's entries packed again, each in frames of its own, so that the next lazy restore
+   * reads only what jobs use (their packs had no frames); null when none were.
+   */
+  reframed: Reframed | null;
   /** Which entries the job used, which it did not, and which went for that (eviction by use). */
   usage: UsageReport;
   skipped: Skipped;
@@ -87,6 +92,7 @@ export function emptySaveReport(ctx: JobContext): SaveReport {
     packsWritten: 0,
     bytesUploaded: 0,
     consolidated: false,
+    reframed: null,
     usage: emptyUsageReport(),
     skipped: {
       incomplete: 0,

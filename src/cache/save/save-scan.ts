@@ -38,6 +38,12 @@ export interface Skipped {
   notRelocatable: number;
 }
 
+/** The signature of an entry a lazy restore left in the store (cache/lazy/carried-over.ts): no scan's equals it. */
+export const DEFERRED_SIGNATURE = "deferred";
+
+/** Whether a save's entry is one a lazy restore left in the store: not on disk, so never packed again. */
+export const isDeferred = (p: Present): boolean => p.sig === DEFERRED_SIGNATURE;
+
 /** The id of a present entry ("cache/name"), as manifests key entries. */
 export const presentId = (p: Present) => entryId({ cache: p.cache, name: p.entry.name });
 

@@ -14,9 +14,10 @@ import { findManifest, type Match } from "../lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
 import { assessUsage, type SaveOptions, type UsagePlan } from "../usage/save-usage.js";
 import { jobsOwn } from "./save-attribution.js";
+import { lazySave, planLines } from "./save-lazy.js";
 import { commitManifest, deleteUnnamed, manifestFor, savedEntries } from "./save-manifest.js";
 import { deletePacks, writePacks } from "./save-packs.js";
-import { matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
+import { type LazySave, matchParent, parentRefsOf, planSave, type SavePlan } from "./save-plan.js";
 import {
   countSaved,
   emptySaveReport,
@@ -61,6 +62,7 @@ class SaveRun {
   private reused: Present[] = [];
   private dropped = 0;
   private usage: UsagePlan | null = null;
+  private lazy: LazySave = { caches: new Set(), canFrame: false, usedNow: new Set() };
   private kinds: Awaited<ReturnType<typeof scanForSave>>["kinds"] = new Map();
   private readonly leaseId = newLeaseId();
   private lease: Lease | null = null;
@@ -110,8 +112,7 @@ class SaveRun {
     if (!replacing && parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {
       // This very key, visible from another scope (a pull request that restored the default branch's).
       writeState(ctx.stateFile, stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept, ours?.job));
-      this.report.entries = this.kept.length;
-      this.report.entriesReused = this.reused.length;
+      Object.assign(this.report, { entries: this.kept.length, entriesReused: this.reused.length });
       return this.done("nothing-new", `nothing new since ${parent.key}: no pack written, 0 bytes uploaded`);
     }
     if (this.kept.length === 0) return this.done("empty", nothingToSave(this.report));
@@ -129,9 +130,7 @@ class SaveRun {
   private fresh = (): Present[] => this.kept.filter((p) => !this.reused.includes(p));
 
   /** No entry of the parent's is gone from the folders or evicted. */
-  private unchanged(): boolean {
-    return this.dropped === 0 && !this.usage?.evicted.size;
-  }
+  private unchanged = (): boolean => this.dropped === 0 && !this.usage?.evicted.size;
 
   /**
    * Scans the caches, reusing digests of entries whose stats match what the last restore or save
@@ -176,6 +175,7 @@ class SaveRun {
       this.kept = this.kept.filter((p) => !evicted.has(presentId(p)));
       this.reused = this.reused.filter((p) => !evicted.has(presentId(p)));
     }
+    this.lazy = await lazySave(this.ctx, this.usage);
   }
 
   private packOf(p: Present): string {
@@ -210,16 +210,15 @@ class SaveRun {
       parentRefs: this.parentRefs,
       nothingNew,
       settings: this.ctx.save,
+      lazy: this.lazy,
     });
   }
 
   private async writeSave(plan: SavePlan, nothingNew: boolean, attempt: number): Promise<SaveReport> {
     const { ctx, report } = this;
     report.consolidated = plan.consolidate;
-    if (plan.consolidate)
-      ctx.log.info(
-        `consolidating: a chain of ${plan.chain} saves${plan.deadShare > 0 ? `, ${(plan.deadShare * 100).toFixed(0)}% dead bytes` : ""}${plan.keptLarge ? `; keeping ${plan.keptLarge} large live pack(s)` : ""}`,
-      );
+    report.reframed = plan.reframed;
+    for (const line of planLines(plan)) ctx.log.info(line);
     const written = await writePacks(ctx, plan.groups, this.leaseId, this.forms);
     for (const w of written) report.skipped.vanished += w.vanished.length;
     this.unrelocatable.fromPacks(written);
@@ -261,7 +260,7 @@ class SaveRun {
       );
     return this.done(
       "saved",
-      `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${this.parent?.key ?? "(no parent)"}, ${plan.dropped} dropped${report.usage.evicted.entries ? `, ${report.usage.evicted.entries} evicted unused (${formatBytes(report.usage.evicted.bytes)})` : ""}`,
+      `saved ${ctx.key}: ${report.entriesNew} new entries, ${report.entriesReused} reused from ${this.parent?.key ?? "(no parent)"}, ${plan.dropped} dropped${report.usage.evicted.entries ? `, ${report.usage.evicted.entries} evicted unused (${formatBytes(report.usage.evicted.bytes)})` : ""}${plan.reframed ? `, ${plan.reframed.entries} packed again in frames (restore: lazy)` : ""}`,
     );
   }
 

@@ -5,14 +5,18 @@ import { runCli } from "../../helpers/cli.js";
 import { lazyKcacheYml } from "../../helpers/lazy-project.js";
 import { tempDir } from "../../helpers/sandbox.js";
 
-/** A project whose Triton cache is restored lazily: a "full" job and a "some" job using 2 of its kernels. */
-function project() {
+/**
+ * A project whose Triton cache is restored lazily (`eager`: only by runs given --lazy): a "full" job
+ * and a "some" job using 2 of its kernels.
+ */
+function project(eager = false) {
   const dir = tempDir("kcache-lazy-run");
   fs.writeFileSync(
     path.join(dir, "kcache.yml"),
     lazyKcacheYml({
       store: [`store:\n  path: ${path.join(dir, "store")}`],
       profiles: { full: "8 2", some: "2 0", idle: { run: 'python3 -c "print(1)"' } },
+      eager,
     }),
   );
   const env = (runner: string, sha: string): NodeJS.ProcessEnv => ({
@@ -25,8 +29,11 @@ function project() {
     GITHUB_EVENT_NAME: "push",
     GITHUB_SHA: sha.repeat(40),
   });
-  const run = async (profile: string, runner: string, sha: string) => {
-    const r = await runCli(["run", "--profile", profile, "--json"], { env: env(runner, sha), cwd: dir });
+  const run = async (profile: string, runner: string, sha: string, flags: string[] = []) => {
+    const r = await runCli(["run", "--profile", profile, "--json", ...flags], {
+      env: env(runner, sha),
+      cwd: dir,
+    });
     expect(r.code, r.stderr).toBe(0);
     return { report: JSON.parse(r.stdout), stderr: r.stderr };
   };
@@ -73,5 +80,36 @@ describe("kcache run with restore: lazy", () => {
     const week = stats.weeks.find((w: { lazy: unknown }) => w.lazy);
     expect(week.lazy).toMatchObject({ onDemand: next.report.lazy.onDemand, prefetched: 0 });
     expect(week.lazy.neverFetched).toBe(next.report.lazy.neverFetched);
+  });
+});
+
+describe("kcache run --lazy on a key saved without it", () => {
+  it("reads the key whole once and says why, its save packs the key again in frames, and the next run places about what the job uses", async () => {
+    const p = project(true);
+    // The key saved eagerly by two jobs: one compiled everything, the next used 2 of its kernels.
+    expect((await p.run("full", "r1", "a")).report.save.outcome).toBe("saved");
+    expect((await p.run("some", "r2", "b")).report.save.outcome).toBe("nothing-new");
+
+    const first = await p.run("some", "r3", "c", ["--lazy"]);
+    const whole = first.report.restore.lazy.readWhole["no-frames"];
+    expect(whole.bytes).toBe(first.report.restore.bytesRestored);
+    expect(first.stderr).toMatch(/pack\(s\) read whole .* written before the cache was lazy/);
+    expect(first.report.lazy.readWhole["no-frames"]).toEqual(whole);
+    // Nothing new, yet the save writes the key's entries in frames of their own.
+    expect(first.report.save.reframed).toMatchObject({ reason: "no-frames", entries: whole.entries });
+    expect(first.stderr).toMatch(/packed again, each in frames of its own/);
+
+    const next = await p.run("some", "r4", "d", ["--lazy"]);
+    expect(next.report.kernels.compiled).toBe(0);
+    expect(next.report.restore.lazy.readWhole["no-frames"]).toBeUndefined();
+    expect(next.report.restore.lazy.deferred).toBeGreaterThan(0);
+    // What the job used, as its save learnt it from the hook: the restore placed at most 1.1x that.
+    const used = next.report.save.usage.live.bytes;
+    expect(used).toBeGreaterThan(0);
+    expect(next.report.restore.bytesRestored).toBeLessThanOrEqual(1.1 * used);
+    expect(next.report.save).toMatchObject({ outcome: "nothing-new", reframed: null });
+    // kcache stats keeps what the whole reads were, and why.
+    const week = (await p.stats()).weeks.find((w: { lazy: unknown }) => w.lazy);
+    expect(week.lazy.readWhole["no-frames"]).toEqual(whole);
   });
 });
