@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { checkJobFolder, checkRun, checkStore, type Damage, POISON, storeObjects } from "./oracle.js";
 import { CORE, EVIL_CODE, mainCode, prCode, reference, UNPLACED_CODE, type Workload } from "./reference.js";
 import type { NetFault } from "./s3-world.js";
-import type { CliRun, Runner, Trust, World } from "./world.js";
+import type { CliRun, JobShell, Runner, Trust, World } from "./world.js";
 
 /**
  * The steps of the simulation, each a plain record (so a failing sequence prints as data a test can
@@ -138,20 +138,45 @@ async function runJob(sim: Sim, s: JobStep): Promise<void> {
   };
   const killAt = (phase: "restore" | "save" | "run") =>
     s.kill?.phase === phase ? { killAfterMs: s.kill.ms } : {};
+  // The job's own shell: its kcache commands run under it, as under a runner's job script.
+  const shell = world.jobShell(n);
+  try {
+    await jobSteps(sim, s, { n, rev, cache, config, own, env, killAt, shell });
+  } finally {
+    shell.close();
+  }
+}
+
+async function jobSteps(
+  sim: Sim,
+  s: JobStep,
+  j: {
+    n: number;
+    rev: number;
+    cache: string;
+    config: string;
+    own: Workload;
+    env: NodeJS.ProcessEnv;
+    killAt: (phase: "restore" | "save" | "run") => { killAfterMs?: number };
+    shell: JobShell;
+  },
+): Promise<void> {
+  const { world } = sim;
+  const { n, rev, cache, config, own, env, killAt, shell } = j;
   const what = `job ${n} (${s.trust} on runner ${s.runner}, ${s.mode})`;
   let folder = cache;
   if (s.mode === "drop-in") {
-    const r = await world.cli(["restore", "-c", config, "--json"], env, killAt("restore"));
+    const r = await shell.cli(["restore", "-c", config, "--json"], env, killAt("restore"));
     checkRun(world, r, `${what}: restore`);
     folder = restoredFolder(r) ?? cache;
     await world.workload(CORE, folder);
     await world.workload(own, folder);
     await besideJob(sim, s, cache, folder, null, rev);
-    const saved = await world.cli(["save", "-c", config, "--json"], env, killAt("save"));
+    const saved = await shell.cli(["save", "-c", config, "--json"], env, killAt("save"));
     checkRun(world, saved, `${what}: save`);
   } else {
     const signal = s.beside.length ? path.join(world.dir, `beside-${n}`) : "";
-    const running = world.cli(
+    const running = shell.cli(
       ["run", "-c", config, "--profile", "job"],
       { ...env, SIM_BESIDE: signal },
       killAt("run"),

@@ -297,6 +297,17 @@ export class World {
     });
   }
 
+  /**
+   * A CI job's own shell: the process that lasts as long as the job, which its kcache commands run
+   * under (kcache names a job's markers and folders for it: process/job-anchor.ts), as a runner's
+   * job script is. Every job of the world has its own, so two jobs at once are two jobs to kcache.
+   */
+  jobShell(job: number): JobShell {
+    const shell = new JobShell(path.join(this.dir, `job-${job}-shell`), path.join(this.dir, "project"), this);
+    this.children.add(shell.process);
+    return shell;
+  }
+
   /** A job's compiles outside kcache: the simulated Triton into `cache`, with `env` (the hook's, when given). */
   workload(w: Workload, cache: string, env: NodeJS.ProcessEnv = {}): Promise<void> {
     return new Promise((resolve) => {
@@ -331,5 +342,95 @@ export class World {
   dispose(): void {
     for (const c of this.children) c.kill("SIGKILL");
     fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Quotes a word for the shell. */
+const sh = (w: string) => `'${w.replace(/'/g, "'\\''")}'`;
+
+/** A long-lived bash reading commands on its standard input: one CI job's shell (World.jobShell). */
+export class JobShell {
+  readonly process: ChildProcess;
+  private n = 0;
+
+  constructor(
+    private readonly dir: string,
+    private readonly cwd: string,
+    private readonly world: World,
+  ) {
+    fs.mkdirSync(dir, { recursive: true });
+    this.process = spawn("bash", ["-s"], {
+      stdio: ["pipe", "ignore", "ignore"],
+      env: { PATH: process.env.PATH },
+    });
+  }
+
+  /** Runs the CLI as a child of this shell, with exactly `env`; bounded and killed as World.cli is. */
+  async cli(args: string[], env: NodeJS.ProcessEnv, opts: { killAfterMs?: number } = {}): Promise<CliRun> {
+    const base = path.join(this.dir, `c${++this.n}`);
+    const exports = Object.entries(env)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => `export ${k}=${sh(v as string)}`);
+    // exec: the CLI takes the script's process, so its parent is the job's shell.
+    fs.writeFileSync(
+      `${base}.sh`,
+      [
+        ...exports,
+        `cd ${sh(this.cwd)}`,
+        `echo $$ > ${sh(`${base}.pid`)}`,
+        `exec ${sh(process.execPath)} ${sh(BIN)} ${args.map(sh).join(" ")} > ${sh(`${base}.out`)} 2> ${sh(`${base}.err`)}`,
+        "",
+      ].join("\n"),
+    );
+    const t0 = Date.now();
+    this.process.stdin?.write(
+      `bash ${sh(`${base}.sh`)}; echo $? > ${sh(`${base}.code.tmp`)}; mv ${sh(`${base}.code.tmp`)} ${sh(`${base}.code`)}\n`,
+    );
+    let timedOut = false;
+    let killed = false;
+    const kill = () => {
+      try {
+        process.kill(Number(fs.readFileSync(`${base}.pid`, "utf8")), "SIGKILL");
+      } catch {
+        // not started yet, or already gone
+      }
+    };
+    while (!fs.existsSync(`${base}.code`)) {
+      const ms = Date.now() - t0;
+      if (
+        !killed &&
+        opts.killAfterMs !== undefined &&
+        ms >= opts.killAfterMs &&
+        fs.existsSync(`${base}.pid`)
+      ) {
+        killed = true;
+        kill();
+      }
+      if (!timedOut && ms >= COMMAND_BOUND_MS) {
+        timedOut = true;
+        kill();
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const code = Number(fs.readFileSync(`${base}.code`, "utf8"));
+    const read = (f: string) => (fs.existsSync(f) ? fs.readFileSync(f, "utf8").slice(0, 1 << 20) : "");
+    const run: CliRun = {
+      args,
+      code,
+      signal: code === 137 ? "SIGKILL" : null,
+      stdout: read(`${base}.out`),
+      stderr: read(`${base}.err`),
+      ms: Date.now() - t0,
+      timedOut,
+      killed,
+    };
+    this.world.runs.push(run);
+    if (process.env.KCACHE_SIM_DEBUG)
+      process.stderr.write(`kcache ${args.join(" ")} -> ${code} in ${run.ms} ms\n${run.stderr}`);
+    return run;
+  }
+
+  close(): void {
+    this.process.stdin?.end();
   }
 }

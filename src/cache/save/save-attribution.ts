@@ -87,7 +87,13 @@ export function leaveOutUnattributed(
   for (const p of kept) {
     const before = job.seen[p.cache]?.[p.entry.name];
     // In the folder as it was when the job began, and unchanged: the restore's rules hold for it.
-    if (!shared.has(p.cache) || vouched.has(p) || (before !== undefined && before === p.sig)) {
+    const newInOwnFolder = shared.get(p.cache) === LINKED && before === undefined;
+    if (
+      !shared.has(p.cache) ||
+      vouched.has(p) ||
+      newInOwnFolder ||
+      (before !== undefined && before === p.sig)
+    ) {
       out.push(p);
       continue;
     }
@@ -119,6 +125,9 @@ export function leaveOutUnattributed(
  * its decision, from a kcache before it, counts every folder not the job's own or declared trusted);
  * a fresh folder too once an untrusted job's marker says it used the runner's folder during this job.
  */
+/** Why a folder of the job's own is attributed at all: its files are linked from the runner's. */
+const LINKED = "a folder of the job's own, its files linked from the runner's";
+
 function sharedCaches(caches: CacheFolder[], roots: CacheFolder[], job: JobRecord): Map<string, string> {
   const out = new Map<string, string>();
   const decided = job.attribution?.folders;
@@ -127,6 +136,10 @@ function sharedCaches(caches: CacheFolder[], roots: CacheFolder[], job: JobRecor
       | FolderOwners
       | undefined;
     if (owners === "shared") out.set(c.name, "shared");
+    // A folder of the job's own (isolate) shares its files with the runner's by hard links: a process
+    // writing a runner's file in place changes the job's entry too. Its new entries are the job's own;
+    // an entry it held from the start that changed is attributed as on a shared folder.
+    else if (owners === "own-folder" && job.folders[c.name]) out.set(c.name, LINKED);
     else if (owners === undefined && !c.trustLocal && !job.folders[c.name])
       out.set(c.name, "no record of whose it is");
     else if (owners === "fresh") {
