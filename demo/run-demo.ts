@@ -18,6 +18,7 @@ import { installPackages } from "./sim/installed-packages.js";
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const BIN = path.join(ROOT, "bin", "kcache.js");
 const SIM = path.join(ROOT, "demo", "sim");
+const HOOK = path.join(ROOT, "python", "kcache_hook");
 const work = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-demo-"));
 const REVISION = "d".repeat(40);
 
@@ -55,10 +56,21 @@ fs.writeFileSync(
   ].join("\n"),
 );
 
+/**
+ * The main job's CI variables: its runs are main's, so the stats page at the end (main's runs) shows
+ * them beside the history's.
+ */
+const MAIN = {
+  GITHUB_ACTIONS: "true",
+  GITHUB_REF: "refs/heads/main",
+  GITHUB_EVENT_NAME: "push",
+  GITHUB_SHA: REVISION,
+};
+
 function kcache(args: string[], cacheDir: string): void {
   const r = spawnSync(process.execPath, [BIN, ...args, "--revision", REVISION], {
     cwd: work,
-    env: { ...env, TRITON_CACHE_DIR: cacheDir },
+    env: { ...env, ...MAIN, TRITON_CACHE_DIR: cacheDir },
     stdio: ["ignore", "inherit", "inherit"],
   });
   if (r.status !== 0) throw new Error(`kcache ${args.join(" ")} exited ${r.status}`);
@@ -70,11 +82,30 @@ interface Run {
   seconds: number;
 }
 
-function workload(cacheDir: string): Run {
+/**
+ * The workload; `hooked`: with kcache's hook in, as a job between `kcache restore` and `kcache save`
+ * has it (the action's restore step installs it), writing to the file the restore made, so the save's
+ * run record counts the kernels the workload loaded and compiled.
+ */
+function workload(cacheDir: string, hooked = false): Run {
+  const hook = hooked
+    ? { PYTHONPATH: `${HOOK}${path.delimiter}${SIM}`, KCACHE_TELEMETRY_FILE: newestTelemetryFile() }
+    : { PYTHONPATH: SIM };
   const out = execFileSync("python3", [path.join(SIM, "workload.py"), "12", "4"], {
-    env: { ...env, PYTHONPATH: SIM, TRITON_CACHE_DIR: cacheDir },
+    env: { ...env, ...hook, TRITON_CACHE_DIR: cacheDir },
   }).toString();
   return JSON.parse(out.trim().split("\n").pop() as string) as Run;
+}
+
+/** The telemetry file the last `kcache restore` made for the job, in the state folder. */
+function newestTelemetryFile(): string {
+  const dir = env.KCACHE_STATE_DIR as string;
+  const files = (fs.readdirSync(dir, { recursive: true }) as string[])
+    .filter((f) => f.endsWith("-telemetry.jsonl"))
+    .map((f) => path.join(dir, f))
+    .sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs);
+  if (!files[0]) throw new Error(`kcache restore made no telemetry file in ${dir}`);
+  return files[0];
 }
 
 function timed<T>(fn: () => T): [T, number] {
@@ -108,7 +139,7 @@ function nvidiaDemo(): void {
 
   console.log("== run 1 on runner A: cold ==");
   const [, restoreA] = timed(() => kcache(["restore"], runnerA));
-  const cold = workload(runnerA);
+  const cold = workload(runnerA, true);
   console.log(
     `workload: ${cold.compiled} kernels compiled, ${cold.loaded} loaded, ${cold.seconds.toFixed(2)} s`,
   );
@@ -116,7 +147,7 @@ function nvidiaDemo(): void {
 
   console.log("\n== run 2 on runner B, a different cache path: warm through kcache ==");
   const [, restoreB] = timed(() => kcache(["restore"], runnerB));
-  const warm = workload(runnerB);
+  const warm = workload(runnerB, true);
   console.log(
     `workload: ${warm.compiled} kernels compiled, ${warm.loaded} loaded, ${warm.seconds.toFixed(2)} s`,
   );

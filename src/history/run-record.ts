@@ -52,6 +52,19 @@ export interface LazyCounts {
 const LAZY_FIELDS = ["prefetched", "onDemand", "live", "neverFetched", "bytesRead", "waitSeconds"] as const;
 
 export const RUN_RECORD_SCHEMA = "kcache-run-record/1";
+/** `kernels.source` of a drop-in run without kcache's hook: its counts are cache entries, not kernels. */
+export const ENTRIES = "cache-entries";
+
+/**
+ * Whether a record's kernel counts are cache entries: a drop-in run without the hook, or one written
+ * before drop-in runs counted kernels (its save counted entries as `cache-folder`).
+ */
+export function countsEntries(r: Pick<RunRecord, "kernels" | "via">): boolean {
+  const k = r.kernels;
+  return (
+    k.source === ENTRIES || (r.via === "save" && k.source === "cache-folder" && k.status === "not-observed")
+  );
+}
 /** The most result records one run record keeps. */
 const MAX_RECORDS = 2000;
 

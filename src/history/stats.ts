@@ -1,7 +1,7 @@
 import { type ReadWhole, sumWhole, WHOLE_REASONS } from "../cache/lazy/lazy-plan.js";
 import { medianOf } from "../checks/record-diff.js";
 import { formatBytes } from "../format.js";
-import type { LazyCounts, RunRecord } from "./run-record.js";
+import { countsEntries, type LazyCounts, type RunRecord } from "./run-record.js";
 import { type EntryCost, entryCost, secondsSaved } from "./time-saved.js";
 
 export { readRunRecords } from "./run-record.js";
@@ -15,9 +15,12 @@ export interface WeekStats {
   hits: { exact: number; prefix: number; miss: number };
   /** Share of restoring runs that restored something (exact or prefix). */
   hitRate: number | null;
-  kernelsCompiled: number;
-  /** Null where some run counted kernels from the cache folder only (no listener: loads unknown). */
+  /** Kernels the runs that counted kernels compiled; null where none did (all counted entries). */
+  kernelsCompiled: number | null;
+  /** Null where some run counted kernels from the cache folder only (no listener: loads unknown), or none counted kernels. */
   kernelsLoaded: number | null;
+  /** Drop-in runs without kcache's hook count cache entries, not kernels: how many, and their entries new and found. */
+  entries: { runs: number; new: number; found: number | null } | null;
   /** Median Triton compile seconds of runs that missed, and of runs with an exact hit. */
   compileSecondsCold: number | null;
   compileSecondsWarm: number | null;
@@ -89,10 +92,7 @@ export function weeklyStats(records: RunRecord[]): WeekStats[] {
       passed: runs.filter((r) => r.passed).length,
       hits,
       hitRate: restoring ? (hits.exact + hits.prefix) / restoring : null,
-      kernelsCompiled: runs.reduce((n, r) => n + r.kernels.compiled, 0),
-      kernelsLoaded: runs.some((r) => r.kernels.loaded === null)
-        ? null
-        : runs.reduce((n, r) => n + (r.kernels.loaded ?? 0), 0),
+      ...kernelSums(runs),
       compileSecondsCold: coldMedian,
       compileSecondsWarm: warmMedian,
       secondsSavedEstimate: secondsSaved(runs, costs.get(prefix) ?? null),
@@ -143,6 +143,21 @@ export function lazyCells(w: WeekStats): string[] | null {
       return t ? `${formatBytes(t.bytes)} (${t.packs} packs)` : "-";
     }),
   ];
+}
+
+/** Kernels of the runs that counted kernels, and apart, entries of those that counted entries. */
+function kernelSums(runs: RunRecord[]): Pick<WeekStats, "kernelsCompiled" | "kernelsLoaded" | "entries"> {
+  const sum = (rs: RunRecord[], f: "compiled" | "loaded") =>
+    rs.some((r) => r.kernels[f] === null) ? null : rs.reduce((n, r) => n + (r.kernels[f] ?? 0), 0);
+  const kernels = runs.filter((r) => !countsEntries(r));
+  const entries = runs.filter(countsEntries);
+  return {
+    kernelsCompiled: kernels.length ? sum(kernels, "compiled") : null,
+    kernelsLoaded: kernels.length ? sum(kernels, "loaded") : null,
+    entries: entries.length
+      ? { runs: entries.length, new: sum(entries, "compiled") ?? 0, found: sum(entries, "loaded") }
+      : null,
+  };
 }
 
 /** The lazy and live counts of the runs that had them, summed. */

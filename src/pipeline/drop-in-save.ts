@@ -8,7 +8,7 @@ import { tolerateCacheFailure } from "../cache/tolerate.js";
 import { dropInRunRecord } from "../history/drop-in-record.js";
 import { writeRunRecord } from "../history/run-record.js";
 import { readOnlyLine } from "../store/read-only.js";
-import { readTelemetry } from "../telemetry/read.js";
+import { type KernelStats, readTelemetry } from "../telemetry/read.js";
 
 /**
  * The save of the drop-in path (`kcache save`, the action's save and post steps): the save, then a
@@ -33,7 +33,8 @@ export async function dropInSave(
     return null;
   }
   const job = state?.primaryKey === ctx.key ? state.job : undefined;
-  const withHook: SaveOptions = opts.hook ? opts : { ...opts, hook: jobHookUsage(ctx, state) };
+  const telemetry = jobTelemetry(ctx, state);
+  const withHook: SaveOptions = opts.hook ? opts : { ...opts, hook: hookUsageOf(telemetry) };
   const report = await tolerateCacheFailure(
     "save",
     ctx.strict,
@@ -42,7 +43,7 @@ export async function dropInSave(
     faults,
   );
   // A store that failed the save has had its one warning: no second try (and wait) for the record.
-  if (report) await writeRunRecord(dropInRunRecord(ctx, job, report, lazy), ctx);
+  if (report) await writeRunRecord(dropInRunRecord(ctx, job, report, lazy, telemetry), ctx);
   return report;
 }
 
@@ -54,9 +55,22 @@ export async function dropInSave(
  * with the hook in wrote to it.
  */
 export function jobHookUsage(ctx: Pick<JobContext, "key">, state: LocalState | null): HookUsage | undefined {
-  const file = state?.primaryKey === ctx.key ? state.job?.attribution?.telemetry : undefined;
-  if (typeof file !== "string") return undefined;
-  const t = readTelemetry(file);
+  return hookUsageOf(jobTelemetry(ctx, state));
+}
+
+/**
+ * The job's telemetry file as its hook left it, null where this key's restore named none. Kernel
+ * lines written before the restore began are not counted: the file may hold earlier steps' lines.
+ */
+function jobTelemetry(ctx: Pick<JobContext, "key">, state: LocalState | null): KernelStats | null {
+  const job = state?.primaryKey === ctx.key ? state.job : undefined;
+  const file = job?.attribution?.telemetry;
+  if (typeof file !== "string") return null;
+  return readTelemetry(file, typeof job?.startedAt === "number" ? job.startedAt / 1000 : null);
+}
+
+function hookUsageOf(t: KernelStats | null): HookUsage | undefined {
+  if (!t) return undefined;
   if (t.status === "no-triton" && t.wroteFiles.length === 0 && t.usedFolders.length === 0) return undefined;
   return {
     complete: t.usageComplete,

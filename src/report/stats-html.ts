@@ -1,6 +1,15 @@
 import { formatBytes } from "../format.js";
 import { LAZY_COLUMNS, lazyCells, type WeekStats } from "../history/stats.js";
+import type { PrefixWorkingSet } from "../history/working-sets.js";
 import { escapeHtml } from "./html-escape.js";
+import {
+  estimateLines,
+  WEEK_COLUMNS,
+  WORKING_SET_COLUMNS,
+  weekCells,
+  workingSetCaption,
+  workingSetCells,
+} from "./stats-tables.js";
 
 export interface StatsPage {
   store: string;
@@ -9,23 +18,31 @@ export interface StatsPage {
   weeks: WeekStats[];
   /** Bytes of packs each prefix's keys reference now. */
   storeBytes: Record<string, number>;
+  /** Each prefix's newest key's working set, in `workingScope` (as the text shows it); absent: none. */
+  workingSets?: PrefixWorkingSet[];
+  workingScope?: string;
 }
 
 /**
  * `kcache stats --html`: a self-contained page (data embedded as JSON, drawn by an inline script into
  * SVG; no network) with, per workload prefix and week, the hit rate and the median Triton compile
- * seconds of missed and of exact-hit runs, and the same numbers in a table; weeks with lazy restores
- * or live sharing get a table of what those fetched.
+ * seconds of missed and of exact-hit runs, and every table and line the text output has: the
+ * working sets, the weeks, the lazy restores and live sharing, and what the saved seconds are
+ * estimated with.
  */
 export function statsHtml(p: StatsPage): string {
   const data = JSON.stringify(p).replace(/</g, "\\u003c");
   const prefixes = [...new Set(p.weeks.map((w) => w.prefix))];
-  const cell = (v: number | null | undefined, d = 1) => (v === null || v === undefined ? "-" : v.toFixed(d));
-  const rows = p.weeks
-    .map(
-      (w) =>
-        `<tr><td>${escapeHtml(w.prefix)}</td><td>${w.week}</td><td>${w.runs}</td><td>${w.hits.exact} / ${w.hits.prefix} / ${w.hits.miss}</td><td>${w.hitRate === null ? "-" : `${Math.round(w.hitRate * 100)}%`}</td><td>${w.kernelsCompiled}</td><td>${cell(w.compileSecondsCold)} / ${cell(w.compileSecondsWarm)}</td><td>${cell(w.secondsSavedEstimate, 0)}</td><td>${cell(w.restoreSeconds?.p50, 2)} / ${cell(w.saveSeconds?.p50, 2)}</td></tr>`,
-    )
+  const table = (id: string, columns: readonly string[], rows: string[][]) =>
+    `<table id="${id}">\n<tr>${columns.map((c) => `<th>${escapeHtml(c)}</th>`).join("")}</tr>\n${rows
+      .map((r) => `<tr>${r.map((c) => `<td>${escapeHtml(c)}</td>`).join("")}</tr>`)
+      .join("\n")}\n</table>`;
+  const sets = p.workingSets ?? [];
+  const setsTable = sets.length
+    ? `<h2>Working sets</h2>\n<p>${escapeHtml(workingSetCaption(p.workingScope ?? p.scope))}</p>\n${table("working-sets", WORKING_SET_COLUMNS, sets.map(workingSetCells))}\n`
+    : "";
+  const estimates = estimateLines(p.weeks)
+    .map((l) => `<p class="estimate">${escapeHtml(l)}</p>`)
     .join("\n");
   const lazyRows = p.weeks.flatMap((w) => {
     const cells = lazyCells(w);
@@ -74,11 +91,9 @@ td:first-child, th:first-child { text-align: left; }
   }.</p>
 <p class="legend">${legend}</p>
 ${prefixes.map((x, i) => `<h2>${escapeHtml(x)}</h2>\n<svg id="chart-${i}" data-prefix="${escapeHtml(x)}" role="img" aria-label="hit rate and compile seconds per week"></svg>`).join("\n")}
-<h2>Per week</h2>
-<table>
-<tr><th>prefix</th><th>week</th><th>runs</th><th>exact / prefix / miss</th><th>hit rate</th><th>kernels compiled</th><th>compile s cold / warm</th><th>saved s (est.)</th><th>restore / save s p50</th></tr>
-${rows}
-</table>
+${setsTable}<h2>Per week</h2>
+${table("weeks", WEEK_COLUMNS, p.weeks.map(weekCells))}
+${estimates}
 ${lazyTable}<script>
 const data = ${data};
 const NS = "http://www.w3.org/2000/svg";

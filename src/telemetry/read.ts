@@ -76,9 +76,10 @@ export const MAX_TELEMETRY_BYTES = 256 * 1024 * 1024;
  * Reads a telemetry file; a missing file means no Python process imported Triton. The job's processes
  * write it, so it is read as a path kcache does not own: only a regular file (a FIFO or a link to a
  * device is never opened for a blocking read), at most MAX_TELEMETRY_BYTES; anything else reads as
- * no telemetry at all.
+ * no telemetry at all. `kernelsSince` (seconds since the epoch): kernel lines written before it are not
+ * counted (a job's file may hold its earlier steps' lines); lines without a time are.
  */
-export function readTelemetry(file: string): KernelStats {
+export function readTelemetry(file: string, kernelsSince: number | null = null): KernelStats {
   const stats: KernelStats = {
     status: "no-triton",
     loaded: 0,
@@ -136,6 +137,7 @@ export function readTelemetry(file: string): KernelStats {
     }
     sawListener = true;
     sawTriton = true;
+    if (kernelsSince !== null && typeof rec.t === "number" && rec.t < kernelsSince) continue;
     if (rec.cache_hit) stats.loaded++;
     else {
       stats.compiled++;

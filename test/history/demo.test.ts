@@ -40,3 +40,43 @@ describe("the demo's run-history section (npm run demo -- --history)", () => {
     }
   });
 });
+
+describe("the demo's stats page (npm run demo)", () => {
+  it("shows the kernels the demo's own main job reported: compiled cold, loaded warm, and saved seconds no more than it measured", () => {
+    const tmp = tempDir("demo-all");
+    const out = execFileSync(process.execPath, [DEMO], {
+      env: { ...process.env, KCACHE_DEMO_KEEP: "1", TMPDIR: tmp, TRITON_SIM_COMPILE_MS: "40" },
+    }).toString();
+    const work = /kcache demo in (\S+)/.exec(out)?.[1] as string;
+    try {
+      const row = (name: string) => {
+        const m = new RegExp(`^\\| ${name}\\s+\\|\\s+(\\d+) \\|\\s+(\\d+) \\|\\s+([\\d.]+) \\|`, "m").exec(
+          out,
+        );
+        return { compiled: Number(m?.[1]), loaded: Number(m?.[2]), seconds: Number(m?.[3]) };
+      };
+      const cold = row("cold \\(runner A\\)");
+      const warm = row("warm via kcache \\(runner B, other path\\)");
+      expect(cold.compiled).toBeGreaterThan(0);
+      expect(warm.loaded).toBeGreaterThan(0);
+      // kcache stats, as the demo printed it: main's drop-in runs, counted in kernels by the hook.
+      const stats = new RegExp(
+        `^\\| demo-bench \\| (\\d{4}-W\\d\\d) \\| 2 \\| 2 \\| 1 / 0 / 1 \\| 50% \\| ${cold.compiled + warm.compiled} \\| ${cold.loaded + warm.loaded} \\| [\\d.]+ / [\\d.]+ \\| (\\d+) \\|.*\\| - \\|$`,
+        "m",
+      ).exec(out);
+      expect(stats, out).not.toBeNull();
+      // Found kernels x one kernel's compile time: compiling not done, never more than the demo measured.
+      const saved = /Warm run: .*?([\d.]+) s of compiling saved/.exec(out)?.[1];
+      expect(Number(stats?.[2])).toBeGreaterThan(0);
+      expect(Number(stats?.[2])).toBeLessThanOrEqual(Math.ceil(Number(saved)));
+      // The page shows the same row.
+      const html = /wrote (\S+kcache-demo-stats\.html)/.exec(out)?.[1] as string;
+      const dom = dumpDom(html, work);
+      expect(dom).toContain(
+        `<td>demo-bench</td><td>${stats?.[1]}</td><td>2</td><td>2</td><td>1 / 0 / 1</td><td>50%</td><td>${cold.compiled + warm.compiled}</td><td>${cold.loaded + warm.loaded}</td>`,
+      );
+    } finally {
+      fs.rmSync(work, { recursive: true, force: true });
+    }
+  });
+});

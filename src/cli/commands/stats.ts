@@ -1,6 +1,5 @@
 import fs from "node:fs";
 import { readCatalog } from "../../cache/catalog.js";
-import type { WorkingSet } from "../../cache/usage/working-set.js";
 import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
@@ -18,6 +17,14 @@ import { jobScopes } from "../../job/build-context.js";
 import { defaultBranchScope } from "../../keys/scope.js";
 import { silentLog } from "../../log.js";
 import { statsHtml } from "../../report/stats-html.js";
+import {
+  estimateLines,
+  WEEK_COLUMNS,
+  WORKING_SET_COLUMNS,
+  weekCells,
+  workingSetCaption,
+  workingSetCells,
+} from "../../report/stats-tables.js";
 import { openStore } from "../../store/open.js";
 import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
@@ -66,7 +73,15 @@ export async function statsCommand(
   if (o.html) {
     fs.writeFileSync(
       o.html,
-      statsHtml({ store: store.description, scope, runs: chosen.length, weeks, storeBytes }),
+      statsHtml({
+        store: store.description,
+        scope,
+        runs: chosen.length,
+        weeks,
+        storeBytes,
+        workingSets: sets,
+        workingScope: defaultScope,
+      }),
     );
     process.stderr.write(`kcache: wrote ${o.html}\n`);
   }
@@ -93,12 +108,11 @@ export async function statsCommand(
   );
 }
 
-/** The weekly table as text, and each prefix's kernel cost the saved seconds are estimated with. */
+/** The weekly table as text, and each prefix's cost the saved seconds are estimated with. */
 function weekLines(
   weeks: WeekStats[],
   o: { runs: number; scope: string; store: string; storeBytes: Record<string, number> },
 ): string[] {
-  const s = (v: number | null | undefined, d = 1) => (v === null || v === undefined ? "-" : v.toFixed(d));
   const lines = [
     `${o.runs} runs of ${o.scope} in ${o.store}; the store holds ${
       Object.entries(o.storeBytes)
@@ -106,18 +120,10 @@ function weekLines(
         .join(", ") || "no keys"
     }`,
     "",
-    "| prefix | week | runs | passed | exact / prefix / miss | hit rate | kernels compiled | loaded | compile s cold / warm | saved s (est.) | restore s p50 / p90 | save s p50 / p90 |",
-    "|---|---|---:|---:|---|---:|---:|---:|---|---:|---|---|",
-    ...weeks.map(
-      (w) =>
-        `| ${w.prefix} | ${w.week} | ${w.runs} | ${w.passed} | ${w.hits.exact} / ${w.hits.prefix} / ${w.hits.miss} | ${w.hitRate === null ? "-" : `${Math.round(w.hitRate * 100)}%`} | ${w.kernelsCompiled} | ${w.kernelsLoaded ?? "?"} | ${s(w.compileSecondsCold)} / ${s(w.compileSecondsWarm)} | ${s(w.secondsSavedEstimate, 0)} | ${s(w.restoreSeconds?.p50, 2)} / ${s(w.restoreSeconds?.p90, 2)} | ${s(w.saveSeconds?.p50, 2)} / ${s(w.saveSeconds?.p90, 2)} |`,
-    ),
+    `| ${WEEK_COLUMNS.join(" | ")} |`,
+    "|---|---|---:|---:|---|---:|---:|---:|---|---:|---|---|---|",
+    ...weeks.map((w) => `| ${weekCells(w).join(" | ")} |`),
   ];
-  const learnt = {
-    "compile-times": "from the hook's compile times",
-    "job-times": "learnt from the jobs' seconds over their new kernels",
-    "job-times-upper-bound": "at most: the jobs' seconds per new kernel, too few runs for more",
-  };
   if (weeks.some((w) => w.lazy))
     lines.push(
       "",
@@ -128,13 +134,8 @@ function weekLines(
         return cells ? [`| ${cells.join(" | ")} |`] : [];
       }),
     );
-  const costs = new Map(weeks.flatMap((w) => (w.entryCost ? [[w.prefix, w.entryCost] as const] : [])));
-  if (costs.size) lines.push("");
-  for (const [prefix, c] of costs)
-    lines.push(
-      `${prefix}: one kernel ≈ ${c.seconds.toFixed(2)} s (${learnt[c.from]}); saved s (est.) = kernels found in the cache x that`,
-    );
-  return lines;
+  const estimates = estimateLines(weeks);
+  return estimates.length ? [...lines, "", ...estimates] : lines;
 }
 
 /**
@@ -154,21 +155,11 @@ function otherBranchesHint(records: { scope: string }[], defaultScope: string): 
 
 /** The working-set table: per prefix, what the newest key's job used, what its restores carry unused, and the trend. */
 function workingSetLines(sets: PrefixWorkingSet[], scope: string): string[] {
-  const share = (w: WorkingSet) =>
-    w.live.bytes + w.unused.bytes > 0
-      ? `${Math.round((w.unused.bytes / (w.live.bytes + w.unused.bytes)) * 100)}%`
-      : "-";
   return [
-    `working sets of ${scope}'s newest keys (a restore downloads both columns; eviction drops the unused ones):`,
+    workingSetCaption(scope),
     "",
-    "| prefix | newest key | used at its save | carried unused | unused share | trend |",
+    `| ${WORKING_SET_COLUMNS.join(" | ")} |`,
     "|---|---|---:|---:|---:|---|",
-    ...sets.map((s) => {
-      const n = s.newest;
-      const trend = s.earlier
-        ? `${s.saves} saves before: ${formatBytes(s.earlier.live.bytes)} used, ${formatBytes(s.earlier.unused.bytes)} unused`
-        : "-";
-      return `| ${s.prefix} | ${n.key} | ${n.live.entries} entries, ${formatBytes(n.live.bytes)} | ${n.unused.entries} entries, ${formatBytes(n.unused.bytes)} | ${share(n)} | ${trend} |`;
-    }),
+    ...sets.map((s) => `| ${workingSetCells(s).join(" | ")} |`),
   ];
 }
