@@ -27,7 +27,6 @@ export function pathLineCaches(
   const absolute = (p: string) => path.resolve(cwd, p.replace(/^~(?=\/|$)/, home));
   const wanted = lines.map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
   const exclude = wanted.filter((l) => l.startsWith("!")).map((l) => absolute(l.slice(1).trim()));
-  const taken = new Set<string>();
   const caches = wanted
     .filter((l) => !l.startsWith("!"))
     .map((line, i): CacheConfig => {
@@ -35,7 +34,7 @@ export function pathLineCaches(
       const first = segments.findIndex((s) => GLOB_CHARS.test(s));
       const root = first < 0 ? segments.join(path.sep) : segments.slice(0, first).join(path.sep) || path.sep;
       const include = first < 0 ? undefined : [segments.slice(first).join("/")];
-      const name = kind === "auto" ? folderName(root, home, taken) : i === 0 ? kind : `${kind}-${i + 1}`;
+      const name = kind === "auto" ? `path-${i + 1}` : i === 0 ? kind : `${kind}-${i + 1}`;
       return {
         name,
         kind,
@@ -60,27 +59,6 @@ export function pathLineCaches(
     throw new ConfigError(`${label}: only "!" lines (${wanted.join(", ")}); add the folders to cache`);
   checkCachePaths(caches, (i) => `${label} ${caches[i]?.path}`, env, cwd);
   return caches;
-}
-
-/**
- * A folder's cache name, as logs and `kcache inspect` show it: the folder's own name (`pip`), with
- * its parent's where that name is only "cache" (`~/.triton/cache` is `triton-cache`; `~/.cache` stays
- * `cache`), in the letters a cache name takes, and `-2`, `-3`... where another line took it.
- * Numbered names (`path-1`) said nothing of which folder was meant.
- */
-function folderName(root: string, home: string, taken: Set<string>): string {
-  const clean = (s: string) =>
-    s
-      .replace(/[^A-Za-z0-9_.-]+/g, "-")
-      .replace(/^[^A-Za-z0-9]+/, "")
-      .replace(/-+$/, "");
-  const base = clean(path.basename(root));
-  const parent = path.dirname(root) === path.resolve(home) ? "" : clean(path.basename(path.dirname(root)));
-  const name = (/^caches?$/i.test(base) && parent ? `${parent}-${base}` : base) || parent || "folder";
-  let unique = name;
-  for (let n = 2; taken.has(unique); n++) unique = `${name}-${n}`;
-  taken.add(unique);
-  return unique;
 }
 
 /**

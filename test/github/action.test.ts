@@ -255,7 +255,7 @@ describe("the kcache action", () => {
     expect(post?.result?.log).toMatch(/saved/);
     expect(post?.result?.log).toMatch(
       new RegExp(
-        `::warning title=kcache::path ${path.join(home, ".cache", "nothing-here")} \\(cache nothing-here\\): nothing to save: the folder does not exist`,
+        `::warning title=kcache::path ${path.join(home, ".cache", "nothing-here")} \\(cache path-2\\): nothing to save: the folder does not exist`,
       ),
     );
 

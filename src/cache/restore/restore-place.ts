@@ -121,7 +121,7 @@ function restoreTargets(
       const others = manifest.caches.filter((m) => !ctx.caches.some((h) => h.name === m.name));
       if (others.length)
         ctx.log.warn(
-          `${manifest.key} holds no cache named ${c.name} (kind ${c.kind}), only ${others.map((m) => `${m.name} (kind ${m.kind})`).join(", ")}: the cache was renamed or its kind changed (a path input's cache is named after its folder under kind: auto (path-<n> in kcache 0.1), and after its kind otherwise); nothing restored into ${c.path}, and the next save starts it afresh`,
+          `${manifest.key} holds no cache named ${c.name} (kind ${c.kind}), only ${others.map((m) => `${m.name} (kind ${m.kind})`).join(", ")}: the cache was renamed or its kind changed (a path input's cache is named path-<n> under kind: auto and after its kind otherwise); nothing restored into ${c.path}, and the next save starts it afresh`,
         );
       continue;
     }
