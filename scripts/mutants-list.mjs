@@ -754,9 +754,9 @@ export const MUTANTS = [
   {
     name: "a drop-in save leaves no run record (kcache stats empty for actions/cache users)",
     file: "src/pipeline/drop-in-save.ts",
-    find: "if (report) await writeRunRecord(dropInRunRecord(ctx, job, report, lazy), ctx);",
+    find: "if (report) await writeRunRecord(dropInRunRecord(ctx, job, report, lazy, telemetry), ctx);",
     replace:
-      "if (report && ctx.key === '') await writeRunRecord(dropInRunRecord(ctx, job, report, lazy), ctx);",
+      "if (report && ctx.key === '') await writeRunRecord(dropInRunRecord(ctx, job, report, lazy, telemetry), ctx);",
     tests: ["test/history/drop-in-stats.test.ts"],
   },
   {
