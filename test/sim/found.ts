@@ -55,6 +55,10 @@ export const FOUND: [string, Step[]][] = [
       job({ mode: "run", live: true, runner: "fresh" }),
     ],
   ],
+  [
+    "with isolate, another process overwrites in place a runner's file the job's folder links (long run, seed 108)",
+    [job({ runner: "B", beside: beside("poison") })],
+  ],
 ];
 
 /** Found on an S3 store (Ceph's RADOS Gateway, which honours conditional writes). */
