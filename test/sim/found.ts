@@ -59,6 +59,10 @@ export const FOUND: [string, Step[]][] = [
     "with isolate, another process overwrites in place a runner's file the job's folder links (long run, seed 108)",
     [job({ runner: "B", beside: beside("poison") })],
   ],
+  [
+    "under store.live, another process overwrites in place files of an entry the job compiled, before it is shared (long run, seed 203)",
+    [job({ mode: "run", live: true, beside: beside("poison") })],
+  ],
 ];
 
 /** Found on an S3 store (Ceph's RADOS Gateway, which honours conditional writes). */

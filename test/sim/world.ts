@@ -341,7 +341,8 @@ export class World {
   /** Ends every process the world started and removes its folders. */
   dispose(): void {
     for (const c of this.children) c.kill("SIGKILL");
-    fs.rmSync(this.dir, { recursive: true, force: true });
+    // A job's processes that a kill -9 orphaned may still be writing for a moment (seed 200 of the first long run).
+    fs.rmSync(this.dir, { recursive: true, force: true, maxRetries: 20, retryDelay: 100 });
   }
 }
 

@@ -107,7 +107,9 @@ export function leaveOutUnattributed(
     left.bytes += p.size;
   }
   const hookIn = written.size > 0 || hook?.complete === true;
-  report.sharedFolder = { caches: [...shared.keys()], hook: hookIn, attributed };
+  // A folder of the job's own is reported only where one of its entries changed through a link.
+  const reported = [...shared].filter(([, why]) => why !== LINKED || left.entries > 0).map(([c]) => c);
+  report.sharedFolder = reported.length ? { caches: reported, hook: hookIn, attributed } : null;
   const where = [...shared].map(([c, why]) => (why === "shared" ? c : `${c} (${why})`)).join(", ");
   if (left.entries)
     ctx.log.warn(
