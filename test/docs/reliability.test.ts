@@ -78,6 +78,7 @@ describe("RELIABILITY.md's simulation", () => {
     expect(block("sim")).toBe(simTable(reports).join("\n"));
     expect(reports.length).toBeGreaterThan(0);
     // An earlier run that found a bug stays in the table (the prose and found.test.ts say which); the latest must pass.
-    for (const r of reports.at(-1).results) expect(r, `seed ${r.seed} on ${r.store}`).toMatchObject({ failed: false });
+    for (const r of reports.at(-1).results)
+      expect(r, `seed ${r.seed} on ${r.store}`).toMatchObject({ failed: false });
   });
 });
