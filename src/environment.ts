@@ -171,6 +171,8 @@ export interface RuntimeSettings {
   zstd: string;
   /** The CI says this machine runs this one job (RUNNER_ENVIRONMENT=github-hosted): no other job writes its folders. */
   ephemeral?: boolean;
+  /** The CI says the machine keeps its folders between jobs (GitHub's self-hosted runners). */
+  persistent?: boolean;
 }
 
 export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
@@ -179,6 +181,7 @@ export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
     threads: Number.isInteger(asked) && asked > 0 ? asked : null,
     zstd: env.KCACHE_ZSTD ?? "",
     ephemeral: env.RUNNER_ENVIRONMENT === "github-hosted",
+    persistent: env.RUNNER_ENVIRONMENT === "self-hosted",
   };
 }
 

@@ -63,6 +63,10 @@ export const FOUND: [string, Step[]][] = [
     "under store.live, another process overwrites in place files of an entry the job compiled, before it is shared (long run, seed 203)",
     [job({ mode: "run", live: true, beside: beside("poison") })],
   ],
+  [
+    "a default-branch job's restore killed before it recorded anything, a pull request's job beside it on a self-hosted runner (long run b, seeds 400 and 406)",
+    [job({ beside: beside("pr-job"), kill: { phase: "restore", ms: 50 } })],
+  ],
 ];
 
 /** Found on an S3 store (Ceph's RADOS Gateway, which honours conditional writes). */

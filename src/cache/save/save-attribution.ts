@@ -75,7 +75,11 @@ export function leaveOutUnattributed(
 ): Present[] {
   const { kept, reused, ours, roots, hook } = found;
   const job = ours?.job;
-  if (!job || !isTrustedScope(ctx.scopes.write)) return kept;
+  if (!isTrustedScope(ctx.scopes.write)) return kept;
+  // No record of this job's restore (none ran, or it was killed before it wrote one) on a runner the CI
+  // says keeps its folders: nothing tells this job's entries from others', so only the key's stay.
+  if (!job && ctx.runtime.persistent) return unrecorded(ctx, found, report);
+  if (!job) return kept;
   const shared = sharedCaches(ctx.caches, roots, job);
   if (shared.size === 0) return kept;
   const written = writtenSince(hook, (job.startedAt - WINDOW_SLACK_MS) / 1000);
@@ -224,4 +228,26 @@ function fileDigest(file: string): string | null {
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }
+}
+
+/** A trusted save with no record of its restore on a persistent runner: entries the key vouches for, or a folder declared trusted. */
+function unrecorded(
+  ctx: JobContext,
+  found: Found,
+  report: { leftOut: { otherJobs: Tally }; sharedFolder: SharedFolderReport | null },
+): Present[] {
+  const vouched = new Set(found.reused);
+  const trusted = new Set(ctx.caches.filter((c) => c.trustLocal).map((c) => c.name));
+  const out = found.kept.filter((p) => vouched.has(p) || trusted.has(p.cache));
+  const left = report.leftOut.otherJobs;
+  for (const p of found.kept) {
+    if (out.includes(p)) continue;
+    left.entries++;
+    left.bytes += p.size;
+  }
+  if (left.entries)
+    ctx.log.warn(
+      `no restore of this job recorded what the runner's folder held (none ran, or it was killed), and this runner keeps its folders between jobs: left out ${left.entries} entries (${formatBytes(left.bytes)}) nothing attributes to this job; run kcache restore (or kcache run) first, or declare the runner trusted (trust-local: true)`,
+    );
+  return out;
 }
