@@ -122,7 +122,7 @@ _LAZY = {"socket": os.environ.get("KCACHE_LAZY_SOCKET"), "down": False, "asked":
          "live": os.environ.get("KCACHE_LIVE") == "1"}
 
 
-def _live_wrote(manager, filename, digest=None):
+def _live_wrote(manager, filename):
     """Under store.live, tells kcache that this process wrote into an entry folder: kcache shares the
     entry once it settles and is complete. Nothing is waited for; autotune results are never shared."""
     if not _LAZY["live"] or _LAZY["down"] or not _LAZY["socket"]:
@@ -137,8 +137,7 @@ def _live_wrote(manager, filename, digest=None):
         try:
             s.settimeout(2.0)
             s.connect(_LAZY["socket"])
-            # The file and its digest as written: kcache shares the entry only while every file is so.
-            s.sendall((json.dumps({"wrote": folder, "file": filename, "sha256": digest}) + "\n").encode())
+            s.sendall((json.dumps({"wrote": folder}) + "\n").encode())
         finally:
             s.close()
     except Exception:
@@ -244,10 +243,9 @@ def _wrap_cache_manager(module):
 
     def wrapped_put(self, data, filename, *args, **kwargs):
         result = put(self, data, filename, *args, **kwargs)
-        digest = digest_of(data)
-        note_wrote(self, filename, digest)
+        note_wrote(self, filename, digest_of(data))
         _local.put_file = filename
-        _live_wrote(self, filename, digest)
+        _live_wrote(self, filename)
         try:
             if fresh and isinstance(filename, str) and filename.endswith(".autotune.json"):
                 own.add((os.path.abspath(getattr(self, "cache_dir", "") or ""), filename))
@@ -263,11 +261,10 @@ def _wrap_cache_manager(module):
         try:
             if isinstance(result, str) and _local.put_file != os.path.basename(result):
                 with open(result, "rb") as f:
-                    digest = digest_of(f.read())
-                note_wrote(self, os.path.basename(result), digest)
-                _live_wrote(self, os.path.basename(result), digest)
+                    note_wrote(self, os.path.basename(result), digest_of(f.read()))
         except Exception:
             pass
+        _live_wrote(self, None)
         return result
 
     def wrapped_get_file(self, filename):

@@ -1,6 +1,3 @@
-import { createHash } from "node:crypto";
-import fs from "node:fs";
-import path from "node:path";
 import { Readable } from "node:stream";
 import type { FoundEntry } from "../../kinds/kind.js";
 import { scanEntryAt, tritonKind } from "../../kinds/triton.js";
@@ -35,8 +32,6 @@ export class LiveWriter {
   /** Entries refused or trimmed for links (said once each). */
   private readonly refused = new Set<string>();
   private readonly locator: CacheLocator;
-  /** Entry (cache and name) -> file -> the digest the job's process wrote it with (the hook's word). */
-  private readonly written = new Map<string, Map<string, string>>();
 
   constructor(
     private readonly ctx: JobContext,
@@ -45,19 +40,11 @@ export class LiveWriter {
     this.locator = new CacheLocator(caches);
   }
 
-  /**
-   * A process of the job wrote into the entry folder `folder` (the file `file` with digest `sha256`,
-   * as the hook saw it written): share it once it settles, while every file is as the job wrote it.
-   */
-  wrote(folder: string, file?: string, sha256?: string): void {
+  /** A process of the job wrote into the entry folder `folder`: share it once it settles. */
+  wrote(folder: string): void {
     const at = this.locator.locate(folder);
     if (!at) return;
     const id = `${at.cache.name}\0${at.name}`;
-    if (file && sha256 && !file.includes("/")) {
-      const files = this.written.get(id) ?? new Map<string, string>();
-      files.set(file, sha256);
-      this.written.set(id, files);
-    }
     clearTimeout(this.settling.get(id)?.timer);
     const timer = setTimeout(() => {
       this.settling.delete(id);
@@ -100,29 +87,6 @@ export class LiveWriter {
     return entry?.files.length ? entry : null;
   }
 
-  /** Whether every file of the entry holds the bytes the hook saw the job's processes write (said once if not). */
-  private asWritten(cache: LookedUpCache, name: string, entry: FoundEntry): boolean {
-    const digests = this.written.get(`${cache.name}\0${name}`);
-    const differs = entry.files.find((f) => {
-      const want = digests?.get(f.rel);
-      if (!want) return true;
-      try {
-        return (
-          createHash("sha256")
-            .update(fs.readFileSync(path.join(cache.root, name, f.rel)))
-            .digest("hex") !== want
-        );
-      } catch {
-        return true;
-      }
-    });
-    if (!differs) return true;
-    this.ctx.log.debug(
-      `live: ${cache.name}/${name} not shared: ${differs.rel} is not as this job's processes wrote it (the hook's record)`,
-    );
-    return false;
-  }
-
   private track(p: Promise<void>): void {
     this.uploads.add(p);
     void p.finally(() => this.uploads.delete(p));
@@ -145,9 +109,6 @@ export class LiveWriter {
       tritonKind.isAutotuneResult(entry)
     )
       return;
-    // Shared only as the job's own processes wrote it: a file another process wrote or changed since
-    // (through the runner's shared folder) keeps the entry out of every live scope.
-    if (!this.asWritten(cache, name, entry)) return;
     const sig = entry.files.map((f) => `${f.rel}:${f.size}:${f.mtimeMs}`).join("|");
     if (this.sent.has(`${name}|${sig}`)) return;
     this.sent.add(`${name}|${sig}`);

@@ -117,9 +117,7 @@ function isStop(line: string): boolean {
 }
 
 /** What a line asks, as far as its fields have the types a request's have; null for anything else. */
-function requestOf(
-  line: string,
-): { folder?: string; file?: string; wrote?: string; sha256?: string; stop?: true } | null {
+function requestOf(line: string): { folder?: string; file?: string; wrote?: string; stop?: true } | null {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -133,7 +131,6 @@ function requestOf(
     folder: text(r.folder),
     file: text(r.file),
     wrote: text(r.wrote),
-    sha256: typeof r.sha256 === "string" && /^[0-9a-f]{64}$/.test(r.sha256) ? r.sha256 : undefined,
     ...(r.stop === true ? { stop: true as const } : {}),
   };
 }
@@ -146,7 +143,7 @@ async function answer(
   if (!req) return { placed: false, why: "not a lookup" };
   // A process of the job wrote into an entry folder: shared live once it settles (store.live).
   if (req.wrote !== undefined) {
-    writer?.wrote(req.wrote, req.file, req.sha256);
+    writer?.wrote(req.wrote);
     return { placed: false, why: "noted" };
   }
   if (req.folder === undefined) return { placed: false, why: "not a lookup" };
