@@ -120,13 +120,15 @@ describe("kcache as a runner downloads it, with no zstd binary", () => {
     const root = tempDir("dl-before-install");
     const bundle = path.join(action, "dist", "action.mjs");
     const inputs = { path: "~/.triton/cache", key: "placement" };
-    const preInstall = tempDir("dl-no-torch-yet"); // the runner's Python before `pip install`
     const run = async (name: string) => {
+      const site = tempDir("dl-no-torch-yet"); // the runner's Python before `pip install`
       const j = new RunnerJob(root, name, { ...push("c".repeat(40)), ...gha.env, PATH: bare }, bundle, root);
-      j.env.PYTHONPATH = preInstall;
+      j.env.PYTHONPATH = site;
       const restored = await j.uses("", inputs);
       expect(restored.code, restored.log).toBe(0);
-      j.env.PYTHONPATH = installedStack(); // the job's install step, after the cache step
+      // The job's install step, after the cache step: packages land in the site folder, as pip's do
+      // (PYTHONPATH itself is the restore step's now: kcache's hook first).
+      fs.cpSync(installedStack(), site, { recursive: true });
       const work = workload(j);
       const [post] = await j.end();
       expect(post?.result?.code, post?.result?.log).toBe(0);
