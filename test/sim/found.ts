@@ -69,6 +69,9 @@ export const FOUND: [string, Step[]][] = [
 export const FOUND_ON_S3: [string, Step[]][] = [
   [
     "a manifest PUT whose answer is lost after the server stored it, then a fresh runner's job",
-    [job({ net: "lose-manifest-answer" }), job({ runner: "fresh" })],
+    // Found with the first job on runner A; since a save there keeps only what kcache's hook attributes
+    // to the job (none in a drop-in job here), it saved nothing and made no PUT. On a fresh runner it
+    // saves all it compiled, and the second job restores that key at another path (I4's relocation).
+    [job({ runner: "fresh", net: "lose-manifest-answer" }), job({ runner: "fresh" })],
   ],
 ];

@@ -169,6 +169,10 @@ async function jobSteps(
     const r = await shell.cli(["restore", "-c", config, "--json"], env, killAt("restore"));
     checkRun(world, r, `${what}: restore`);
     folder = restoredFolder(r) ?? cache;
+    // I4 as the job gets its entries, before its compiles: Triton compiles again every kernel whose
+    // group file names another folder and writes it anew, so the check after the job cannot see it.
+    if (s.runner === "fresh")
+      checkJobFolder(world, folder, s.trust !== "main", `${what}'s folder after its restore`);
     await world.workload(CORE, folder);
     await world.workload(own, folder);
     await besideJob(sim, s, cache, folder, null, rev);

@@ -1,8 +1,6 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import type { JobContext } from "../../../src/cache/job-context.js";
+import { describe, expect, it } from "vitest";
 import { readState } from "../../../src/cache/local-state.js";
 import {
   LIVE_JOB,
@@ -15,12 +13,16 @@ import {
 import { settleFolders } from "../../../src/cache/persistent/settle.js";
 import { restore } from "../../../src/cache/restore/restore.js";
 import { save } from "../../../src/cache/save/save.js";
-import type { HookUsage } from "../../../src/cache/usage/save-usage.js";
-import { telemetryEnv } from "../../../src/telemetry/hook.js";
-import { readTelemetry } from "../../../src/telemetry/read.js";
-import { entryNames } from "../../helpers/entry-compare.js";
 import { runSimWorkload } from "../../helpers/python-sim.js";
-import { type Sandbox, sandbox, tempDir } from "../../helpers/sandbox.js";
+import {
+  defaultBranchKey,
+  hooked,
+  jobOn,
+  PR_ENV,
+  persistentFolder,
+  sorted,
+} from "../../helpers/runner-jobs.js";
+import { sandbox, tempDir } from "../../helpers/sandbox.js";
 
 /*
  * Jobs at once on one runner folder without isolate: the default branch's and others' (a pull
@@ -31,89 +33,6 @@ import { type Sandbox, sandbox, tempDir } from "../../helpers/sandbox.js";
  * entries, unchanged. Nothing another process can do to the folder (write, delete or rewrite its
  * marker, set times forward, overwrite the job's own files) gets anything into the default branch's key.
  */
-const PR_ENV = { GITHUB_REF: "refs/pull/7/merge", GITHUB_EVENT_NAME: "pull_request" };
-
-const anchors: ChildProcess[] = [];
-afterEach(() => {
-  for (const a of anchors.splice(0)) a.kill("SIGKILL");
-});
-
-/** A process that stands for a CI job while it lives (a job's shell). */
-function jobProcess(): ChildProcess {
-  const p = spawn("sleep", ["600"], { stdio: "ignore" });
-  anchors.push(p);
-  return p;
-}
-
-function plain(sb: Sandbox, folder: string, opts: { isolate?: boolean; trustLocal?: boolean } = {}) {
-  return sb.config({
-    caches: [
-      {
-        name: "triton",
-        kind: "triton",
-        path: folder,
-        ...(opts.isolate ? { isolate: true } : {}),
-        ...(opts.trustLocal ? { "trust-local": true } : {}),
-      },
-    ],
-    store: { path: sb.store },
-    key: { prefix: "bench" },
-  });
-}
-
-async function jobOn(
-  sb: Sandbox,
-  folder: string,
-  opts: { env?: NodeJS.ProcessEnv; rev: string; isolate?: boolean; trustLocal?: boolean },
-): Promise<JobContext & { anchor: ChildProcess }> {
-  const anchor = jobProcess();
-  const ctx = await sb.context({
-    config: plain(sb, folder, opts),
-    env: opts.env ?? {},
-    revision: opts.rev.repeat(40),
-    stateDir: path.join(sb.dir, `state-${opts.rev}`),
-  });
-  return { ...ctx, jobPid: anchor.pid as number, anchor };
-}
-
-/** The simulated workload with kcache's hook in, and what the hook saw: a `kcache run` command's view. */
-function hooked(folder: string, opts: Parameters<typeof runSimWorkload>[1]) {
-  const file = path.join(tempDir("telemetry"), "t.jsonl");
-  const run = runSimWorkload(folder, { ...opts, env: telemetryEnv({}, file) });
-  const t = readTelemetry(file);
-  const hook: HookUsage = {
-    complete: t.usageComplete,
-    dirs: t.usedFolders,
-    wrote: t.wroteFolders,
-    written: t.wroteFiles,
-  };
-  return { run, hook };
-}
-
-/** Entry names of every key saved under the default branch's scope in a local store, restored into `fresh`. */
-async function defaultBranchKey(
-  sb: Sandbox,
-  fresh = path.join(tempDir("fresh"), "triton"),
-): Promise<string[]> {
-  await restore(
-    await sb.context({ config: plain(sb, fresh), revision: "f".repeat(40), stateDir: tempDir("s") }),
-  );
-  return entryNames(fresh);
-}
-
-/** A persistent runner's folder: an earlier default-branch job compiled and saved in it, and ended. */
-async function persistentFolder(sb: Sandbox): Promise<{ folder: string; earlier: string[] }> {
-  const folder = path.join(sb.dir, "triton");
-  const first = await jobOn(sb, folder, { rev: "0" });
-  await restore(first);
-  const run = runSimWorkload(folder, { plain: 3, autotuned: 0, prefix: "earlier" });
-  expect((await save(first)).outcome).toBe("saved");
-  await settleFolders(first, { passed: true });
-  return { folder, earlier: run.written };
-}
-
-const sorted = (...lists: string[][]) => lists.flat().sort();
-
 describe("a trusted save on a runner folder other jobs may write (it held entries, no isolate or trust-local)", () => {
   it("a process that never ran kcache writes entries during the default branch's job: none reach its key; what the job's own processes wrote under the hook does", async () => {
     const sb = sandbox();
