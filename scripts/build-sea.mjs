@@ -79,7 +79,7 @@ const worker = await build({
   metafile: true,
 });
 copyZstdWasm(path.join(files, "cli"));
-for (const dir of ["kcache_hook", "kcache_pickle"])
+for (const dir of ["kcache_hook", "kcache_pickle", "kcache_prewarm"])
   for (const f of fs.readdirSync(path.join("python", dir)).filter((n) => n.endsWith(".py")))
     copy(path.join("python", dir, f), path.join(files, "python", dir, f));
 // "type": "module": the worker is an ES module; name and version: what src/version.ts reads.

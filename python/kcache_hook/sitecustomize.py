@@ -88,7 +88,8 @@ def _register(knobs):
             name = metadata.get("name") if isinstance(metadata, dict) else getattr(metadata, "name", None)
             if name is None:
                 name = getattr(src, "name", None) or getattr(getattr(src, "fn", None), "__name__", None)
-            _write({"kernel": str(name), "cache_hit": bool(cache_hit),
+            digest = metadata.get("hash") if isinstance(metadata, dict) else getattr(metadata, "hash", None)
+            _write({"kernel": str(name), "cache_hit": bool(cache_hit), "hash": digest if isinstance(digest, str) else None,
                     "compile_s": None if cache_hit else _compile_seconds(times), "pid": os.getpid(), "t": time.time()})
         except Exception:
             pass
@@ -327,9 +328,24 @@ def _wrap_autotuner(module):
         pass
 
 
+def _wrap_compile(module):
+    """Records each kernel's compile plan (_kcache_plan.py): what `kcache prewarm --cpu` compiles again."""
+    if not _FILE:
+        return
+    try:
+        sys.path.insert(0, _HERE)
+        try:
+            import _kcache_plan
+        finally:
+            sys.path.remove(_HERE)
+        _kcache_plan.wrap(module, _write)
+    except Exception:
+        pass
+
+
 # Modules whose loading the hook follows, and what it does once each has loaded.
 _AFTER_LOAD = {"triton.knobs": _register, "triton.runtime.cache": _wrap_cache_manager,
-               "triton.runtime.autotuner": _wrap_autotuner}
+               "triton.runtime.autotuner": _wrap_autotuner, "triton.compiler.compiler": _wrap_compile}
 
 
 class _KnobsFinder:

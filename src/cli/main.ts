@@ -217,9 +217,19 @@ export function declareCommands(): Command {
         "--if-changed <globs...>",
         "the newest cache is current unless a file matching these changed since its revision",
       )
-      .option("--out <dir>", "folder for logs and the report of the run"),
+      .option("--out <dir>", "folder for logs and the report of the run")
+      .option(
+        "--cpu",
+        "on a machine with no GPU, at a pull request's revision: compile the kernels of the GPU job's compile plan whose source changed, and save them into the pull request's scope (docs/cpu-prewarm.md)",
+      )
+      .option("--workers <n>", "--cpu: compile processes at once (default: the CPU count)")
+      .option("--timeout <duration>", "--cpu: end the compile workers after this long (default 60m)"),
     { revision: true, overrides: true },
-  ).action(async (o) => (await import("./commands/prewarm.js")).prewarmCommand(o));
+  ).action(async (o) =>
+    o.cpu
+      ? (await import("./commands/cpu-prewarm.js")).cpuPrewarmCommand(o)
+      : (await import("./commands/prewarm.js")).prewarmCommand(o),
+  );
 
   common(
     program

@@ -5,6 +5,8 @@ import { type LocalState, readState } from "../cache/local-state.js";
 import { type HookUsage, type SaveOptions, save } from "../cache/save/save.js";
 import type { SaveReport } from "../cache/save/save-report.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
+import { checkoutRoot } from "../cpu-prewarm/checkout.js";
+import { recordedPlan } from "../cpu-prewarm/plan.js";
 import { dropInRunRecord } from "../history/drop-in-record.js";
 import { writeRunRecord } from "../history/run-record.js";
 import { readOnlyLine } from "../store/read-only.js";
@@ -80,5 +82,9 @@ function hookUsageOf(t: KernelStats | null): HookUsage | undefined {
     tuned: t.autotune
       .filter((a) => !a.hit)
       .map((a) => ({ folder: a.folder, modules: t.autotuneModules[a.kernel] ?? [] })),
+    // The action's steps run in the workspace (GITHUB_WORKSPACE), the checkout the plan is relative to.
+    plan: t.plan.length
+      ? recordedPlan(t.plan, t.devices, checkoutRoot(process.env.GITHUB_WORKSPACE || process.cwd()))
+      : undefined,
   };
 }

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { ProfileSpec } from "../config/profile-schema.js";
+import { aheadReport } from "../cpu-prewarm/ahead-report.js";
 import { UsageError } from "../errors.js";
 import { runRecord, writeRunRecord } from "../history/run-record.js";
 import type { Job } from "../job/build-job.js";
@@ -77,6 +78,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     lookups: lookups?.env(),
   });
   const lazy = await commandsServed(commands, lookups, stages, restored, ctx.log);
+  const cpuPrewarm = await aheadReport(work, restored, commands.kernelHashes);
   const place = { workdir: commands.workdir, env: commands.env, outDir, profileName };
   const checked = await checksStage(work, profile, place);
   stages.push(checked.stage);
@@ -117,6 +119,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     faults: [...restoreFaults, ...saving.faults],
     kernels: verdict.kernels,
     unexpectedCompile: verdict.unexpectedCompile,
+    ...(cpuPrewarm ? { cpuPrewarm } : {}),
     stages,
     passed: firstFailure === null,
     firstFailure,

@@ -7,6 +7,7 @@ import type { SaveReport } from "../cache/save/save.js";
 import type { SaveOptions } from "../cache/usage/save-usage.js";
 import type { CheckResult } from "../checks/check.js";
 import type { CommandSpec } from "../config/profile-schema.js";
+import type { AheadReport } from "../cpu-prewarm/ahead-report.js";
 import type { Job } from "../job/build-job.js";
 import type { FolderCount } from "../telemetry/folder-count.js";
 import type { GraphCacheCounts, KernelStats } from "../telemetry/read.js";
@@ -95,6 +96,8 @@ export interface RunReport {
   };
   /** Set when `expect: warm` saw kernels compiled after an exact-key restore. */
   unexpectedCompile: string | null;
+  /** What the CPU prewarm of the restored key compiled ahead, and what this job still compiled (absent: none ran). */
+  cpuPrewarm?: AheadReport | null;
   stages: Stage[];
   passed: boolean;
   firstFailure: string | null;

@@ -1,4 +1,5 @@
 import { useSource } from "../cache/usage/save-usage.js";
+import { aheadLine } from "../cpu-prewarm/ahead-report.js";
 import { formatBytes } from "../format.js";
 import type { RunReport, Stage } from "../pipeline/run-profile.js";
 
@@ -62,6 +63,7 @@ export function runMarkdown(r: RunReport): string {
       `Working set (${useSource(u)}): ${u.live.entries} entries (${formatBytes(u.live.bytes)}) used, ${u.unused.entries} (${formatBytes(u.unused.bytes)}) kept unused, ${u.evicted.entries} (${formatBytes(u.evicted.bytes)}) evicted${u.noEvict ? ` (none may be: ${u.noEvict})` : ""}.`,
     );
   lines.push(...autotuneLines(r));
+  if (r.cpuPrewarm) lines.push("", aheadLine(r.cpuPrewarm));
   if (r.unexpectedCompile) lines.push("", `⚠️ ${r.unexpectedCompile}`);
   return `${lines.join("\n")}\n`;
 }

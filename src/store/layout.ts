@@ -30,6 +30,14 @@ export function liveObjects(
   return { pack: `${base}.tar.zst`, record: `${base}.json` };
 }
 
+/** Compile plans (cpu-prewarm/plan.ts), one per key that recorded one, beside its manifest. */
+export const PLANS = "plans";
+
+/** A key's compile plan: what `kcache prewarm --cpu` compiles again with no GPU. */
+export function planObject(scope: string, key: string): string {
+  return `${PLANS}/${enc(scope)}/${enc(key)}.json`;
+}
+
 export function manifestObject(scope: string, key: string): string {
   return `${MANIFESTS}/${enc(scope)}/${enc(key)}`;
 }

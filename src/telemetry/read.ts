@@ -24,7 +24,16 @@ export interface KernelStats {
   autotune: { kernel: string; hit: boolean; folder: string }[];
   /** The module files each autotuned kernel is defined in (its salt's sources). */
   autotuneModules: Record<string, string[]>;
+  /** The hook's compile plan lines, as written (cpu-prewarm/plan.ts checks them), at most MAX_PLAN_LINES. */
+  plan: unknown[];
+  /** The device facts the hook's processes wrote (cpu-prewarm/plan.ts checks them), at most a few. */
+  devices: unknown[];
+  /** Cache keys of the kernels loaded, and of those compiled with their names (the hook's kernel lines that name one), each once. */
+  hashes: { loaded: string[]; compiled: [string, string][] };
 }
+
+/** The most compile plan lines kept from one telemetry file (cpu-prewarm/plan.ts's MAX_PLAN_ENTRIES). */
+export const MAX_PLAN_LINES = 50_000;
 
 /** A file a job's process wrote through Triton's cache manager, as the hook recorded it. */
 export interface WrittenFileRecord {
@@ -57,6 +66,9 @@ interface KernelLine {
   cache_hit?: boolean;
   autotune?: string;
   hit?: boolean;
+  hash?: string | null;
+  plan?: unknown;
+  device?: unknown;
   folder?: string;
   autotuneModule?: string;
   file?: string;
@@ -94,6 +106,9 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
     graphs: null,
     autotune: [],
     autotuneModules: {},
+    plan: [],
+    devices: [],
+    hashes: { loaded: [], compiled: [] },
   };
   const text = boundedText(file);
   if (text === null) return stats;
@@ -105,6 +120,7 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
   const used = new Set<string>();
   const wrote = new Set<string>();
   const files = new Map<string, WrittenFileRecord>();
+  const hashes = { loaded: new Set<string>(), compiled: new Map<string, string>() };
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
     let rec: KernelLine;
@@ -119,6 +135,11 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
       continue;
     }
     if (noteAutotune(stats, rec)) continue;
+    if (rec.plan !== undefined || rec.device !== undefined) {
+      if (rec.plan && stats.plan.length < MAX_PLAN_LINES) stats.plan.push(rec.plan);
+      if (rec.device && stats.devices.length < 16) stats.devices.push(rec.device);
+      continue;
+    }
     if (rec.event === "exit") {
       sawTriton = true;
       exits++;
@@ -138,6 +159,15 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
     sawListener = true;
     sawTriton = true;
     if (kernelsSince !== null && typeof rec.t === "number" && rec.t < kernelsSince) continue;
+    const h = rec.hash;
+    if (
+      typeof h === "string" &&
+      /^[0-9a-f]{64}$/.test(h) &&
+      hashes.loaded.size + hashes.compiled.size < MAX_PLAN_LINES
+    ) {
+      if (rec.cache_hit) hashes.loaded.add(h);
+      else hashes.compiled.set(h, String(rec.kernel ?? "?").slice(0, 256));
+    }
     if (rec.cache_hit) stats.loaded++;
     else {
       stats.compiled++;
@@ -150,6 +180,7 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
   stats.usedFolders = [...used];
   stats.wroteFolders = [...wrote];
   stats.wroteFiles = [...files.values()];
+  stats.hashes = { loaded: [...hashes.loaded], compiled: [...hashes.compiled] };
   stats.usageComplete = exits > 0 && exitsWithUsage === exits;
   stats.compiledKernels = [...names]
     .sort((a, b) => b[1] - a[1])

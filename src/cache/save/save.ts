@@ -1,3 +1,4 @@
+import { savePlan } from "../../cpu-prewarm/plan-store.js";
 import { StoreError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import type { CacheFolder } from "../../kinds/kind.js";
@@ -252,6 +253,7 @@ class SaveRun {
       ),
     );
     countSaved(report, plan, manifest, written, body.length);
+    await savePlan(ctx, this.scope, this.parent, this.opts.hook?.plan, this.opts.prewarmed);
     // A retry that had to pack entries of pruned packs again did write something new.
     if (nothingNew && written.length === 0)
       return this.done(

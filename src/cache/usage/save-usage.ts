@@ -1,3 +1,4 @@
+import type { Prewarmed, RecordedPlan } from "../../cpu-prewarm/plan.js";
 import { formatBytes } from "../../format.js";
 import { isTrustedScope } from "../../keys/scope.js";
 import type { EntryRef, Manifest, Use } from "../../manifest/manifest.js";
@@ -30,6 +31,8 @@ export interface HookUsage {
   written?: { folder: string; file: string; sha256: string; t: number | null }[];
   /** Autotune results the job's processes wrote: each entry folder, with the modules that define its kernel. */
   tuned?: { folder: string; modules: string[] }[];
+  /** The compile plan the hook recorded (cpu-prewarm/plan.ts), saved beside the key for `kcache prewarm --cpu`. */
+  plan?: RecordedPlan;
 }
 
 export interface SaveOptions {
@@ -40,6 +43,8 @@ export interface SaveOptions {
   evict?: "yes" | "if-new" | { never: string };
   /** What the hook saw; without it use comes from access times alone. */
   hook?: HookUsage;
+  /** A CPU prewarm's save: what it compiled ahead, recorded in the key's plan for the GPU job's report. */
+  prewarmed?: Prewarmed;
 }
 
 /** What a save learnt about use and did with it (SaveReport.usage). */

@@ -8,6 +8,8 @@ import type { LookupEnv } from "../../cache/lazy/job-lookups.js";
 import type { HookUsage } from "../../cache/usage/save-usage.js";
 import { parseDuration } from "../../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
+import { checkoutRoot } from "../../cpu-prewarm/checkout.js";
+import { type RecordedPlan, recordedPlan } from "../../cpu-prewarm/plan.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
 import type { Log } from "../../log.js";
 import { deviceEnv } from "../../process/devices.js";
@@ -15,7 +17,7 @@ import { runCommand } from "../../process/run-command.js";
 import { withSources } from "../../process/source-env.js";
 import { compiledBetween, KernelFolders } from "../../telemetry/folder-count.js";
 import { telemetryEnv } from "../../telemetry/hook.js";
-import { type KernelStats, readTelemetry } from "../../telemetry/read.js";
+import { type KernelStats, MAX_PLAN_LINES, readTelemetry } from "../../telemetry/read.js";
 import type { CommandLog, CommandReport, Stage } from "../run-report.js";
 import { ClearTrap } from "./clear-trap.js";
 import { commandKernels } from "./command-kernels.js";
@@ -57,6 +59,11 @@ export class CommandsStage {
   private readonly trap: ClearTrap;
   /** Autotune results the commands tuned: entry folder -> the modules defining its kernel (salts). */
   private readonly tuned = new Map<string, string[]>();
+  /** The hook's compile plan lines and device facts, all commands together (cpu-prewarm/plan.ts checks them). */
+  private readonly planLines = { plan: [] as unknown[], devices: [] as unknown[] };
+  private recorded: RecordedPlan | undefined;
+  /** Cache keys of the kernels the commands loaded and compiled (with names), for the CPU prewarm's report. */
+  readonly kernelHashes = { loaded: new Set<string>(), compiled: new Map<string, string>() };
 
   constructor(
     private readonly ctx: JobContext,
@@ -152,6 +159,10 @@ export class CommandsStage {
     for (const f of t.wroteFolders) this.used.wrote.add(f);
     for (const f of t.wroteFiles) this.used.written.push(f);
     for (const a of t.autotune) if (!a.hit) this.tuned.set(a.folder, t.autotuneModules[a.kernel] ?? []);
+    for (const p of t.plan) if (this.planLines.plan.length < MAX_PLAN_LINES) this.planLines.plan.push(p);
+    for (const d of t.devices) if (this.planLines.devices.length < 16) this.planLines.devices.push(d);
+    for (const h of t.hashes.loaded) this.kernelHashes.loaded.add(h);
+    for (const [h, name] of t.hashes.compiled) this.kernelHashes.compiled.set(h, name);
     if (t.status !== "no-triton") {
       this.used.any ||= t.usageComplete;
       this.used.complete &&= t.usageComplete;
@@ -169,7 +180,14 @@ export class CommandsStage {
       wrote: [...this.used.wrote],
       written: this.used.written,
       tuned: [...this.tuned].map(([folder, modules]) => ({ folder, modules })),
+      plan: this.plan(),
     };
+  }
+
+  /** The compile plan the commands' hook recorded, relative to the checkout they ran in (read once). */
+  private plan(): RecordedPlan {
+    this.recorded ??= recordedPlan(this.planLines.plan, this.planLines.devices, checkoutRoot(this.workdir));
+    return this.recorded;
   }
 
   private async runGroup(group: GroupSpec): Promise<Stage> {

@@ -1,0 +1,279 @@
+"""`kcache prewarm --cpu`'s compile worker (docs/cpu-prewarm.md): compiles, on a machine with no GPU,
+the kernels of a compile plan whose JIT function changed, into TRITON_CACHE_DIR.
+
+    python compile_plan.py WORK.json WORKER WORKERS RESULTS.jsonl
+
+WORK.json: {"root": the checkout, "device": the GPU job's device facts or null, "entries": [...]}
+(each entry as kcache's hook recorded it, its file relative to the root). Every worker checks every
+entry (importing its module from the checkout and computing Triton's `cache_key` of its function, which
+covers its source, the functions it calls and the constexpr globals it reads); the changed entries are
+dealt round-robin, and this worker compiles those dealt to it, for the recorded target, with the
+recorded options and environment. Worker 0 also reports the unchanged ones, each with whether this
+machine computes the very key the GPU job had (the proof that what it compiles will load there).
+
+One JSON line per entry appended to RESULTS.jsonl: {"i", "outcome": unchanged|compiled|cached|missing|failed, ...},
+then {"done": true, "libcuda": ..., "cudaInitialized": ...}: whether this process ever mapped the CUDA
+driver library (it must not: no CUDA context is made).
+
+The library is shown the GPU job's device (device facts: name, capability, properties) instead of
+none: kernel libraries read the device at import (FLA's IS_TF32_SUPPORTED, its configs by shared
+memory), and a library that saw no GPU would define other kernels than the GPU job runs.
+"""
+import hashlib
+import importlib
+import json
+import os
+import sys
+import time
+import traceback
+
+
+_OUT = {"file": None}
+
+
+def emit(obj):
+    line = json.dumps(obj) + "\n"
+    if _OUT["file"] is None:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        return
+    with open(_OUT["file"], "a") as f:
+        f.write(line)
+
+
+def decode(v):
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "tuple" in v:
+        return tuple(decode(x) for x in v["tuple"])
+    if "dict" in v:
+        return {decode(k): decode(x) for k, x in v["dict"]}
+    if "float" in v:
+        return float(v["float"])
+    if "dtype" in v:
+        import triton.language as tl
+
+        return tl.dtype(v["dtype"])
+    if "constexpr" in v:
+        import triton.language as tl
+
+        return tl.constexpr(decode(v["constexpr"]))
+    if "jit" in v:
+        module, qualname = v["jit"].split(":", 1)
+        return resolve(importlib.import_module(module), qualname)
+    raise ValueError(f"unknown value form {sorted(v)}")
+
+
+def resolve(module, qualname):
+    """The JITFunction named `qualname` in `module`, through autotune and heuristics wrappers."""
+    obj = module
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    for _ in range(8):
+        if hasattr(obj, "cache_key") and hasattr(obj, "fn") and hasattr(obj, "arg_names"):
+            return obj
+        obj = getattr(obj, "fn", None)
+        if obj is None:
+            break
+    raise LookupError(f"{module.__name__}.{qualname} is not a Triton JIT function")
+
+
+class _Props:
+    def __init__(self, values):
+        self.__dict__.update(values)
+
+
+def show_device(facts):
+    """Makes torch.cuda and Triton's driver answer with the GPU job's device, without touching any GPU."""
+    if not facts:
+        return
+    torch_facts = facts.get("torch")
+    if torch_facts:
+        try:
+            import torch
+
+            props = _Props({**torch_facts.get("properties", {}), "name": torch_facts.get("name")})
+            cap = tuple(torch_facts.get("capability", (0, 0)))
+            cuda = torch.cuda
+            cuda.is_available = lambda: True
+            cuda.device_count = lambda: int(torch_facts.get("count", 1))
+            cuda.current_device = lambda: 0
+            cuda.get_device_name = lambda device=None: torch_facts.get("name")
+            cuda.get_device_capability = lambda device=None: cap
+            cuda.get_device_properties = lambda device=None: props
+        except ImportError:
+            pass
+    target = facts.get("target")
+    if target:
+        from triton.backends.compiler import GPUTarget
+        from triton.runtime import driver
+
+        gpu = GPUTarget(target[0], target[1], target[2])
+        triton_props = dict(facts.get("triton") or {})
+
+        class Utils:
+            def get_device_properties(self, device=0):
+                return dict(triton_props)
+
+        class ShownDriver:
+            """The GPU job's device, as a kernel library's import asks it; it launches nothing."""
+
+            utils = Utils()
+
+            def is_active(self):
+                return True
+
+            def get_current_target(self):
+                return gpu
+
+            def get_current_device(self):
+                return 0
+
+            def set_current_device(self, device):
+                pass
+
+            def get_current_stream(self, device=None):
+                return 0
+
+            def get_active_torch_device(self):
+                import torch
+
+                return torch.device(target[0] if target[0] != "hip" else "cuda", 0)
+
+            def get_device_interface(self):
+                import torch
+
+                return torch.cuda
+
+            def get_benchmarker(self):
+                def no_device(*args, **kwargs):
+                    raise RuntimeError("kcache prewarm --cpu: no device to time kernels on")
+
+                return no_device
+
+        driver.set_active(ShownDriver())
+
+
+def main():
+    work = json.load(open(sys.argv[1]))
+    worker, workers = int(sys.argv[2]), int(sys.argv[3])
+    _OUT["file"] = sys.argv[4] if len(sys.argv) > 4 else None
+    root = os.path.realpath(work["root"])
+    sys.path.insert(0, root)
+    os.chdir(root)
+    show_device(work.get("device"))
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    compile_fn = triton.compile
+    try:
+        from triton.compiler import get_cache_key, make_backend
+    except ImportError:
+        get_cache_key = make_backend = None
+
+    changed = []
+    for i, e in enumerate(work["entries"]):
+        try:
+            module = importlib.import_module(e["module"])
+            where = os.path.realpath(getattr(module, "__file__", "") or "")
+            if where != os.path.realpath(os.path.join(root, e["file"])):
+                emit({"i": i, "outcome": "missing", "why": f"{e['module']} imports from {where}, not {e['file']} in the checkout"})
+                continue
+            fn = resolve(module, e["qualname"])
+        except Exception as ex:
+            if worker == 0:
+                emit({"i": i, "outcome": "missing", "why": f"{type(ex).__name__}: {ex}"[:2000]})
+            continue
+        if fn.cache_key != e["fnKey"]:
+            changed.append((i, e, fn))
+            continue
+        if worker != 0:
+            continue
+        same = None
+        if get_cache_key is not None:
+            try:
+                src, target, options, env = inputs(e, fn, ASTSource, GPUTarget)
+                backend = make_backend(target)
+                key = get_cache_key(src, backend, backend.parse_options(options), env)
+                same = hashlib.sha256(key.encode("utf-8")).hexdigest() == e["hash"]
+            except Exception as ex:
+                same = f"{type(ex).__name__}: {ex}"[:500]
+        emit({"i": i, "outcome": "unchanged", "sameKey": same})
+
+    for n, (i, e, fn) in enumerate(changed):
+        if n % workers != worker:
+            continue
+        t0 = time.time()
+        hits = []
+        try:
+            src, target, options, env = inputs(e, fn, ASTSource, GPUTarget)
+            saved = {k: os.environ.get(k) for k in env}
+            os.environ.update(env)
+            try:
+                kernel = compile_with_listener(compile_fn, src, target, options, env, hits)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            emit({"i": i, "outcome": "cached" if hits and hits[-1] else "compiled", "hash": kernel.hash,
+                  "seconds": round(time.time() - t0, 3)})
+        except Exception as ex:
+            emit({"i": i, "outcome": "failed", "why": f"{type(ex).__name__}: {ex}"[:1000],
+                  "trace": traceback.format_exc()[-1500:], "seconds": round(time.time() - t0, 3)})
+
+    maps = open("/proc/self/maps").read() if os.path.exists("/proc/self/maps") else ""
+    torch = sys.modules.get("torch")
+    initialized = False
+    try:
+        initialized = bool(torch is not None and torch.cuda.is_initialized())
+    except Exception:
+        pass
+    emit({"done": True, "worker": worker, "changed": len(changed), "libcuda": "libcuda.so" in maps,
+          "cudaInitialized": initialized})
+
+
+def inputs(e, fn, ASTSource, GPUTarget):
+    signature = {k: decode(v) for k, v in e["signature"].items()}
+    constexprs = {tuple(p): decode(v) for p, v in e["constexprs"]}
+    attrs = {tuple(p): decode(v) for p, v in e["attrs"]}
+    options = {k: decode(v) for k, v in e["options"].items()}
+    options = {k: tuple(v) if isinstance(v, list) else v for k, v in options.items()}
+    libs = options.get("extern_libs")
+    # Library paths of the GPU machine: the backend puts this machine's own in (their bytes are keyed).
+    if libs and not all(os.path.exists(p) for _, p in libs):
+        options.pop("extern_libs")
+    target = GPUTarget(e["target"][0], e["target"][1], e["target"][2])
+    return ASTSource(fn, signature, constexprs, attrs), target, options, dict(e.get("env") or {})
+
+
+def compile_with_listener(compile_fn, src, target, options, env, hits):
+    try:
+        from triton import knobs
+
+        previous = knobs.compilation.listener
+
+        def listener(*, src, metadata, metadata_group, times, cache_hit):
+            hits.append(bool(cache_hit))
+
+        knobs.compilation.listener = listener
+    except Exception:
+        knobs = previous = None
+    try:
+        import inspect
+
+        takes_env = "_env_vars" in inspect.signature(getattr(compile_fn, "__wrapped__", compile_fn)).parameters
+        if takes_env:
+            return compile_fn(src, target=target, options=options, _env_vars=env)
+        return compile_fn(src, target=target, options=options)
+    finally:
+        if knobs is not None:
+            knobs.compilation.listener = previous
+
+
+if __name__ == "__main__":
+    main()

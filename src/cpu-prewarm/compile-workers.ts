@@ -1,0 +1,150 @@
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { telemetryEnv } from "../telemetry/hook.js";
+import type { DeviceFacts, PlanEntry } from "./plan.js";
+
+/** What a worker said of one plan entry (python/kcache_prewarm/compile_plan.py). */
+export interface EntryOutcome {
+  i: number;
+  outcome: "unchanged" | "compiled" | "cached" | "missing" | "failed";
+  /** unchanged: whether this machine computes the key the GPU job had (true), another (false), or why it could not tell. */
+  sameKey?: boolean | string | null;
+  hash?: string;
+  why?: string;
+  seconds?: number;
+}
+
+export interface WorkersReport {
+  outcomes: EntryOutcome[];
+  /** Workers that ended without their last line (killed, crashed, timed out), with their exit. */
+  broken: string[];
+  /** Whether any worker mapped the CUDA driver library or initialised CUDA (it must not). */
+  touchedCuda: boolean;
+  /** The workers' telemetry files (the hook's record of what they wrote, for the save). */
+  telemetry: string[];
+  seconds: number;
+}
+
+/** The folder holding the compile worker, shipped in the package's python/ folder. */
+export function workerScript(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, "python", "kcache_prewarm", "compile_plan.py");
+    if (fs.existsSync(candidate)) return candidate;
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error("kcache's python/kcache_prewarm folder is missing from the installation");
+    dir = up;
+  }
+}
+
+/** The most bytes of results one worker may write (a line per entry, about 200 bytes each). */
+const MAX_RESULT_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Runs `workers` compile workers over the plan in parallel, with no GPU visible to them
+ * (CUDA_VISIBLE_DEVICES and its kin empty) and kcache's hook in (their writes are attributed to this
+ * job, their compiles recorded in the plan). Each is ended, with its process group, at `timeoutMs`.
+ */
+export async function runWorkers(opts: {
+  python: string;
+  root: string;
+  entries: PlanEntry[];
+  device: DeviceFacts | null;
+  workers: number;
+  env: NodeJS.ProcessEnv;
+  tmp: string;
+  timeoutMs: number;
+}): Promise<WorkersReport> {
+  const t0 = performance.now();
+  fs.mkdirSync(opts.tmp, { recursive: true });
+  const work = path.join(opts.tmp, "plan-work.json");
+  fs.writeFileSync(work, JSON.stringify({ root: opts.root, device: opts.device, entries: opts.entries }));
+  const noGpu = {
+    CUDA_VISIBLE_DEVICES: "",
+    HIP_VISIBLE_DEVICES: "",
+    ROCR_VISIBLE_DEVICES: "",
+    ASCEND_RT_VISIBLE_DEVICES: "",
+  };
+  const runs = Array.from({ length: opts.workers }, (_, w) => {
+    const results = path.join(opts.tmp, `worker-${w}.jsonl`);
+    const telemetry = path.join(opts.tmp, `worker-${w}.telemetry.jsonl`);
+    fs.rmSync(results, { force: true });
+    const env = { ...telemetryEnv(opts.env, telemetry), ...noGpu, PYTHONUNBUFFERED: "1" };
+    return {
+      w,
+      results,
+      telemetry,
+      done: runOne(opts, env, [work, String(w), String(opts.workers), results]),
+    };
+  });
+  const report: WorkersReport = { outcomes: [], broken: [], touchedCuda: false, telemetry: [], seconds: 0 };
+  for (const r of runs) {
+    const exit = await r.done;
+    report.telemetry.push(r.telemetry);
+    const lines = readLines(r.results);
+    const last = lines.find((l) => l.done === true);
+    if (!last) report.broken.push(`worker ${r.w} ${exit.why}${exit.tail ? `: ${exit.tail}` : ""}`);
+    else if (last.libcuda === true || last.cudaInitialized === true) report.touchedCuda = true;
+    for (const l of lines)
+      if (typeof l.i === "number" && typeof l.outcome === "string")
+        report.outcomes.push(l as unknown as EntryOutcome);
+  }
+  report.outcomes.sort((a, b) => a.i - b.i);
+  report.seconds = (performance.now() - t0) / 1000;
+  return report;
+}
+
+function runOne(
+  opts: { python: string; root: string; timeoutMs: number },
+  env: NodeJS.ProcessEnv,
+  args: string[],
+): Promise<{ why: string; tail: string }> {
+  return new Promise((resolve) => {
+    let tail = "";
+    const child = spawn(opts.python, [workerScript(), ...args], {
+      cwd: opts.root,
+      env,
+      detached: true,
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    child.stderr?.on("data", (d: Buffer) => {
+      tail = (tail + d.toString("utf8")).slice(-2000);
+    });
+    const timer = setTimeout(() => {
+      try {
+        if (child.pid) process.kill(-child.pid, "SIGKILL");
+      } catch {}
+    }, opts.timeoutMs);
+    child.on("error", (e) => {
+      clearTimeout(timer);
+      resolve({ why: `could not start ${opts.python} (${e.message})`, tail: "" });
+    });
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      const lastLines = tail.trim().split("\n").slice(-3).join(" | ");
+      resolve({ why: signal ? `ended by ${signal}` : `exited ${code}`, tail: lastLines });
+    });
+  });
+}
+
+/** A worker's result lines: JSON objects, bounded in bytes; a torn last line is dropped. */
+function readLines(file: string): Record<string, unknown>[] {
+  let text: string;
+  try {
+    const st = fs.lstatSync(file);
+    if (!st.isFile() || st.size > MAX_RESULT_BYTES) return [];
+    text = fs.readFileSync(file, "utf8");
+  } catch {
+    return [];
+  }
+  const out: Record<string, unknown>[] = [];
+  for (const line of text.split("\n")) {
+    try {
+      const v = JSON.parse(line) as unknown;
+      if (v && typeof v === "object" && !Array.isArray(v)) out.push(v as Record<string, unknown>);
+    } catch {}
+  }
+  return out;
+}
