@@ -20,3 +20,6 @@ __version__ = f"{LINE}.0+kcache.sim" + (".ascend" if BACKEND == "ascend" else ""
 
 if HAS_KNOBS:
     from . import knobs  # noqa: E402,F401
+
+from .compiler import compile  # noqa: E402,F401
+from .runtime.jit import autotune, jit  # noqa: E402,F401

@@ -25,3 +25,8 @@ class _Cache:
 
 compilation = _Compilation()
 cache = _Cache()
+
+
+def get_cache_invalidating_env_vars():
+    """The variables Triton's cache key reads (TRITON_SIM_CODEGEN stands for them here)."""
+    return {k: os.environ[k] for k in ("TRITON_SIM_CODEGEN",) if os.environ.get(k)}

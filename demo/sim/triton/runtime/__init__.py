@@ -1,0 +1,1 @@
+from .driver import driver  # noqa: F401  (as Triton: triton.runtime.driver is the DriverConfig)
