@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { JobContext } from "../cache/job-context.js";
@@ -7,7 +8,7 @@ import { save } from "../cache/save/save.js";
 import { isTrustedScope } from "../keys/scope.js";
 import { readTelemetry } from "../telemetry/read.js";
 import { checkoutRoot } from "./checkout.js";
-import { type EntryOutcome, runWorkers } from "./compile-workers.js";
+import { type EntryOutcome, runWorkers, type WorkersReport } from "./compile-workers.js";
 import { findGpuBase } from "./gpu-base.js";
 import { type Prewarmed, recordedPlan } from "./plan.js";
 
@@ -100,17 +101,36 @@ export async function cpuPrewarm(opts: {
   const entries = found.plan.entries;
   const c0 = performance.now();
   const env = { ...opts.env, TRITON_CACHE_DIR: triton.path };
-  const tmp = path.join(os.tmpdir(), `kcache-cpu-prewarm-${process.pid}`);
-  const workers = await runWorkers({
-    python: opts.python,
-    root,
-    entries,
-    device: found.plan.device,
-    workers: opts.workers,
-    env,
-    tmp,
-    timeoutMs: opts.timeoutMs,
-  });
+  // A folder of this run's own (a pid is reused: a stale telemetry file would be read as this run's),
+  // removed once the workers' results and telemetry are read: a CPU runner's /tmp does not fill up.
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-cpu-prewarm-"));
+  // The workers' hook recorded what they wrote (attribution) and the plan of what they compiled.
+  const lines = {
+    plan: [] as unknown[],
+    written: [] as ReturnType<typeof readTelemetry>["wroteFiles"],
+    wrote: [] as string[],
+  };
+  let workers: WorkersReport;
+  try {
+    workers = await runWorkers({
+      python: opts.python,
+      root,
+      entries,
+      device: found.plan.device,
+      workers: opts.workers,
+      env,
+      tmp,
+      timeoutMs: opts.timeoutMs,
+    });
+    for (const f of workers.telemetry) {
+      const t = readTelemetry(f);
+      lines.plan.push(...t.plan);
+      lines.written.push(...t.wroteFiles);
+      lines.wrote.push(...t.wroteFolders);
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
   report.seconds.compile = (performance.now() - c0) / 1000;
   report.touchedCuda = workers.touchedCuda;
   const compiled: string[] = [];
@@ -141,19 +161,6 @@ export async function cpuPrewarm(opts: {
     failed: report.left.slice(0, 1000),
     unchanged: report.counts.unchanged,
   };
-  // The workers' hook recorded what they wrote (attribution) and the plan of what they compiled.
-  const lines = {
-    plan: [] as unknown[],
-    devices: [] as unknown[],
-    written: [] as ReturnType<typeof readTelemetry>["wroteFiles"],
-    wrote: [] as string[],
-  };
-  for (const f of workers.telemetry) {
-    const t = readTelemetry(f);
-    lines.plan.push(...t.plan);
-    lines.written.push(...t.wroteFiles);
-    lines.wrote.push(...t.wroteFolders);
-  }
   const plan = recordedPlan(lines.plan, [], root);
   plan.device = found.plan.device;
   const saved = await save(work, {
