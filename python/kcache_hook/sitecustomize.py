@@ -14,7 +14,10 @@ up is written with whether it was there ({"autotune": fn, "hit": ..., "folder": 
 KCACHE_AUTOTUNE=fresh (a profile's autotune: fresh) a process is served only the results it wrote
 itself, so each process of the job tunes for itself. When the job
 imports triton.runtime.autotuner, the module file of each autotuned kernel is written once
-({"autotuneModule": fn, "file": ...}): an autotune result's salt is made of its package. Under a
+({"autotuneModule": fn, "file": ...}): an autotune result's salt is made of its package. When the job
+imports triton.compiler.compiler (Triton >= 3.3), its compile() is wrapped (_kcache_plan.py): each
+kernel's compile plan ({"plan": ...}: what `kcache prewarm --cpu` compiles it again from) and, once,
+the device facts a library reads at import ({"device": ...}) are written. Under a
 lazy restore (KCACHE_LAZY_SOCKET, set by kcache run or for the steps after the action's restore
 step), a lookup of a file absent from its entry folder first asks kcache to fetch that entry from
 the store (docs/concepts.md); the hook is in for that alone when no telemetry file is named. At exit each process that

@@ -6,6 +6,8 @@ import {
   condemnedObject,
   MANIFESTS,
   PACKS,
+  PLANS,
+  planObject,
   parseCondemnedObject,
   RUNS,
 } from "../../store/layout.js";
@@ -92,6 +94,10 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
   for (const o of [...oldRuns, ...live]) await store.delete(o.name);
   // Manifests first: a restore never finds a manifest whose packs are gone.
   for (const object of doomed.keys()) await store.delete(object);
+  // A key's compile plan goes with it, and any plan whose key is gone (its save lost a race).
+  const keys = new Set(kept.map((i) => planObject(i.scope, i.key)));
+  for (const o of await store.list(`${PLANS}/`))
+    if (!keys.has(o.name) && now - o.modified.getTime() > policy.graceMs) await store.delete(o.name);
 
   const deleted = await deleteOrphans(store, orphans, new Set(catalog.map((i) => i.object)), referenced, now);
   report.packsSpared = orphans.length - deleted.length;
