@@ -1,6 +1,7 @@
 import { stringify } from "yaml";
 import { toUtcCron } from "../github/schedule.js";
 import type { GeneratedWorkflow, WorkflowOptions } from "../github/workflows.js";
+import { buildkiteCpuPrewarm, cpuPrewarmComment } from "./cpu-prewarm-jobs.js";
 import { headerLines, type PipelineParts } from "./pipeline-parts.js";
 
 const YAML = { lineWidth: 0, aliasDuplicateObjects: false } as const;
@@ -16,7 +17,7 @@ function uploadEscaped(s: string): string {
  * scheduled ones, and the prewarm (`kcache prewarm`) on scheduled builds. The report and the
  * checks' result files are the steps' artifacts; the agent uploads them whether the step passed
  * or not. With an S3 store the plugin restores only (KCACHE_READ_ONLY=1) where the agent gave the
- * build no write key.
+ * build no write key. With github.cpu-prewarm, a CPU prewarm step on pull requests before the job.
  */
 export function buildkitePipeline(
   p: PipelineParts,
@@ -43,9 +44,20 @@ export function buildkitePipeline(
     artifact_paths: artifacts.map((a) => (a.endsWith("/") ? `${a}**/*` : a)),
   });
   const prewarmPaths = p.gh.prewarm?.paths ?? [];
+  const cpu = buildkiteCpuPrewarm(p, plugin, settings, uploadEscaped);
   const doc = {
     steps: [
-      step(`kcache ${p.profileName}`, `kcache-${p.id}`, 'build.source != "schedule"', settings, p.artifacts),
+      ...cpu.steps,
+      {
+        ...step(
+          `kcache ${p.profileName}`,
+          `kcache-${p.id}`,
+          'build.source != "schedule"',
+          settings,
+          p.artifacts,
+        ),
+        ...cpu.dependsOn,
+      },
       step(
         `kcache ${p.profileName} prewarm`,
         `kcache-${p.id}-prewarm`,
@@ -70,6 +82,7 @@ export function buildkitePipeline(
         ]
       : []),
     `The prewarm runs in a schedule of this pipeline on its default branch (Pipeline Settings > Schedules)${scheduleNote(p, opts.now)}.`,
+    ...cpuPrewarmComment(p, "pull requests"),
   ];
   return { file, text: `${comments.map((c) => `# ${c}`).join("\n")}\n${stringify(doc, YAML)}` };
 }

@@ -1,5 +1,6 @@
 import { Scalar, stringify } from "yaml";
 import type { GeneratedWorkflow } from "../github/workflows.js";
+import { cpuPrewarmComment, gitlabCpuPrewarm } from "./cpu-prewarm-jobs.js";
 import { headerLines, installLines, type PipelineParts, readOnlyLines } from "./pipeline-parts.js";
 
 /** GitLab expands `$VAR` in rules and variables; scripts are left to the shell. */
@@ -11,7 +12,8 @@ const ARTIFACT_DAYS = "30 days";
  * A profile's GitLab CI jobs, as a file `.gitlab-ci.yml` includes (`include: local:`): the job
  * (`kcache run`) on merge request pipelines and on pushes to the default branch, and the prewarm
  * job (`kcache prewarm`) on scheduled pipelines of the default branch. Both keep the run's report
- * as an artifact, passed or failed. With an S3 store, a job without the store's write key (GitLab
+ * as an artifact, passed or failed. With github.cpu-prewarm, a CPU prewarm job on merge requests
+ * before the job (cpu-prewarm-jobs.ts). With an S3 store, a job without the store's write key (GitLab
  * gives protected variables to protected branches only) restores and never saves.
  */
 export function gitlabPipeline(p: PipelineParts, command: string, configPath: string): GeneratedWorkflow {
@@ -30,7 +32,10 @@ export function gitlabPipeline(p: PipelineParts, command: string, configPath: st
     paths,
     expire_in: ARTIFACT_DAYS,
   });
+  const mergeRequests = { if: '$CI_PIPELINE_SOURCE == "merge_request_event"', ...changes };
+  const cpu = gitlabCpuPrewarm(p, block, mergeRequests);
   const doc = {
+    ...cpu.jobs,
     [template]: {
       stage: "test",
       ...(gitlab?.tags.length ? { tags: gitlab.tags } : {}),
@@ -45,8 +50,9 @@ export function gitlabPipeline(p: PipelineParts, command: string, configPath: st
     },
     [`kcache-${p.id}`]: {
       extends: template,
+      ...cpu.needs,
       rules: [
-        { if: '$CI_PIPELINE_SOURCE == "merge_request_event"', ...changes },
+        mergeRequests,
         { if: '$CI_COMMIT_BRANCH == $CI_DEFAULT_BRANCH && $CI_PIPELINE_SOURCE == "push"', ...changes },
       ],
       script: [p.runLine],
@@ -78,6 +84,10 @@ export function gitlabPipeline(p: PipelineParts, command: string, configPath: st
         ]
       : []),
     `The prewarm runs in ${schedule}.`,
+    ...cpuPrewarmComment(p, "merge requests"),
+    ...(p.cpuPrewarm
+      ? ["The job needs it: GitLab then starts the job without waiting for earlier stages' jobs."]
+      : []),
   ];
   return { file, text: `${comments.map((c) => `# ${c}`).join("\n")}\n${stringify(doc, YAML)}` };
 }

@@ -1,4 +1,5 @@
 import type { GeneratedWorkflow } from "../github/workflows.js";
+import { cpuPrewarmComment } from "./cpu-prewarm-jobs.js";
 import { headerLines, installLines, type PipelineParts, readOnlyLines } from "./pipeline-parts.js";
 
 /** The Jenkins credential (Username with password: access key id, secret key) bound on the default branch. */
@@ -21,65 +22,44 @@ function quoted(s: string): string {
  * build but the timer's, the prewarm (`kcache prewarm`) on the default branch's timer, the reports
  * and result files archived whether the build passed or not. With an S3 store the store's write key
  * (credential kcache-store-writer) is bound only on the default branch (BRANCH_IS_PRIMARY); other
- * builds, change requests among them, restore only (KCACHE_READ_ONLY=1).
+ * builds, change requests among them, restore only (KCACHE_READ_ONLY=1). With github.cpu-prewarm, a
+ * stage before them on change requests runs `kcache prewarm --cpu` on a CPU agent of its own, its
+ * failure caught (the stage marked failed, the build not): the job's stages then run on their agent
+ * in a stage of their own, so the GPU agent is not held while the CPU one compiles.
  */
 export function jenkinsPipeline(p: PipelineParts, command: string, configPath: string): GeneratedWorkflow {
   const file = `Jenkinsfile.kcache-${p.id}`;
-  const script = (line: string) => {
-    // Jenkins runs sh -x: a key exported from the agent's environment would be printed, unmasked.
-    const lines = [
-      "set +x",
-      ...installLines(p.repository),
-      ...p.gh.setup,
-      ...(p.s3 ? readOnlyLines() : []),
-      line,
-    ];
-    return [`sh '''`, ...lines.map((l) => `  ${groovy(l)}`), `'''`];
-  };
-  const withKey = (body: string[]) =>
-    p.s3
-      ? [
-          `withCredentials([usernamePassword(credentialsId: '${JENKINS_CREDENTIAL}', usernameVariable: 'AWS_ACCESS_KEY_ID', passwordVariable: 'AWS_SECRET_ACCESS_KEY')]) {`,
-          ...indent(body),
-          "}",
-        ]
-      : body;
-  const stage = (name: string, when: string[], body: string[]) => [
-    `stage(${quoted(name)}) {`,
-    ...indent(["when {", ...indent(when), "}", "steps {", ...indent(body), "}"]),
-    "}",
-  ];
-  const allOf = (...conditions: string[]) => ["allOf {", ...indent(conditions), "}"];
-  const stages = p.s3
-    ? [
-        ...stage(
-          `${p.profileName} (default branch)`,
-          allOf(PRIMARY, `not { ${TIMER} }`),
-          withKey(script(p.runLine)),
-        ),
-        ...stage(p.profileName, [`not { ${PRIMARY} }`], script(p.runLine)),
-      ]
-    : stage(p.profileName, [`not { ${TIMER} }`], script(p.runLine));
   const cron = p.cron ? (p.timezone ? `TZ=${p.timezone}\\n${p.cron}` : p.cron) : null;
   const archived = [...p.artifacts, ...p.prewarmArtifacts].map((a) => (a.endsWith("/") ? `${a}**` : a));
   const label = p.profile.jenkins?.label;
-  const body = [
-    label ? `agent { label ${quoted(label)} }` : "agent any",
-    `options { timeout(time: ${p.timeoutMinutes}, unit: 'MINUTES') }`,
-    ...(cron ? [`triggers { cron(env.BRANCH_IS_PRIMARY == 'true' ? '${cron}' : '') }`] : []),
-    `environment { KCACHE_VERSION = ${quoted(p.version)} }`,
-    "stages {",
-    ...indent([
-      ...stages,
-      ...stage(`${p.profileName} prewarm`, allOf(PRIMARY, TIMER), withKey(script(p.prewarmLine))),
-    ]),
-    "}",
+  const agent = label ? `agent { label ${quoted(label)} }` : "agent any";
+  const timeout = `options { timeout(time: ${p.timeoutMinutes}, unit: 'MINUTES') }`;
+  const post = [
     "post {",
     ...indent([
       `always { archiveArtifacts artifacts: ${quoted(archived.join(", "))}, allowEmptyArchive: true }`,
     ]),
     "}",
   ];
+  const settings = [
+    ...(cron ? [`triggers { cron(env.BRANCH_IS_PRIMARY == 'true' ? '${cron}' : '') }`] : []),
+    `environment { KCACHE_VERSION = ${quoted(p.version)} }`,
+  ];
+  const stages = jobStages(p);
+  const body = p.cpuPrewarm
+    ? [
+        "agent none",
+        ...settings,
+        "stages {",
+        ...indent([
+          ...cpuPrewarmStage(p, p.cpuPrewarm),
+          `stage(${quoted(`${p.profileName} jobs`)}) {`,
+          ...indent([agent, timeout, "stages {", ...indent(stages), "}", ...post]),
+          "}",
+        ]),
+        "}",
+      ]
+    : [agent, timeout, ...settings, "stages {", ...indent(stages), "}", ...post];
   const comments = [
     ...headerLines(`kcache: ${p.profileName} on Jenkins`, command, configPath),
     `A multibranch pipeline whose Script Path is ${file}.`,
@@ -95,11 +75,72 @@ export function jenkinsPipeline(p: PipelineParts, command: string, configPath: s
     p.cron
       ? "The prewarm runs on the default branch's timer (the cron below, in its TZ)."
       : "The prewarm runs when the default branch's build is started by a timer: add github.prewarm.cron to kcache.yml, or a trigger of your own.",
+    ...cpuPrewarmComment(p, "change requests", `the stage ${p.profileName} CPU prewarm`),
   ];
   return {
     file,
     text: `${comments.map((c) => `// ${c}`).join("\n")}\npipeline {\n${indent(body).join("\n")}\n}\n`,
   };
+}
+
+/** A stage's shell text: kcache installed, the setup (or the CPU prewarm's install), read-only where no key, then `line`. */
+function script(p: PipelineParts, line: string, setup = p.gh.setup): string[] {
+  // Jenkins runs sh -x: a key exported from the agent's environment would be printed, unmasked.
+  const lines = ["set +x", ...installLines(p.repository), ...setup, ...(p.s3 ? readOnlyLines() : []), line];
+  return [`sh '''`, ...lines.map((l) => `  ${groovy(l)}`), `'''`];
+}
+
+function stage(name: string, when: string[], body: string[], head: string[] = []): string[] {
+  return [
+    `stage(${quoted(name)}) {`,
+    ...indent([...head, "when {", ...indent(when), "}", "steps {", ...indent(body), "}"]),
+    "}",
+  ];
+}
+
+/** The job's stages and the prewarm's, each where its `when` lets it run, the key bound on the default branch. */
+function jobStages(p: PipelineParts): string[] {
+  const withKey = (body: string[]) =>
+    p.s3
+      ? [
+          `withCredentials([usernamePassword(credentialsId: '${JENKINS_CREDENTIAL}', usernameVariable: 'AWS_ACCESS_KEY_ID', passwordVariable: 'AWS_SECRET_ACCESS_KEY')]) {`,
+          ...indent(body),
+          "}",
+        ]
+      : body;
+  const allOf = (...conditions: string[]) => ["allOf {", ...indent(conditions), "}"];
+  const run = p.s3
+    ? [
+        ...stage(
+          `${p.profileName} (default branch)`,
+          allOf(PRIMARY, `not { ${TIMER} }`),
+          withKey(script(p, p.runLine)),
+        ),
+        ...stage(p.profileName, [`not { ${PRIMARY} }`], script(p, p.runLine)),
+      ]
+    : stage(p.profileName, [`not { ${TIMER} }`], script(p, p.runLine));
+  return [
+    ...run,
+    ...stage(`${p.profileName} prewarm`, allOf(PRIMARY, TIMER), withKey(script(p, p.prewarmLine))),
+  ];
+}
+
+/** The CPU prewarm's stage: change requests only, on its own agent (none allocated for other builds), failure caught. */
+function cpuPrewarmStage(p: PipelineParts, cpu: NonNullable<PipelineParts["cpuPrewarm"]>): string[] {
+  const label = p.profile.jenkins?.["cpu-prewarm"]?.label;
+  return stage(
+    `${p.profileName} CPU prewarm`,
+    ["beforeAgent true", "changeRequest()"],
+    [
+      "catchError(buildResult: 'SUCCESS', stageResult: 'FAILURE') {",
+      ...indent(script(p, cpu.line, cpu.install)),
+      "}",
+    ],
+    [
+      label ? `agent { label ${quoted(label)} }` : "agent any",
+      `options { timeout(time: ${p.timeoutMinutes}, unit: 'MINUTES') }`,
+    ],
+  );
 }
 
 function indent(lines: string[]): string[] {

@@ -34,6 +34,8 @@ export interface PipelineParts {
   prewarmArtifacts: string[];
   runLine: string;
   prewarmLine: string;
+  /** github.cpu-prewarm's job: its install lines and `kcache prewarm --cpu` (cpu-prewarm-jobs.ts); null without one. */
+  cpuPrewarm: { install: string[]; line: string } | null;
   /** The prewarm schedule as written (jittered with --jitter), or null when the profile has none. */
   cron: string | null;
   timezone: string | null;
@@ -60,6 +62,13 @@ export function pipelineParts(config: Config, profileName: string, opts: Workflo
   const ifChanged = gh.prewarm?.paths.length
     ? ` --if-changed ${gh.prewarm.paths.map(shellWord).join(" ")}`
     : "";
+  const cpu = profile.github?.["cpu-prewarm"];
+  for (const ci of ["gitlab", "buildkite", "jenkins"] as const)
+    if (profile[ci]?.["cpu-prewarm"] && !cpu)
+      throw new ConfigError(
+        `${config.source}: profiles.${profileName}.${ci}.cpu-prewarm: says where the CPU prewarm runs, and there is none: add github.cpu-prewarm (its install line), or remove ${ci}.cpu-prewarm`,
+      );
+  const workers = cpu?.workers ? ` --workers ${cpu.workers}` : "";
   const cron = gh.prewarm
     ? opts.jitter
       ? jitterMinute(gh.prewarm.cron, opts.seed ?? profileName)
@@ -77,6 +86,12 @@ export function pipelineParts(config: Config, profileName: string, opts: Workflo
     prewarmArtifacts: [`${prewarmReportDir}/`],
     runLine: `kcache run --profile ${shellWord(profileName)}${config_} --out ${shellWord(reportDir)}`,
     prewarmLine: `kcache prewarm --profile ${shellWord(profileName)}${config_} --out ${shellWord(prewarmReportDir)}${ifChanged}`,
+    cpuPrewarm: cpu
+      ? {
+          install: cpu.install,
+          line: `kcache prewarm --cpu --profile ${shellWord(profileName)}${config_}${workers}`,
+        }
+      : null,
     cron,
     timezone: gh.prewarm?.timezone ?? null,
     s3: config.store.type === "s3",

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { autotuneFields } from "./autotune-schema.js";
 import { ciFields } from "./ci-schema.js";
+import { containerSchema, cpuPrewarmSchema, runsOnSchema } from "./cpu-prewarm-schema.js";
 import { CronSyntaxError, parseCron } from "./cron.js";
 import { parseDuration } from "./durations.js";
 import { timeZoneProblem } from "./time-zone.js";
@@ -198,7 +199,7 @@ export const compareSchema = z
 /** How `kcache workflow` writes this profile's GitHub Actions workflows. */
 export const githubSchema = z
   .object({
-    "runs-on": z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]).default("ubuntu-latest"),
+    "runs-on": runsOnSchema.default("ubuntu-latest"),
     /** Steps run after checkout, before kcache (installing the library, say). */
     setup: z.array(z.string().min(1)).default([]),
     /** Events that run the job (the default branch's pushes and pull requests by default). */
@@ -215,18 +216,7 @@ export const githubSchema = z
     /** Run the job only for pushes and pull requests touching these paths (GitHub's `paths:` filter). */
     paths: z.array(z.string().min(1)).default([]),
     /** The job's container (an image name, or GitHub's image/options/env form), as Ascend CI runs in one. */
-    container: z
-      .union([
-        z.string().min(1),
-        z
-          .object({
-            image: z.string().min(1),
-            options: z.string().optional(),
-            env: z.record(z.string(), z.string()).optional(),
-          })
-          .strict(),
-      ])
-      .optional(),
+    container: containerSchema.optional(),
     prewarm: z
       .object({
         cron: z.string().superRefine((text, ctx) => {
@@ -250,6 +240,8 @@ export const githubSchema = z
       })
       .strict()
       .optional(),
+    /** A job before the GPU job, on pull requests: their changed kernels compiled on a CPU runner. */
+    "cpu-prewarm": cpuPrewarmSchema.optional(),
   })
   .strict();
 

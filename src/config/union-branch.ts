@@ -17,6 +17,8 @@ type Issue = z.core.$ZodIssue;
 export function evidentIssues(issue: Issue, input: unknown, lines: (issues: Issue[]) => number): Issue[] {
   if (issue.code !== "invalid_union" || !Array.isArray(issue.errors) || issue.errors.length === 0)
     return [issue];
+  // A union whose schema says what to write (a required install line: which command) says it itself.
+  if (issue.message !== "Invalid input") return [issue];
   const here = issue.path;
   const branches = issue.errors.map((b) =>
     b.flatMap((e) => evidentIssues({ ...e, path: [...here, ...e.path] } as Issue, input, lines)),

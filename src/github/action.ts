@@ -102,6 +102,8 @@ function warnUnused(mode: Mode, postSave: boolean): void {
     [Inputs.lookupOnly, (m) => m === "restore"],
     [Inputs.failOnCacheMiss, (m) => m === "restore"],
     [Inputs.ifChanged, (m) => m === "prewarm"],
+    [Inputs.cpu, (m) => m === "prewarm"],
+    [Inputs.workers, (m) => m === "prewarm"],
   ];
   for (const [name, applies] of only) {
     if (core.getInput(name) && core.getInput(name) !== "false" && !applies(mode))
@@ -206,6 +208,10 @@ async function runStep(log: Log): Promise<void> {
 
 async function prewarmStep(log: Log): Promise<void> {
   const j = await job(log, undefined, true);
+  if (flag(Inputs.cpu)) {
+    if (core.getInput(Inputs.ifChanged)) log.warn(`input ${Inputs.ifChanged} is ignored with cpu: true`);
+    return (await import("./action-cpu-prewarm.js")).cpuPrewarmStep(j);
+  }
   const held = { given: false, cwd: j.cwd, log };
   await inOutFolder(defaultOutDir(j.profile?.name as string), held, async (outDir) => {
     const r = await prewarm({

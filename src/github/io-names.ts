@@ -16,6 +16,9 @@ export const Inputs = {
   saveAlways: "save-always",
   strict: "strict",
   ifChanged: "if-changed",
+  /** Mode prewarm on a CPU runner: `kcache prewarm --cpu`, and its compile processes at once. */
+  cpu: "cpu",
+  workers: "workers",
   /** The persistent-runner settings for every cache (docs/self-hosted.md). */
   trustLocal: "trust-local",
   isolate: "isolate",

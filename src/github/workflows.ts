@@ -4,6 +4,8 @@ import type { Config } from "../config/resolve.js";
 import { isTimeZone } from "../config/time-zone.js";
 import { ConfigError } from "../errors.js";
 import { commandSteps } from "./command-steps.js";
+import { withCpuPrewarm } from "./cpu-prewarm-job.js";
+import { jobId, NO_FORK_PRS, selfHosted } from "./runners.js";
 import { jitterMinute, toUtcCron } from "./schedule.js";
 
 export interface WorkflowOptions {
@@ -36,18 +38,7 @@ export const PREWARM_JOB_NAME = "fill the cache if missing";
 /** A job's timeout when the profile sets none (GitHub's own is 6 hours, long for a hung GPU job). */
 export const DEFAULT_TIMEOUT_MINUTES = 90;
 
-/** Labels of GitHub-hosted runners; a job on anything else runs on the user's own machines. */
-const HOSTED = /^(ubuntu|windows|macos)-/;
-
-/** Whether a job runs on self-hosted runners (a pull request from a fork would run its code there). */
-export function selfHosted(runsOn: string | string[]): boolean {
-  const labels = Array.isArray(runsOn) ? runsOn : [runsOn];
-  return labels.some((l) => l === "self-hosted") || !labels.some((l) => HOSTED.test(l));
-}
-
-/** The `if:` that keeps pull requests from forks off self-hosted runners. */
-export const NO_FORK_PRS =
-  "github.event_name != 'pull_request' || github.event.pull_request.head.repo.full_name == github.repository";
+export { NO_FORK_PRS, selfHosted };
 
 export interface GeneratedWorkflow {
   /** File name under .github/workflows/. */
@@ -204,12 +195,20 @@ class WorkflowParts {
       on,
       permissions: { contents: "read", actions: "read" },
       concurrency: this.concurrency("${{ github.ref }}", true),
-      jobs: { [jobId(profileName)]: this.job(steps, gh.style === "steps" ? profile.env : {}, guard) },
+      jobs: this.jobs(this.job(steps, gh.style === "steps" ? profile.env : {}, guard)),
     };
     return {
       file: `kcache-${profileName}.yml`,
       text: this.header(`kcache: ${profileName}`) + stringify(workflow, WORKFLOW_YAML),
     };
+  }
+
+  /** The profile's job, after the CPU prewarm job where the profile has one (cpu-prewarm-job.ts). */
+  private jobs(gpu: Record<string, unknown>) {
+    const { gh, config, profileName, opts } = this;
+    const timeoutMinutes = gh["timeout-minutes"] ?? DEFAULT_TIMEOUT_MINUTES;
+    const parts = { source: config.source, action: config.github.action, configPath: opts.configPath };
+    return withCpuPrewarm({ ...parts, profileName, gh, timeoutMinutes, checkout: this.checkout() }, gpu);
   }
 
   /** The prewarm workflow: a schedule (in its time zone), pushes touching the watched paths (if any), a manual trigger. */
@@ -279,8 +278,4 @@ export function workflowCommandLine(
       : "";
   const ci = opts.ci && opts.ci !== "github" ? ` --ci ${opts.ci}` : "";
   return `kcache workflow${ci} --profile ${profile}${opts.utc ? " --utc" : ""}${opts.jitter ? ` --jitter${seed}` : ""}`;
-}
-
-function jobId(profile: string): string {
-  return profile.replace(/[^A-Za-z0-9_-]/g, "-");
 }

@@ -3,8 +3,8 @@ import { parse } from "yaml";
 
 /*
  * The part of Buildkite a generated pipeline relies on, done as the agent does it: the upload's
- * `$$` (a literal `$`), steps' `if:` conditions of build.source, build.branch and
- * pipeline.default_branch, a step's command list joined into BUILDKITE_COMMAND, and a plugin's
+ * `$$` (a literal `$`), steps' `if:` conditions of build.source, build.branch,
+ * pipeline.default_branch and build.pull_request.id, a step's command list joined into BUILDKITE_COMMAND, and a plugin's
  * settings turned into BUILDKITE_PLUGIN_<NAME>_* variables (agent/plugin/plugin.go: the name is the
  * location's last part, lowercased, non-alphanumerics to "-", "-buildkite-plugin" dropped; lists
  * become _0, _1...; BUILDKITE_PLUGIN_NAME and BUILDKITE_PLUGIN_CONFIGURATION beside them).
@@ -21,6 +21,8 @@ export interface Step {
   artifact_paths: string[];
   agents?: Record<string, string>;
   timeout_in_minutes?: number;
+  soft_fail?: boolean;
+  depends_on?: { step: string; allow_failure?: boolean }[];
 }
 
 /** The steps of an uploaded pipeline file. */
@@ -35,13 +37,20 @@ function expect$(text: string) {
   if (lone.length) throw new Error(`a $ the upload would substitute: ${lone.join(" | ")}`);
 }
 
-/** A step's `if:` for a build: comparisons of build.source, build.branch, pipeline.default_branch joined by &&. */
+/**
+ * A step's `if:` for a build: comparisons of build.source, build.branch, pipeline.default_branch and
+ * build.pull_request.id (null but in a pull request's build) with each other, "strings" and null,
+ * joined by &&.
+ */
 export function stepRuns(step: Step, env: Record<string, string | undefined>): boolean {
   if (!step.if) return true;
-  const names: Record<string, string | undefined> = {
+  const pr = env.BUILDKITE_PULL_REQUEST;
+  const names: Record<string, string | null | undefined> = {
     "build.source": env.BUILDKITE_SOURCE,
     "build.branch": env.BUILDKITE_BRANCH,
     "pipeline.default_branch": env.BUILDKITE_PIPELINE_DEFAULT_BRANCH,
+    "build.pull_request.id": pr && pr !== "false" ? pr : null,
+    null: null,
   };
   return step.if.split("&&").every((part) => {
     const m = /^\s*(\S+)\s*(==|!=)\s*(\S+)\s*$/.exec(part);

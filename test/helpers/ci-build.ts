@@ -47,7 +47,7 @@ function git(cwd: string, ...args: string[]): string {
  * The kcache.yml of the checkout: the simulated Triton workload, its results checked, a prewarm.
  * Each checkout its own prefix in a shared bucket: another test's pr/3 is not this one's.
  */
-export function ciKcacheYml(store: StoreKind, prefix: string): string {
+export function ciKcacheYml(store: StoreKind, prefix: string, github: string[] = []): string {
   const storeLine =
     "local" in store
       ? `store: { type: local, path: "${store.local}" }`
@@ -67,17 +67,21 @@ export function ciKcacheYml(store: StoreKind, prefix: string): string {
     "    github:",
     "      setup: [echo set up > setup.txt]",
     '      prewarm: { cron: "0 0 * * 1,3,5", timezone: Asia/Shanghai, paths: ["src/**"] }',
+    ...github.map((l) => `      ${l}`),
     "",
   ].join("\n");
 }
 
-/** A repository with kcache.yml, two commits on main and a change on the first, and the kcache wrapper. */
-export function ciCheckout(store: StoreKind): CiCheckout {
+/**
+ * A repository with kcache.yml, two commits on main and a change on the first, and the kcache wrapper.
+ * `github` adds lines to the profile's github: block.
+ */
+export function ciCheckout(store: StoreKind, github: string[] = []): CiCheckout {
   const root = tempDir("ci-build");
   const dir = path.join(root, "checkout");
   fs.mkdirSync(dir);
   git(dir, "init", "-q", "-b", "main");
-  fs.writeFileSync(path.join(dir, "kcache.yml"), ciKcacheYml(store, path.basename(root)));
+  fs.writeFileSync(path.join(dir, "kcache.yml"), ciKcacheYml(store, path.basename(root), github));
   fs.writeFileSync(path.join(dir, ".gitignore"), ".kcache/\n.kcache-bin/\nsetup.txt\nbench.json\n");
   git(dir, "add", ".");
   git(dir, "commit", "-qm", "one");

@@ -1,14 +1,17 @@
 /*
  * A reader for the declarative Jenkinsfiles kcache writes, structural rather than complete: the
- * pipeline's directives, each stage's `when` (expression on env.X == 'v', triggeredBy, branch, not,
- * allOf, anyOf), its credential bindings and its `sh '''...'''` text (Groovy's escapes undone), the
- * cron trigger and the archived patterns. Anything else in a `when` is an error, not a guess.
+ * pipeline's directives, each stage's `when` (expression on env.X == 'v', triggeredBy, branch,
+ * changeRequest(), not, allOf, anyOf; beforeAgent), its agent, its credential bindings, whether its
+ * steps are in catchError, and its `sh '''...'''` text (Groovy's escapes undone), the stages a stage
+ * holds in its place, the cron trigger and the archived patterns. Anything else in a `when` is an
+ * error, not a guess.
  */
 
 export type Condition =
   | { expression: { name: string; op: "==" | "!="; value: string } }
   | { triggeredBy: string }
   | { branch: string }
+  | { changeRequest: true }
   | { not: Condition }
   | { allOf: Condition[] }
   | { anyOf: Condition[] };
@@ -24,6 +27,12 @@ export interface Stage {
   when: Condition | null;
   credentials: Binding[];
   sh: string[];
+  /** The agent it runs on: its own, or its parent stage's (`agent none` for the pipeline's). */
+  agent: string;
+  /** Its steps are inside catchError(buildResult: 'SUCCESS', ...): a failure leaves the build passing. */
+  catchError: boolean;
+  /** The stage that holds it (nested `stages { }`), or null. */
+  parent: string | null;
 }
 
 export interface Jenkinsfile {
@@ -98,6 +107,7 @@ function condition(text: string): Condition {
   if (trigger) return { triggeredBy: trigger[1] as string };
   const branch = /^branch\s+'([^']+)'$/.exec(t);
   if (branch) return { branch: branch[1] as string };
+  if (t === "changeRequest()") return { changeRequest: true };
   throw new Error(`a when condition this reader does not know: ${t}`);
 }
 
@@ -112,7 +122,8 @@ function conditions(body: string): Condition[] {
     const lineEnd = nl < 0 ? text.length : nl;
     const end = open >= 0 && open < lineEnd ? closing(text, open) + 1 : lineEnd;
     const statement = text.slice(i, end).trim();
-    if (statement) out.push(statement);
+    // beforeAgent says when the condition is evaluated (before the stage's agent is allocated), not what.
+    if (statement && statement !== "beforeAgent true") out.push(statement);
     i = end + 1;
   }
   return out.map(condition);
@@ -131,23 +142,27 @@ export function stageRuns(
   }
   if ("triggeredBy" in c) return c.triggeredBy === trigger;
   if ("branch" in c) return env.BRANCH_NAME === c.branch;
+  if ("changeRequest" in c) return Boolean(env.CHANGE_ID);
   if ("not" in c) return !stageRuns(c.not, env, trigger);
   if ("allOf" in c) return c.allOf.every((x) => stageRuns(x, env, trigger));
   return c.anyOf.some((x) => stageRuns(x, env, trigger));
 }
 
-/** A declarative Jenkinsfile's parts. */
-export function readJenkinsfile(text: string): Jenkinsfile {
-  const pipeline = only(text, /^pipeline$/);
-  const agent = /^\s*agent\s+(any|\{[^}]*\})/m.exec(pipeline)?.[1] ?? "";
-  const cron = /^\s*triggers\s*\{\s*cron\(env\.BRANCH_IS_PRIMARY == 'true' \? '([^']*)' : ''\)\s*\}/m.exec(
-    pipeline,
-  )?.[1];
-  const environment: Record<string, string> = {};
-  for (const m of only(pipeline, /^environment$/).matchAll(/(\w+)\s*=\s*'((?:[^'\\]|\\.)*)'/g))
-    environment[m[1] as string] = groovyText(m[2] as string);
-  const stages = blocks(only(pipeline, /^stages$/), /^stage\(/).map(({ head, body }) => {
+/** A block's own `agent` directive (none, any, { label '...' }), not one of the blocks it holds. */
+function agentOf(body: string): string | null {
+  const lines = body.split("\n").filter((l) => l.trim());
+  const depth = Math.min(...lines.map((l) => l.length - l.trimStart().length));
+  const own = lines.find((l) => l.length - l.trimStart().length === depth && /^\s*agent\s/.test(l));
+  return own ? (/^\s*agent\s+(none|any|\{[^}]*\})\s*$/.exec(own)?.[1] ?? null) : null;
+}
+
+/** The stages in a `stages { }` block, in order, a stage holding `stages { }` replaced by those it holds. */
+function readStages(text: string, agent: string, parent: string | null): Stage[] {
+  return blocks(text, /^stage\(/).flatMap(({ head, body }) => {
     const name = groovyText(/^stage\('((?:[^'\\]|\\.)*)'\)$/.exec(head)?.[1] ?? "");
+    const own = agentOf(body) ?? agent;
+    const nested = blocks(body, /^stages$/)[0];
+    if (nested) return readStages(nested.body, own, name);
     const when = blocks(body, /^when$/)[0];
     const steps = only(body, /^steps$/);
     const credentials = [
@@ -158,10 +173,27 @@ export function readJenkinsfile(text: string): Jenkinsfile {
     const sh = [...steps.matchAll(/sh '''\n([\s\S]*?)'''/g)].map((m) => groovyText(m[1] as string));
     const cond = when ? conditions(when.body) : [];
     if (cond.length > 1) throw new Error(`stage ${name}: more than one condition outside allOf`);
-    return { name, when: cond[0] ?? null, credentials, sh };
+    const catchError = /^\s*catchError\(buildResult: 'SUCCESS', stageResult: 'FAILURE'\) \{/m.test(steps);
+    return [{ name, when: cond[0] ?? null, credentials, sh, agent: own, catchError, parent }];
   });
-  const post = only(pipeline, /^post$/);
-  const always = blocks(post, /^always$/)[0]?.body ?? "";
+}
+
+/** A declarative Jenkinsfile's parts. */
+export function readJenkinsfile(text: string): Jenkinsfile {
+  const pipeline = only(text, /^pipeline$/);
+  const agent = agentOf(pipeline) ?? "";
+  const cron = /^\s*triggers\s*\{\s*cron\(env\.BRANCH_IS_PRIMARY == 'true' \? '([^']*)' : ''\)\s*\}/m.exec(
+    pipeline,
+  )?.[1];
+  const environment: Record<string, string> = {};
+  for (const m of only(pipeline, /^environment$/).matchAll(/(\w+)\s*=\s*'((?:[^'\\]|\\.)*)'/g))
+    environment[m[1] as string] = groovyText(m[2] as string);
+  const stages = readStages(only(pipeline, /^stages$/), agent, null);
+  // post { always { archiveArtifacts } }: the pipeline's, or (agent none) the stage holding the job's stages'.
+  const posts = [pipeline, ...blocks(only(pipeline, /^stages$/), /^stage\(/).map((b) => b.body)].flatMap(
+    (t) => blocks(t, /^post$/),
+  );
+  const always = posts.map((p) => blocks(p.body, /^always$/)[0]?.body ?? "").join("\n");
   const archived = /archiveArtifacts artifacts: '([^']*)'/.exec(always)?.[1];
   return {
     agent,
