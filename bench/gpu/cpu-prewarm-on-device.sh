@@ -52,9 +52,9 @@ g checkout -qb pr
 python3 - <<'PY'
 p = "fla/ops/kda/wy_fast.py"
 s = open(p).read()
-old = "        b_vb = (b_v * b_b[:, None]).to(b_v.dtype)\n"
+old = "        b_kb = b_k * b_b[:, None]\n"
 assert s.count(old) == 1
-open(p, "w").write(s.replace(old, "        b_vb = (b_b[:, None] * b_v).to(b_v.dtype)\n"))
+open(p, "w").write(s.replace(old, "        b_kb = b_b[:, None] * b_k\n"))
 PY
 g commit -qam "PR: recompute_w_u_fwd_kda_kernel, operands of one product swapped"
 echo '{"number": 51, "pull_request": {"number": 51, "head": {"repo": {"fork": false}}}}' > "$W/pr.json"

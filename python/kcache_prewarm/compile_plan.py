@@ -156,6 +156,39 @@ def show_device(facts):
         driver.set_active(ShownDriver())
 
 
+_CUDA = {"at": None}
+
+
+def note_cuda(stage):
+    """Records the first stage after which this process had the CUDA driver library mapped."""
+    if _CUDA["at"] is None:
+        try:
+            with open("/proc/self/maps") as f:
+                if "libcuda.so" in f.read():
+                    _CUDA["at"] = stage
+        except OSError:
+            pass
+
+
+def driver_state(maps):
+    """Whether the CUDA driver was ever initialised in this process (cuInit), and holds a context: asked
+    of the driver library only where something already mapped it (a torch build links it), through
+    cuCtxGetCurrent, which initialises nothing (CUDA_ERROR_NOT_INITIALIZED: cuInit never ran)."""
+    if "libcuda.so" not in maps:
+        return "not loaded"
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libcuda.so.1", mode=getattr(os, "RTLD_NOLOAD", 4) | ctypes.RTLD_GLOBAL)
+        ctx = ctypes.c_void_p()
+        status = lib.cuCtxGetCurrent(ctypes.byref(ctx))
+        if status == 3:
+            return "loaded, never initialised"
+        return "initialised, a context current" if ctx.value else "initialised, no context current"
+    except Exception as e:
+        return f"loaded, state unknown ({type(e).__name__})"
+
+
 def main():
     work = json.load(open(sys.argv[1]))
     worker, workers = int(sys.argv[2]), int(sys.argv[3])
@@ -163,10 +196,14 @@ def main():
     root = os.path.realpath(work["root"])
     sys.path.insert(0, root)
     os.chdir(root)
+    note_cuda("start")
     show_device(work.get("device"))
+    note_cuda("showing the device (import torch)")
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
+
+    note_cuda("import triton")
 
     compile_fn = triton.compile
     try:
@@ -178,6 +215,7 @@ def main():
     for i, e in enumerate(work["entries"]):
         try:
             module = importlib.import_module(e["module"])
+            note_cuda(f"import {e['module']}")
             where = os.path.realpath(getattr(module, "__file__", "") or "")
             recorded = os.path.realpath(os.path.join(root, e["file"]))
             # A link in the checkout to a file outside it is not the checkout's own module.
@@ -224,6 +262,7 @@ def main():
                         os.environ.pop(k, None)
                     else:
                         os.environ[k] = v
+            note_cuda(f"compile {e['qualname']}")
             emit({"i": i, "outcome": "cached" if hits and hits[-1] else "compiled", "hash": kernel.hash,
                   "seconds": round(time.time() - t0, 3)})
         except Exception as ex:
@@ -238,7 +277,7 @@ def main():
     except Exception:
         pass
     emit({"done": True, "worker": worker, "changed": len(changed), "libcuda": "libcuda.so" in maps,
-          "cudaInitialized": initialized})
+          "libcudaAfter": _CUDA["at"], "cudaInitialized": initialized, "driver": driver_state(maps)})
 
 
 def inputs(e, fn, ASTSource, GPUTarget):

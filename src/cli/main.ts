@@ -3,6 +3,7 @@ import { CI_SYSTEMS } from "../ci/systems.js";
 import { holdYoungGeneration } from "../process/young-generation.js";
 import { VERSION } from "../version.js";
 import { exitCodeFor } from "./exit-codes.js";
+import { prewarmAction, withCpuOptions } from "./prewarm-options.js";
 
 export { runToEnd } from "./run-to-end.js";
 
@@ -210,26 +211,16 @@ export function declareCommands(): Command {
   ).action(async (o) => (await import("./commands/run.js")).runCommandCli(o));
 
   common(
-    readOnly(program.command("prewarm"))
+    withCpuOptions(readOnly(program.command("prewarm")))
       .description("fill the default branch's cache for its head, only if it is missing")
       .requiredOption("-p, --profile <name>", "the profile in kcache.yml to run when the cache is missing")
       .option(
         "--if-changed <globs...>",
         "the newest cache is current unless a file matching these changed since its revision",
       )
-      .option("--out <dir>", "folder for logs and the report of the run")
-      .option(
-        "--cpu",
-        "on a machine with no GPU, at a pull request's revision: compile the kernels of the GPU job's compile plan whose source changed, and save them into the pull request's scope (docs/cpu-prewarm.md)",
-      )
-      .option("--workers <n>", "--cpu: compile processes at once (default: the CPU count)")
-      .option("--timeout <duration>", "--cpu: end the compile workers after this long (default 60m)"),
+      .option("--out <dir>", "folder for logs and the report of the run"),
     { revision: true, overrides: true },
-  ).action(async (o) =>
-    o.cpu
-      ? (await import("./commands/cpu-prewarm.js")).cpuPrewarmCommand(o)
-      : (await import("./commands/prewarm.js")).prewarmCommand(o),
-  );
+  ).action(prewarmAction);
 
   common(
     program

@@ -1,8 +1,8 @@
 import os from "node:os";
 import * as core from "@actions/core";
-import { cpuPrewarm } from "../cpu-prewarm/cpu-prewarm.js";
 import { UsageError } from "../errors.js";
 import type { Job } from "../job/build-job.js";
+import { cpuPrewarm } from "../pipeline/cpu-prewarm/cpu-prewarm.js";
 import { Inputs, Outputs } from "./io-names.js";
 import { setOutputs, writeStepSummary } from "./outputs.js";
 

@@ -2,15 +2,15 @@ import type { Fault } from "../cache/faults.js";
 import type { JobContext } from "../cache/job-context.js";
 import type { LazyReport } from "../cache/lazy/job-lookups.js";
 import { type LocalState, readState } from "../cache/local-state.js";
+import { recordedPlan } from "../cache/plan/plan.js";
 import { type HookUsage, type SaveOptions, save } from "../cache/save/save.js";
 import type { SaveReport } from "../cache/save/save-report.js";
 import { tolerateCacheFailure } from "../cache/tolerate.js";
-import { checkoutRoot } from "../cpu-prewarm/checkout.js";
-import { recordedPlan } from "../cpu-prewarm/plan.js";
 import { dropInRunRecord } from "../history/drop-in-record.js";
 import { writeRunRecord } from "../history/run-record.js";
 import { readOnlyLine } from "../store/read-only.js";
 import { type KernelStats, readTelemetry } from "../telemetry/read.js";
+import { checkoutRoot } from "./cpu-prewarm/checkout.js";
 
 /**
  * The save of the drop-in path (`kcache save`, the action's save and post steps): the save, then a
@@ -82,9 +82,7 @@ function hookUsageOf(t: KernelStats | null): HookUsage | undefined {
     tuned: t.autotune
       .filter((a) => !a.hit)
       .map((a) => ({ folder: a.folder, modules: t.autotuneModules[a.kernel] ?? [] })),
-    // The action's steps run in the workspace (GITHUB_WORKSPACE), the checkout the plan is relative to.
-    plan: t.plan.length
-      ? recordedPlan(t.plan, t.devices, checkoutRoot(process.env.GITHUB_WORKSPACE || process.cwd()))
-      : undefined,
+    // The action's steps and the CLI's save run in the job's checkout, the folder the plan is relative to.
+    plan: t.plan.length ? recordedPlan(t.plan, t.devices, checkoutRoot(process.cwd())) : undefined,
   };
 }

@@ -1,11 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { ProfileSpec } from "../config/profile-schema.js";
-import { aheadReport } from "../cpu-prewarm/ahead-report.js";
 import { UsageError } from "../errors.js";
 import { runRecord, writeRunRecord } from "../history/run-record.js";
 import type { Job } from "../job/build-job.js";
 import { sayShell } from "../process/shell.js";
+import { aheadReport } from "./cpu-prewarm/ahead-report.js";
 import type { RunOptions, RunReport, Stage } from "./run-report.js";
 import { RUN_REPORT_SCHEMA } from "./run-report.js";
 import { checksStage } from "./stages/checks-stage.js";
@@ -66,19 +66,17 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   // commands run against the job's own folders, which the restore made.
   const state = readState(ctx.stateFile);
   const work = opts.restore !== false ? restoredContext(ctx, restored, state) : ctx;
-  const commandLog = opts.commandLog ?? plainCommandLog(ctx.log);
   const lookups = opts.restore !== false ? await JobLookups.start(work, state) : null;
   const commands = new CommandsStage(work, profile, {
     env: job.env,
     cwd: job.cwd,
     outDir,
     echo,
-    commandLog,
+    commandLog: opts.commandLog ?? plainCommandLog(ctx.log),
     restoredAutotune: restored?.autotune,
     lookups: lookups?.env(),
   });
   const lazy = await commandsServed(commands, lookups, stages, restored, ctx.log);
-  const cpuPrewarm = await aheadReport(work, restored, commands.kernelHashes);
   const place = { workdir: commands.workdir, env: commands.env, outDir, profileName };
   const checked = await checksStage(work, profile, place);
   stages.push(checked.stage);
@@ -119,7 +117,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
     faults: [...restoreFaults, ...saving.faults],
     kernels: verdict.kernels,
     unexpectedCompile: verdict.unexpectedCompile,
-    ...(cpuPrewarm ? { cpuPrewarm } : {}),
+    cpuPrewarm: await aheadReport(work, restored, commands.kernelHashes),
     stages,
     passed: firstFailure === null,
     firstFailure,

@@ -7,10 +7,10 @@ import type { SaveReport } from "../cache/save/save.js";
 import type { SaveOptions } from "../cache/usage/save-usage.js";
 import type { CheckResult } from "../checks/check.js";
 import type { CommandSpec } from "../config/profile-schema.js";
-import type { AheadReport } from "../cpu-prewarm/ahead-report.js";
 import type { Job } from "../job/build-job.js";
 import type { FolderCount } from "../telemetry/folder-count.js";
 import type { GraphCacheCounts, KernelStats } from "../telemetry/read.js";
+import type { AheadReport } from "./cpu-prewarm/ahead-report.js";
 
 /**
  * What `kcache run` reports (kcache-report.json, schema kcache-run-report/1) and what it is given:

@@ -1,6 +1,6 @@
 import { useSource } from "../cache/usage/save-usage.js";
-import { aheadLine } from "../cpu-prewarm/ahead-report.js";
 import { formatBytes } from "../format.js";
+import { aheadLine } from "../pipeline/cpu-prewarm/ahead-report.js";
 import type { RunReport, Stage } from "../pipeline/run-profile.js";
 
 const STATUS: Record<Stage["status"], string> = { ok: "✅", failed: "❌", skipped: "⏭️", warned: "⚠️" };

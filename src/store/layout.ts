@@ -30,7 +30,7 @@ export function liveObjects(
   return { pack: `${base}.tar.zst`, record: `${base}.json` };
 }
 
-/** Compile plans (cpu-prewarm/plan.ts), one per key that recorded one, beside its manifest. */
+/** Compile plans (cache/plan/plan.ts), one per key that recorded one, beside its manifest. */
 export const PLANS = "plans";
 
 /** A key's compile plan: what `kcache prewarm --cpu` compiles again with no GPU. */

@@ -24,15 +24,15 @@ export interface KernelStats {
   autotune: { kernel: string; hit: boolean; folder: string }[];
   /** The module files each autotuned kernel is defined in (its salt's sources). */
   autotuneModules: Record<string, string[]>;
-  /** The hook's compile plan lines, as written (cpu-prewarm/plan.ts checks them), at most MAX_PLAN_LINES. */
+  /** The hook's compile plan lines, as written (cache/plan/plan.ts checks them), at most MAX_PLAN_LINES. */
   plan: unknown[];
-  /** The device facts the hook's processes wrote (cpu-prewarm/plan.ts checks them), at most a few. */
+  /** The device facts the hook's processes wrote (cache/plan/plan.ts checks them), at most a few. */
   devices: unknown[];
   /** Cache keys of the kernels loaded, and of those compiled with their names (the hook's kernel lines that name one), each once. */
   hashes: { loaded: string[]; compiled: [string, string][] };
 }
 
-/** The most compile plan lines kept from one telemetry file (cpu-prewarm/plan.ts's MAX_PLAN_ENTRIES). */
+/** The most compile plan lines kept from one telemetry file (cache/plan/plan.ts's MAX_PLAN_ENTRIES). */
 export const MAX_PLAN_LINES = 50_000;
 
 /** A file a job's process wrote through Triton's cache manager, as the hook recorded it. */
@@ -135,23 +135,12 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
       continue;
     }
     if (noteAutotune(stats, rec)) continue;
-    if (rec.plan !== undefined || rec.device !== undefined) {
-      if (rec.plan && stats.plan.length < MAX_PLAN_LINES) stats.plan.push(rec.plan);
-      if (rec.device && stats.devices.length < 16) stats.devices.push(rec.device);
-      continue;
-    }
+    if (notePlan(stats, rec)) continue;
     if (rec.event === "exit") {
       sawTriton = true;
       exits++;
       if (rec.usage) exitsWithUsage++;
-      if (rec.torch) {
-        stats.graphs ??= { fxgraphHits: 0, fxgraphMisses: 0, aotHits: 0, aotMisses: 0 };
-        const g = stats.graphs;
-        g.fxgraphHits += rec.torch.fxgraph_hit ?? 0;
-        g.fxgraphMisses += rec.torch.fxgraph_miss ?? 0;
-        g.aotHits += rec.torch.aot_hit ?? 0;
-        g.aotMisses += rec.torch.aot_miss ?? 0;
-      }
+      if (rec.torch) noteGraphs(stats, rec.torch);
       if (rec.listener) sawListener = true;
       if (rec.triton && !stats.tritonVersions.includes(rec.triton)) stats.tritonVersions.push(rec.triton);
       continue;
@@ -159,15 +148,7 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
     sawListener = true;
     sawTriton = true;
     if (kernelsSince !== null && typeof rec.t === "number" && rec.t < kernelsSince) continue;
-    const h = rec.hash;
-    if (
-      typeof h === "string" &&
-      /^[0-9a-f]{64}$/.test(h) &&
-      hashes.loaded.size + hashes.compiled.size < MAX_PLAN_LINES
-    ) {
-      if (rec.cache_hit) hashes.loaded.add(h);
-      else hashes.compiled.set(h, String(rec.kernel ?? "?").slice(0, 256));
-    }
+    noteHash(hashes, rec);
     if (rec.cache_hit) stats.loaded++;
     else {
       stats.compiled++;
@@ -187,6 +168,33 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
     .slice(0, 20)
     .map(([n]) => n);
   return stats;
+}
+
+/** A compile plan or device line ({"plan"}, {"device"}), kept as written, bounded; false for other lines. */
+function notePlan(stats: KernelStats, rec: KernelLine): boolean {
+  if (rec.plan === undefined && rec.device === undefined) return false;
+  if (rec.plan && stats.plan.length < MAX_PLAN_LINES) stats.plan.push(rec.plan);
+  if (rec.device && stats.devices.length < 16) stats.devices.push(rec.device);
+  return true;
+}
+
+/** A kernel line's cache key, kept as loaded or compiled (with its name), bounded. */
+function noteHash(hashes: { loaded: Set<string>; compiled: Map<string, string> }, rec: KernelLine): void {
+  const h = rec.hash;
+  if (typeof h !== "string" || !/^[0-9a-f]{64}$/.test(h)) return;
+  if (hashes.loaded.size + hashes.compiled.size >= MAX_PLAN_LINES) return;
+  if (rec.cache_hit) hashes.loaded.add(h);
+  else hashes.compiled.set(h, String(rec.kernel ?? "?").slice(0, 256));
+}
+
+/** torch.compile's counters of one process, added to the run's. */
+function noteGraphs(stats: KernelStats, torch: NonNullable<KernelLine["torch"]>): void {
+  stats.graphs ??= { fxgraphHits: 0, fxgraphMisses: 0, aotHits: 0, aotMisses: 0 };
+  const g = stats.graphs;
+  g.fxgraphHits += torch.fxgraph_hit ?? 0;
+  g.fxgraphMisses += torch.fxgraph_miss ?? 0;
+  g.aotHits += torch.aot_hit ?? 0;
+  g.aotMisses += torch.aot_miss ?? 0;
 }
 
 /** A written file's line ({"wrote", "file", "sha256", "t"}) kept once per version, at its latest time. */

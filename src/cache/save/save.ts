@@ -1,4 +1,3 @@
-import { savePlan } from "../../cpu-prewarm/plan-store.js";
 import { StoreError } from "../../errors.js";
 import { formatBytes } from "../../format.js";
 import type { CacheFolder } from "../../kinds/kind.js";
@@ -13,6 +12,7 @@ import { carriedOver } from "../lazy/carried-over.js";
 import { jobCaches, type LocalState, readState, stateAfterSave, writeState } from "../local-state.js";
 import { findManifest, type Match } from "../lookup.js";
 import { type Lease, missingPacks, newLeaseId, takeLease, unusablePacks } from "../pack-lease.js";
+import { savePlan } from "../plan/plan-store.js";
 import { assessUsage, type SaveOptions, type UsagePlan } from "../usage/save-usage.js";
 import { jobsOwn } from "./save-attribution.js";
 import { lazySave, planLines } from "./save-lazy.js";
@@ -183,10 +183,7 @@ class SaveRun {
     return this.parent?.manifest.packs[this.parentRefs.get(presentId(p))?.pack as number]?.object as string;
   }
 
-  /**
-   * A lease keeps a concurrent prune from deleting the packs this save reuses; a reused pack that a
-   * prune already condemned (or deleted) is not relied on: its entries are packed afresh.
-   */
+  /** A lease keeps a prune from deleting the packs reused; a pack already condemned (or gone) is packed afresh. */
   private async takeLease(): Promise<void> {
     const { store, log } = this.ctx;
     if (!(store.capabilities.delete && store.capabilities.listAll)) return;

@@ -7,8 +7,8 @@ import {
   MANIFESTS,
   PACKS,
   PLANS,
-  planObject,
   parseCondemnedObject,
+  planObject,
   RUNS,
 } from "../../store/layout.js";
 import type { Store, StoredObject } from "../../store/store.js";

@@ -1,9 +1,9 @@
-import type { Prewarmed, RecordedPlan } from "../../cpu-prewarm/plan.js";
 import { formatBytes } from "../../format.js";
 import { isTrustedScope } from "../../keys/scope.js";
 import type { EntryRef, Manifest, Use } from "../../manifest/manifest.js";
 import type { JobContext } from "../job-context.js";
 import type { LocalState } from "../local-state.js";
+import type { Prewarmed, RecordedPlan } from "../plan/plan.js";
 import { type Present, presentId } from "../save/save-scan.js";
 import { chooseEvictions, type EvictionRule } from "./eviction.js";
 import { hookUsedEntries, readSinceStamp } from "./usage.js";
@@ -31,7 +31,7 @@ export interface HookUsage {
   written?: { folder: string; file: string; sha256: string; t: number | null }[];
   /** Autotune results the job's processes wrote: each entry folder, with the modules that define its kernel. */
   tuned?: { folder: string; modules: string[] }[];
-  /** The compile plan the hook recorded (cpu-prewarm/plan.ts), saved beside the key for `kcache prewarm --cpu`. */
+  /** The compile plan the hook recorded (cache/plan/plan.ts), saved beside the key for `kcache prewarm --cpu`. */
   plan?: RecordedPlan;
 }
 

@@ -1,6 +1,6 @@
 import os from "node:os";
-import { cpuPrewarm } from "../../cpu-prewarm/cpu-prewarm.js";
 import { UsageError } from "../../errors.js";
+import { cpuPrewarm } from "../../pipeline/cpu-prewarm/cpu-prewarm.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, durationOption, printJson } from "../setup.js";
 

@@ -5,11 +5,10 @@ import { commandAutotune } from "../../cache/autotune/symmetry.js";
 import type { AutotuneRestore } from "../../cache/autotune/withhold.js";
 import type { JobContext } from "../../cache/job-context.js";
 import type { LookupEnv } from "../../cache/lazy/job-lookups.js";
+import { type RecordedPlan, recordedPlan } from "../../cache/plan/plan.js";
 import type { HookUsage } from "../../cache/usage/save-usage.js";
 import { parseDuration } from "../../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
-import { checkoutRoot } from "../../cpu-prewarm/checkout.js";
-import { type RecordedPlan, recordedPlan } from "../../cpu-prewarm/plan.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
 import type { Log } from "../../log.js";
 import { deviceEnv } from "../../process/devices.js";
@@ -18,6 +17,7 @@ import { withSources } from "../../process/source-env.js";
 import { compiledBetween, KernelFolders } from "../../telemetry/folder-count.js";
 import { telemetryEnv } from "../../telemetry/hook.js";
 import { type KernelStats, MAX_PLAN_LINES, readTelemetry } from "../../telemetry/read.js";
+import { checkoutRoot } from "../cpu-prewarm/checkout.js";
 import type { CommandLog, CommandReport, Stage } from "../run-report.js";
 import { ClearTrap } from "./clear-trap.js";
 import { commandKernels } from "./command-kernels.js";
@@ -59,7 +59,7 @@ export class CommandsStage {
   private readonly trap: ClearTrap;
   /** Autotune results the commands tuned: entry folder -> the modules defining its kernel (salts). */
   private readonly tuned = new Map<string, string[]>();
-  /** The hook's compile plan lines and device facts, all commands together (cpu-prewarm/plan.ts checks them). */
+  /** The hook's compile plan lines and device facts, all commands together (cache/plan/plan.ts checks them). */
   private readonly planLines = { plan: [] as unknown[], devices: [] as unknown[] };
   private recorded: RecordedPlan | undefined;
   /** Cache keys of the kernels the commands loaded and compiled (with names), for the CPU prewarm's report. */

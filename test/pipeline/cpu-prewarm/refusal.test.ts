@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { EDITS, kernels, OPS_PY, prewarmProject } from "../helpers/cpu-prewarm-project.js";
+import { EDITS, kernels, OPS_PY, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
 
 /*
  * A compile plan is data a job wrote to the store (issue 51): `kcache prewarm --cpu` imports only the

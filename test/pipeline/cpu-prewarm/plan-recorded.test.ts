@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { kernels, prewarmProject, qualnames } from "../helpers/cpu-prewarm-project.js";
+import { kernels, prewarmProject, qualnames } from "../../helpers/cpu-prewarm-project.js";
 
 /*
  * The compile plan a GPU job leaves beside its key (issue 51): what `kcache prewarm --cpu` later reads

@@ -2,8 +2,8 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { telemetryEnv } from "../telemetry/hook.js";
-import type { DeviceFacts, PlanEntry } from "./plan.js";
+import type { DeviceFacts, PlanEntry } from "../../cache/plan/plan.js";
+import { telemetryEnv } from "../../telemetry/hook.js";
 
 /** What a worker said of one plan entry (python/kcache_prewarm/compile_plan.py). */
 export interface EntryOutcome {
@@ -22,6 +22,8 @@ export interface WorkersReport {
   broken: string[];
   /** Whether any worker mapped the CUDA driver library or initialised CUDA (it must not). */
   touchedCuda: boolean;
+  /** Each worker that mapped the driver library or initialised CUDA: after what, and whether cuInit ever ran. */
+  cuda: string[];
   /** The workers' telemetry files (the hook's record of what they wrote, for the save). */
   telemetry: string[];
   seconds: number;
@@ -79,14 +81,30 @@ export async function runWorkers(opts: {
       done: runOne(opts, env, [work, String(w), String(opts.workers), results]),
     };
   });
-  const report: WorkersReport = { outcomes: [], broken: [], touchedCuda: false, telemetry: [], seconds: 0 };
+  const report: WorkersReport = {
+    outcomes: [],
+    broken: [],
+    touchedCuda: false,
+    cuda: [],
+    telemetry: [],
+    seconds: 0,
+  };
   for (const r of runs) {
     const exit = await r.done;
     report.telemetry.push(r.telemetry);
     const lines = readLines(r.results);
     const last = lines.find((l) => l.done === true);
     if (!last) report.broken.push(`worker ${r.w} ${exit.why}${exit.tail ? `: ${exit.tail}` : ""}`);
-    else if (last.libcuda === true || last.cudaInitialized === true) report.touchedCuda = true;
+    else if (last.libcuda === true || last.cudaInitialized === true) {
+      // The driver library mapped is not a context made (torch's CUDA build links it): cuInit is.
+      const driver = typeof last.driver === "string" ? last.driver.slice(0, 200) : "state unknown";
+      if (last.cudaInitialized === true || !driver.startsWith("loaded, never initialised"))
+        report.touchedCuda = true;
+      const after = typeof last.libcudaAfter === "string" ? last.libcudaAfter.slice(0, 300) : "?";
+      report.cuda.push(
+        `worker ${r.w}: libcuda.so ${last.libcuda === true ? `mapped (after ${after}): ${driver}` : "not mapped"}; torch.cuda ${last.cudaInitialized === true ? "initialised" : "not initialised"}`,
+      );
+    }
     for (const l of lines)
       if (typeof l.i === "number" && typeof l.outcome === "string")
         report.outcomes.push(l as unknown as EntryOutcome);

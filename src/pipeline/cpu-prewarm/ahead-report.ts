@@ -1,6 +1,6 @@
-import type { JobContext } from "../cache/job-context.js";
-import { IntegrityError, StoreError } from "../errors.js";
-import { readPlan } from "./plan-store.js";
+import type { JobContext } from "../../cache/job-context.js";
+import { readPlan } from "../../cache/plan/plan-store.js";
+import { IntegrityError, StoreError } from "../../errors.js";
 
 /** What a GPU job got from the CPU prewarm of the key it restored (RunReport.cpuPrewarm). */
 export interface AheadReport {

@@ -2,9 +2,9 @@ import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { EDITS, kernels, prewarmProject } from "../helpers/cpu-prewarm-project.js";
-import { SIM } from "../helpers/python-sim.js";
-import { tempDir } from "../helpers/sandbox.js";
+import { EDITS, kernels, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
+import { SIM } from "../../helpers/python-sim.js";
+import { tempDir } from "../../helpers/sandbox.js";
 
 /*
  * A CPU prewarm never asks a device anything (issue 51): its workers run with no GPU visible and are

@@ -1,6 +1,6 @@
 import path from "node:path";
 import * as z from "zod";
-import { IntegrityError } from "../errors.js";
+import { IntegrityError } from "../../errors.js";
 
 /**
  * A compile plan (docs/cpu-prewarm.md): for each kernel a job compiled or loaded, what Triton needs to
@@ -192,17 +192,25 @@ export function recordedPlan(lines: unknown[], devices: unknown[], root: string)
 /**
  * A key's plan: this job's entries first, then the parent key's that this job did not record (a warm
  * job loads only the winners of its autotuned kernels; the cold one before it recorded every config),
- * each kernel once, at most MAX_PLAN_ENTRIES.
+ * each kernel once, at most MAX_PLAN_ENTRIES. A parent's entry this job recorded again with another
+ * source (the same function and specialization, another fnKey) is superseded and left out.
  */
 export function mergedEntries(own: PlanEntry[], parent: PlanEntry[]): PlanEntry[] {
   const seen = new Set(own.map((e) => e.hash));
+  const specs = new Set(own.map(specializationOf));
   const out = [...own];
   for (const e of parent) {
     if (out.length >= MAX_PLAN_ENTRIES) break;
-    if (!seen.has(e.hash)) {
+    if (!seen.has(e.hash) && !specs.has(specializationOf(e))) {
       seen.add(e.hash);
       out.push(e);
     }
   }
   return out;
+}
+
+/** A kernel's function and specialization, whatever its source: what one compile of it is for. */
+function specializationOf(e: PlanEntry): string {
+  const { file, qualname, signature, constexprs, attrs, options, target, env } = e;
+  return JSON.stringify([file, qualname, signature, constexprs, attrs, options, target, env]);
 }

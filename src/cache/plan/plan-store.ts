@@ -1,9 +1,9 @@
 import { Readable } from "node:stream";
-import type { JobContext } from "../cache/job-context.js";
-import type { Match } from "../cache/lookup.js";
-import { IntegrityError, StoreError } from "../errors.js";
-import { planObject } from "../store/layout.js";
-import type { Store } from "../store/store.js";
+import { IntegrityError, StoreError } from "../../errors.js";
+import { planObject } from "../../store/layout.js";
+import type { Store } from "../../store/store.js";
+import type { JobContext } from "../job-context.js";
+import type { Match } from "../lookup.js";
 import {
   decodePlan,
   encodePlan,

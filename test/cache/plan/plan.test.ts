@@ -1,6 +1,5 @@
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { stackMismatch } from "../../src/cpu-prewarm/gpu-base.js";
 import {
   decodePlan,
   encodePlan,
@@ -12,10 +11,11 @@ import {
   type Plan,
   type PlanEntry,
   recordedPlan,
-} from "../../src/cpu-prewarm/plan.js";
-import { IntegrityError } from "../../src/errors.js";
-import { fingerprintFrom } from "../../src/stack/fingerprint.js";
-import { TEST_PYTHON } from "../helpers/test-stack.js";
+} from "../../../src/cache/plan/plan.js";
+import { IntegrityError } from "../../../src/errors.js";
+import { stackMismatch } from "../../../src/pipeline/cpu-prewarm/gpu-base.js";
+import { fingerprintFrom } from "../../../src/stack/fingerprint.js";
+import { TEST_PYTHON } from "../../helpers/test-stack.js";
 
 /* The compile plan's format (src/cpu-prewarm/plan.ts) and the GPU base's stack test (gpu-base.ts), as units. */
 

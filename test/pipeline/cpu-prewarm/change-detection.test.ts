@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EDITS, kernels, prewarmProject, qualnames } from "../helpers/cpu-prewarm-project.js";
+import { EDITS, kernels, prewarmProject, qualnames } from "../../helpers/cpu-prewarm-project.js";
 
 /*
  * What `kcache prewarm --cpu` compiles of a pull request, and what its GPU job then gets from it

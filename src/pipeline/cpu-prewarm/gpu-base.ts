@@ -1,10 +1,10 @@
-import type { JobContext } from "../cache/job-context.js";
-import { type Match, searchSteps } from "../cache/lookup.js";
-import { IntegrityError } from "../errors.js";
-import { primaryKey, stackPrefix } from "../keys/key.js";
-import { manifestListPrefix, parseManifestObject } from "../store/layout.js";
-import type { Plan } from "./plan.js";
-import { readPlan } from "./plan-store.js";
+import type { JobContext } from "../../cache/job-context.js";
+import { type Match, searchSteps } from "../../cache/lookup.js";
+import type { Plan } from "../../cache/plan/plan.js";
+import { readPlan } from "../../cache/plan/plan-store.js";
+import { IntegrityError } from "../../errors.js";
+import { primaryKey, stackPrefix } from "../../keys/key.js";
+import { manifestListPrefix, parseManifestObject } from "../../store/layout.js";
 
 /**
  * Stack parts only a machine with the accelerator can probe: a CPU runner lacks them and is otherwise

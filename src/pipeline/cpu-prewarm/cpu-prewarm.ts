@@ -1,16 +1,18 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { JobContext } from "../cache/job-context.js";
-import { restoredContext } from "../cache/local-state.js";
-import { restore } from "../cache/restore/restore.js";
-import { save } from "../cache/save/save.js";
-import { isTrustedScope } from "../keys/scope.js";
-import { readTelemetry } from "../telemetry/read.js";
+import type { JobContext } from "../../cache/job-context.js";
+import { restoredContext } from "../../cache/local-state.js";
+import { type Prewarmed, recordedPlan } from "../../cache/plan/plan.js";
+import { restore } from "../../cache/restore/restore.js";
+import { save } from "../../cache/save/save.js";
+import { isTrustedScope } from "../../keys/scope.js";
+import { mayHoldKernels } from "../../kinds/registry.js";
+import { readTelemetry } from "../../telemetry/read.js";
 import { checkoutRoot } from "./checkout.js";
 import { type EntryOutcome, runWorkers, type WorkersReport } from "./compile-workers.js";
+import type { GpuBase } from "./gpu-base.js";
 import { findGpuBase } from "./gpu-base.js";
-import { type Prewarmed, recordedPlan } from "./plan.js";
 
 export interface CpuPrewarmReport {
   /** refused: a trusted scope; no-plan: no key of the GPU job's stack with a plan; ran: workers ran. */
@@ -27,6 +29,8 @@ export interface CpuPrewarmReport {
   /** Changed kernels left to the GPU job, each with why. */
   left: { name: string; why: string }[];
   touchedCuda: boolean;
+  /** The workers that touched CUDA, and how (empty when none did). */
+  cuda: string[];
   saved: string | null;
   seconds: { restore: number; compile: number; save: number; total: number };
 }
@@ -45,32 +49,21 @@ const emptyCounts = (): CpuPrewarmReport["counts"] => ({
  * compiles the kernels of its plan whose function changed, and saves into the pull request's own scope
  * under the key its GPU job restores. Never into a trusted scope: what a pull request compiled stays its own.
  */
-export async function cpuPrewarm(opts: {
+export interface CpuPrewarmOptions {
   ctx: JobContext;
   cwd: string;
   python: string;
   env: NodeJS.ProcessEnv;
   workers: number;
   timeoutMs: number;
-}): Promise<CpuPrewarmReport> {
+}
+
+export async function cpuPrewarm(opts: CpuPrewarmOptions): Promise<CpuPrewarmReport> {
   const t0 = performance.now();
   const { ctx } = opts;
-  const report: CpuPrewarmReport = {
-    outcome: "refused",
-    message: "",
-    base: null,
-    key: null,
-    plan: 0,
-    counts: emptyCounts(),
-    sameKey: { same: 0, other: 0 },
-    left: [],
-    touchedCuda: false,
-    saved: null,
-    seconds: { restore: 0, compile: 0, save: 0, total: 0 },
-  };
+  const report = emptyReport();
   const finish = (outcome: CpuPrewarmReport["outcome"], message: string) => {
-    report.outcome = outcome;
-    report.message = message;
+    Object.assign(report, { outcome, message });
     report.seconds.total = (performance.now() - t0) / 1000;
     ctx.log.info(message);
     return report;
@@ -86,21 +79,61 @@ export async function cpuPrewarm(opts: {
       "no-plan",
       `no key of ${ctx.prefix} on this stack (but for the accelerator) holds a compile plan in ${ctx.scopes.read.join(", ")}${found.none.length ? `: ${found.none.slice(0, 3).join("; ")}` : ""}; run the GPU job once on the default branch with kcache's hook in: nothing compiled`,
     );
-  const gpu = found.ctx;
-  report.base = found.match.key;
-  report.key = gpu.key;
-  report.plan = found.plan.entries.length;
+  Object.assign(report, { base: found.match.key, key: found.ctx.key, plan: found.plan.entries.length });
   const r0 = performance.now();
-  const restored = await restore(gpu);
+  const work = restoredContext(found.ctx, await restore(found.ctx));
   report.seconds.restore = (performance.now() - r0) / 1000;
-  const work = restoredContext(gpu, restored);
-  const triton = work.caches.find((c) => c.kind === "triton") ?? work.caches[0];
+  const triton = work.caches.find(mayHoldKernels) ?? work.caches[0];
   if (!triton) return finish("no-plan", "no cache folder is configured: nothing compiled");
-
   const root = checkoutRoot(opts.cwd);
-  const entries = found.plan.entries;
   const c0 = performance.now();
-  const env = { ...opts.env, TRITON_CACHE_DIR: triton.path };
+  const { workers, lines } = await compileChanged(opts, found, root, triton.path);
+  report.seconds.compile = (performance.now() - c0) / 1000;
+  const compiled = tally(ctx, report, workers, found);
+  const s0 = performance.now();
+  const plan = recordedPlan(lines.plan, [], root);
+  plan.device = found.plan.device;
+  const prewarmed: Prewarmed = {
+    revision: ctx.revision,
+    at: new Date().toISOString(),
+    base: found.match.key,
+    compiled,
+    failed: report.left.slice(0, 1000),
+    unchanged: report.counts.unchanged,
+  };
+  const saved = await save(work, {
+    evict: { never: "a CPU prewarm compiles only what changed; it proves nothing about use" },
+    hook: { complete: false, dirs: [], wrote: lines.wrote, written: lines.written, plan },
+    prewarmed,
+  });
+  report.seconds.save = (performance.now() - s0) / 1000;
+  report.saved = saved.outcome === "saved" || saved.outcome === "nothing-new" ? found.ctx.key : null;
+  const c = report.counts;
+  return finish(
+    "ran",
+    `CPU prewarm of ${found.ctx.key} on ${found.match.key}'s plan (${report.plan} kernels): ${c.compiled} compiled, ${c.cached} already cached, ${c.unchanged} unchanged, ${c.missing + c.failed + workers.broken.length} left to the GPU job; save: ${saved.outcome}`,
+  );
+}
+
+function emptyReport(): CpuPrewarmReport {
+  return {
+    outcome: "refused",
+    message: "",
+    base: null,
+    key: null,
+    plan: 0,
+    counts: emptyCounts(),
+    sameKey: { same: 0, other: 0 },
+    left: [],
+    touchedCuda: false,
+    cuda: [],
+    saved: null,
+    seconds: { restore: 0, compile: 0, save: 0, total: 0 },
+  };
+}
+
+/** Runs the workers over the plan into the cache folder; what their hook recorded comes back with them. */
+async function compileChanged(opts: CpuPrewarmOptions, found: GpuBase, root: string, cacheDir: string) {
   // A folder of this run's own (a pid is reused: a stale telemetry file would be read as this run's),
   // removed once the workers' results and telemetry are read: a CPU runner's /tmp does not fill up.
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-cpu-prewarm-"));
@@ -110,15 +143,14 @@ export async function cpuPrewarm(opts: {
     written: [] as ReturnType<typeof readTelemetry>["wroteFiles"],
     wrote: [] as string[],
   };
-  let workers: WorkersReport;
   try {
-    workers = await runWorkers({
+    const workers: WorkersReport = await runWorkers({
       python: opts.python,
       root,
-      entries,
+      entries: found.plan.entries,
       device: found.plan.device,
       workers: opts.workers,
-      env,
+      env: { ...opts.env, TRITON_CACHE_DIR: cacheDir },
       tmp,
       timeoutMs: opts.timeoutMs,
     });
@@ -128,15 +160,23 @@ export async function cpuPrewarm(opts: {
       lines.written.push(...t.wroteFiles);
       lines.wrote.push(...t.wroteFolders);
     }
+    return { workers, lines };
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
-  report.seconds.compile = (performance.now() - c0) / 1000;
+}
+
+/** Counts what became of each entry into the report, logs what was left; the keys compiled ahead. */
+function tally(ctx: JobContext, report: CpuPrewarmReport, workers: WorkersReport, found: GpuBase): string[] {
   report.touchedCuda = workers.touchedCuda;
+  report.cuda = workers.cuda;
+  for (const c of workers.cuda)
+    if (workers.touchedCuda) ctx.log.warn(`CUDA in a compile worker: ${c}`);
+    else ctx.log.info(`CUDA in a compile worker: ${c}`);
   const compiled: string[] = [];
   for (const o of workers.outcomes) {
     report.counts[o.outcome]++;
-    const e = entries[o.i];
+    const e = found.plan.entries[o.i];
     const name = e ? `${e.module}.${e.qualname} (${e.file})` : `entry ${o.i}`;
     if (o.outcome === "unchanged") {
       if (o.sameKey === true) report.sameKey.same++;
@@ -151,28 +191,5 @@ export async function cpuPrewarm(opts: {
     ctx.log.warn(
       `${report.sameKey.other} unchanged kernels get another key on this machine than on the GPU job's: its Triton, options or environment differ, and what it compiles may not load there`,
     );
-
-  const s0 = performance.now();
-  const prewarmed: Prewarmed = {
-    revision: ctx.revision,
-    at: new Date().toISOString(),
-    base: found.match.key,
-    compiled,
-    failed: report.left.slice(0, 1000),
-    unchanged: report.counts.unchanged,
-  };
-  const plan = recordedPlan(lines.plan, [], root);
-  plan.device = found.plan.device;
-  const saved = await save(work, {
-    evict: { never: "a CPU prewarm compiles only what changed; it proves nothing about use" },
-    hook: { complete: false, dirs: [], wrote: lines.wrote, written: lines.written, plan },
-    prewarmed,
-  });
-  report.seconds.save = (performance.now() - s0) / 1000;
-  report.saved = saved.outcome === "saved" || saved.outcome === "nothing-new" ? gpu.key : null;
-  const c = report.counts;
-  return finish(
-    "ran",
-    `CPU prewarm of ${gpu.key} on ${found.match.key}'s plan (${report.plan} kernels): ${c.compiled} compiled, ${c.cached} already cached, ${c.unchanged} unchanged, ${c.missing + c.failed + workers.broken.length} left to the GPU job; save: ${saved.outcome}`,
-  );
+  return compiled;
 }

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { EDITS, prewarmProject } from "../helpers/cpu-prewarm-project.js";
+import { EDITS, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
 
 /*
  * Where `kcache prewarm --cpu` saves (issue 51): what it compiled of a pull request goes into that
