@@ -1032,4 +1032,36 @@ export const MUTANTS = [
     replace: "return new Set(keep);",
     tests: ["test/cache/lazy/lazy-reframe.test.ts"],
   },
+  // GPU-free prewarm (docs/cpu-prewarm.md): each promise a planted bug breaks.
+  {
+    name: "a CPU prewarm takes a plan naming a file outside the checkout (imports what the plan points at)",
+    file: "src/cache/plan/plan.ts",
+    find: "    if (insideCheckout(e.file) === null)",
+    replace: "    if (insideCheckout(e.file) === null && e.file === '')",
+    tests: ["test/pipeline/cpu-prewarm/refusal.test.ts"],
+    testName: "outside the checkout",
+  },
+  {
+    name: "a CPU prewarm compiles no changed kernel (a function's key never compared with the plan's)",
+    file: "python/kcache_prewarm/compile_plan.py",
+    find: '        if fn.cache_key != e["fnKey"]:',
+    replace: "        if False:",
+    tests: ["test/pipeline/cpu-prewarm/change-detection.test.ts"],
+    testName: "which fwd_kernel calls",
+  },
+  {
+    name: "a CPU prewarm saves into the default branch's scope (a pull request's compiles become main's)",
+    file: "src/pipeline/cpu-prewarm/cpu-prewarm.ts",
+    find: "  if (isTrustedScope(ctx.scopes.write))",
+    replace: "  if (isTrustedScope(ctx.scopes.write) && ctx.scopes.write === '')",
+    tests: ["test/pipeline/cpu-prewarm/scope.test.ts"],
+    testName: "default branch",
+  },
+  {
+    name: "a CPU prewarm's workers show the library no device (it defines other kernels than the GPU job runs)",
+    file: "python/kcache_prewarm/compile_plan.py",
+    find: '    show_device(work.get("device"))',
+    replace: "    pass",
+    tests: ["test/pipeline/cpu-prewarm/no-device.test.ts"],
+  },
 ];
