@@ -126,7 +126,7 @@ _LAZY = {"socket": os.environ.get("KCACHE_LAZY_SOCKET"), "down": False, "asked":
          "live": os.environ.get("KCACHE_LIVE") == "1"}
 
 
-def _live_wrote(manager, filename):
+def _live_wrote(manager, filename, digest=None):
     """Under store.live, tells kcache that this process wrote into an entry folder: kcache shares the
     entry once it settles and is complete. Nothing is waited for; autotune results are never shared."""
     if not _LAZY["live"] or _LAZY["down"] or not _LAZY["socket"]:
@@ -141,7 +141,8 @@ def _live_wrote(manager, filename):
         try:
             s.settimeout(2.0)
             s.connect(_LAZY["socket"])
-            s.sendall((json.dumps({"wrote": folder}) + "\n").encode())
+            # The file and its digest as written: kcache shares the entry only while every file is so.
+            s.sendall((json.dumps({"wrote": folder, "file": filename, "sha256": digest}) + "\n").encode())
         finally:
             s.close()
     except Exception:
@@ -247,9 +248,10 @@ def _wrap_cache_manager(module):
 
     def wrapped_put(self, data, filename, *args, **kwargs):
         result = put(self, data, filename, *args, **kwargs)
-        note_wrote(self, filename, digest_of(data))
+        digest = digest_of(data)
+        note_wrote(self, filename, digest)
         _local.put_file = filename
-        _live_wrote(self, filename)
+        _live_wrote(self, filename, digest)
         try:
             if fresh and isinstance(filename, str) and filename.endswith(".autotune.json"):
                 own.add((os.path.abspath(getattr(self, "cache_dir", "") or ""), filename))
@@ -265,10 +267,11 @@ def _wrap_cache_manager(module):
         try:
             if isinstance(result, str) and _local.put_file != os.path.basename(result):
                 with open(result, "rb") as f:
-                    note_wrote(self, os.path.basename(result), digest_of(f.read()))
+                    digest = digest_of(f.read())
+                note_wrote(self, os.path.basename(result), digest)
+                _live_wrote(self, os.path.basename(result), digest)
         except Exception:
             pass
-        _live_wrote(self, None)
         return result
 
     def wrapped_get_file(self, filename):

@@ -60,6 +60,10 @@ export const FOUND: [string, Step[]][] = [
     [job({ runner: "B", beside: beside("poison") })],
   ],
   [
+    "under store.live, another process overwrites in place files of an entry the job compiled, before it is shared (long run a, seed 203; run c, seed 504)",
+    [job({ mode: "run", live: true, beside: beside("poison") })],
+  ],
+  [
     "a default-branch job's restore killed before it recorded anything, a pull request's job beside it on a self-hosted runner (long run b, seeds 400 and 406)",
     [job({ beside: beside("pr-job"), kill: { phase: "restore", ms: 50 } })],
   ],

@@ -1,3 +1,6 @@
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
 import { Readable } from "node:stream";
 import type { FoundEntry } from "../../kinds/kind.js";
 import { scanEntryAt, tritonKind } from "../../kinds/triton.js";
@@ -9,6 +12,10 @@ import type { LiveRecord } from "./live-record.js";
 
 /** An entry stops changing this long after its last write (Triton writes the group file last). */
 const SETTLE_MS = 300;
+/** At the job's end, how long a file's line from the hook is waited for. */
+const FLUSH_WAIT_MS = 2000;
+/** The most entries whose written files are remembered (a job's lines are its own to choose). */
+const MAX_WRITTEN_ENTRIES = 100_000;
 
 /**
  * Shares each entry the job's processes complete (store.live): once it settles and is complete, it
@@ -32,6 +39,10 @@ export class LiveWriter {
   /** Entries refused or trimmed for links (said once each). */
   private readonly refused = new Set<string>();
   private readonly locator: CacheLocator;
+  /** Entry (cache and name) -> file -> the digest the job's process wrote it with (the hook's word), bounded. */
+  private readonly written = new Map<string, Map<string, string>>();
+  /** The job ended: what settles is shared now, a file's late line waited for a moment. */
+  private flushing = false;
 
   constructor(
     private readonly ctx: JobContext,
@@ -40,11 +51,19 @@ export class LiveWriter {
     this.locator = new CacheLocator(caches);
   }
 
-  /** A process of the job wrote into the entry folder `folder`: share it once it settles. */
-  wrote(folder: string): void {
+  /**
+   * A process of the job wrote into the entry folder `folder` (the file `file` with digest `sha256`,
+   * as the hook saw it written): share it once it settles, while every file is as the job wrote it.
+   */
+  wrote(folder: string, file?: string, sha256?: string): void {
     const at = this.locator.locate(folder);
     if (!at) return;
     const id = `${at.cache.name}\0${at.name}`;
+    if (file && sha256 && !file.includes("/") && this.written.size < MAX_WRITTEN_ENTRIES) {
+      const files = this.written.get(id) ?? new Map<string, string>();
+      if (files.size < 256) files.set(file, sha256);
+      this.written.set(id, files);
+    }
     clearTimeout(this.settling.get(id)?.timer);
     const timer = setTimeout(() => {
       this.settling.delete(id);
@@ -55,6 +74,7 @@ export class LiveWriter {
 
   /** Shares what settles now and waits for every upload under way (each bounded by the store's idle timeout). */
   async flush(): Promise<void> {
+    this.flushing = true;
     for (const { cache, name, timer } of this.settling.values()) {
       clearTimeout(timer);
       this.track(this.upload(cache, name));
@@ -87,6 +107,49 @@ export class LiveWriter {
     return entry?.files.length ? entry : null;
   }
 
+  /**
+   * Whether every file of the entry holds the bytes the hook saw the job's processes write: "as-written",
+   * "missing" (a file whose write the hook has not told of yet: its line may still be on its way), or
+   * "differs" (another process wrote or changed it since).
+   */
+  private asWritten(
+    cache: LookedUpCache,
+    name: string,
+    entry: FoundEntry,
+  ): "as-written" | "missing" | "differs" {
+    const digests = this.written.get(`${cache.name}\0${name}`);
+    for (const f of entry.files) {
+      const want = digests?.get(f.rel);
+      if (!want) return "missing";
+      try {
+        const got = createHash("sha256")
+          .update(fs.readFileSync(path.join(cache.root, name, f.rel)))
+          .digest("hex");
+        if (got !== want) return "differs";
+      } catch {
+        return "differs";
+      }
+    }
+    return "as-written";
+  }
+
+  /**
+   * The entry's files as the job wrote them; at the job's end (flush) a file whose line has not come
+   * yet is waited for a moment (the job's last writes and kcache's end race: broken-live.test.ts).
+   */
+  private async writtenByJob(cache: LookedUpCache, name: string, entry: FoundEntry): Promise<boolean> {
+    let state = this.asWritten(cache, name, entry);
+    for (let waited = 0; state === "missing" && this.flushing && waited < FLUSH_WAIT_MS; waited += 100) {
+      await new Promise((r) => setTimeout(r, 100));
+      state = this.asWritten(cache, name, entry);
+    }
+    if (state === "as-written") return true;
+    this.ctx.log.debug(
+      `live: ${cache.name}/${name} not shared: ${state === "missing" ? "a file the hook never said this job wrote" : "a file is not as this job's processes wrote it"} (the hook's record)`,
+    );
+    return false;
+  }
+
   private track(p: Promise<void>): void {
     this.uploads.add(p);
     void p.finally(() => this.uploads.delete(p));
@@ -109,6 +172,9 @@ export class LiveWriter {
       tritonKind.isAutotuneResult(entry)
     )
       return;
+    // Shared only as the job's own processes wrote it: a file another process wrote or changed since
+    // (through the runner's shared folder) keeps the entry out of every live scope.
+    if (!(await this.writtenByJob(cache, name, entry))) return;
     const sig = entry.files.map((f) => `${f.rel}:${f.size}:${f.mtimeMs}`).join("|");
     if (this.sent.has(`${name}|${sig}`)) return;
     this.sent.add(`${name}|${sig}`);

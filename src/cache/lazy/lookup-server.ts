@@ -21,6 +21,8 @@ const MAX_REQUEST = 16 * 1024;
 const MAX_CONNECTIONS = 1024;
 /** A process sends its line as it connects: one that has sent none this long after is not asking. */
 const REQUEST_MS = 60_000;
+/** The most a stop waits for lines still coming from the job's last moments. */
+const DRAIN_MS = 2_000;
 
 /**
  * The job's processes ask for entries here: kcache's Python hook connects to this Unix socket when
@@ -34,6 +36,9 @@ const REQUEST_MS = 60_000;
 export class LookupServer {
   /** Answers under way: stopping waits for them, not for idle connections. */
   private readonly pending = new Set<Promise<void>>();
+  /** Connections taken and not yet closed, and how many were ever taken (for the drain before stopping). */
+  private readonly open = new Set<net.Socket>();
+  private accepted = 0;
 
   private constructor(
     private readonly server: net.Server,
@@ -63,8 +68,17 @@ export class LookupServer {
     return self;
   }
 
-  /** Stops taking lookups; those under way are answered first. */
+  /**
+   * Stops taking lookups; those under way are answered first. Lines the job's processes sent as they
+   * ended (a live write and its digest) may still wait to be taken or read: they are taken while they
+   * come, until none came for a moment (at most DRAIN_MS), so none is lost to the close.
+   */
   async stop(): Promise<void> {
+    const until = performance.now() + DRAIN_MS;
+    for (let seen = -1; performance.now() < until && (seen !== this.accepted || this.open.size > 0); ) {
+      seen = this.accepted;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     this.server.close();
     while (this.pending.size) await Promise.allSettled([...this.pending]);
     fs.rmSync(this.dir, { recursive: true, force: true });
@@ -76,6 +90,9 @@ export class LookupServer {
    * or a closed connection, and nothing in answering it can reject unheard or stop the server.
    */
   private serve(conn: net.Socket, handlers: Handlers): void {
+    this.accepted++;
+    this.open.add(conn);
+    conn.on("close", () => this.open.delete(conn));
     let text = "";
     conn.setEncoding("utf8");
     conn.setTimeout(REQUEST_MS, () => conn.destroy());
@@ -93,7 +110,8 @@ export class LookupServer {
       const line = text.slice(0, nl);
       const reply = (a: unknown) => void conn.end(`${JSON.stringify(a)}\n`);
       if (handlers.onStop && isStop(line)) {
-        // Not pending: stopping waits for lookups, and this answer comes after it.
+        // Not pending, nor open: stopping waits for lookups and the job's last lines, and this answer comes after it.
+        this.open.delete(conn);
         void handlers.onStop().then(reply, () => conn.destroy());
         return;
       }
@@ -117,7 +135,9 @@ function isStop(line: string): boolean {
 }
 
 /** What a line asks, as far as its fields have the types a request's have; null for anything else. */
-function requestOf(line: string): { folder?: string; file?: string; wrote?: string; stop?: true } | null {
+function requestOf(
+  line: string,
+): { folder?: string; file?: string; wrote?: string; sha256?: string; stop?: true } | null {
   let v: unknown;
   try {
     v = JSON.parse(line);
@@ -131,6 +151,7 @@ function requestOf(line: string): { folder?: string; file?: string; wrote?: stri
     folder: text(r.folder),
     file: text(r.file),
     wrote: text(r.wrote),
+    sha256: typeof r.sha256 === "string" && /^[0-9a-f]{64}$/.test(r.sha256) ? r.sha256 : undefined,
     ...(r.stop === true ? { stop: true as const } : {}),
   };
 }
@@ -143,7 +164,7 @@ async function answer(
   if (!req) return { placed: false, why: "not a lookup" };
   // A process of the job wrote into an entry folder: shared live once it settles (store.live).
   if (req.wrote !== undefined) {
-    writer?.wrote(req.wrote);
+    writer?.wrote(req.wrote, req.file, req.sha256);
     return { placed: false, why: "noted" };
   }
   if (req.folder === undefined) return { placed: false, why: "not a lookup" };

@@ -15,7 +15,7 @@ const REAL = "R".repeat(52);
  * folder holding a link to the secret, and `wrote` lines naming folders outside the cache.
  */
 const PLANT = String.raw`
-import json, os, socket
+import hashlib, json, os, socket
 cache = os.environ["TRITON_CACHE_DIR"]
 outside = os.path.abspath("outside")
 os.makedirs(os.path.join(outside, "entry"), exist_ok=True)
@@ -29,13 +29,18 @@ os.makedirs(real)
 open(os.path.join(real, "k.so"), "w").write("a launcher of its own")
 os.symlink(os.path.join(outside, "secret.so"), os.path.join(real, "leak.so"))
 
-def wrote(folder):
+def wrote(folder, file=None):
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
     s.connect(os.environ["KCACHE_LAZY_SOCKET"])
-    s.sendall((json.dumps({"wrote": folder}) + "\n").encode())
+    line = {"wrote": folder}
+    if file:  # as kcache's hook says a write: the file and its digest as written
+        line.update(file=file, sha256=hashlib.sha256(open(os.path.join(folder, file), "rb").read()).hexdigest())
+    s.sendall((json.dumps(line) + "\n").encode())
     s.recv(4096)
     s.close()
+
+wrote(real, "k.so")
 
 for folder in [linked, real, os.path.join(outside, "entry"), outside, cache, "/",
                os.path.join(cache, "..", "..", "outside", "entry"), os.path.join(cache, "${LINKED}", "..", "..")]:
