@@ -16,6 +16,25 @@ export const MAX_PLAN_ENTRIES = 50_000;
 export const MAX_ENTRY_BYTES = 64 * 1024;
 /** The most bytes a stored plan may take. */
 export const MAX_PLAN_BYTES = 64 * 1024 * 1024;
+/** The deepest an entry's values nest (FLA's go 5 deep): deeper is refused before anything recurses over it. */
+export const MAX_ENTRY_DEPTH = 32;
+
+/** Whether `v` nests deeper than `max` arrays and objects, found without recursion (a stack would overflow). */
+function tooDeep(v: unknown, max: number): boolean {
+  const todo: [unknown, number][] = [[v, 0]];
+  for (let item = todo.pop(); item; item = todo.pop()) {
+    const [x, d] = item;
+    if (x === null || typeof x !== "object") continue;
+    if (d >= max) return true;
+    for (const c of Object.values(x)) todo.push([c, d + 1]);
+  }
+  return false;
+}
+
+/** An entry's size as JSON; null when it nests too deep to write down (or to be read by the worker's Python). */
+function entryBytes(e: unknown): number | null {
+  return tooDeep(e, MAX_ENTRY_DEPTH) ? null : JSON.stringify(e).length;
+}
 
 const hex64 = z.string().regex(/^[0-9a-f]{64}$/);
 /** A Triton value as the hook encodes it; its size is bounded by the entry's. */
@@ -136,8 +155,11 @@ export function decodePlan(data: Buffer, object: string): Plan {
       throw new IntegrityError(
         `plan ${object}: entry ${i} (${e.module}.${e.qualname}) names ${JSON.stringify(e.file)}, which is not a Python file inside the checkout; the plan is refused (a prewarm imports only the checkout's own modules)`,
       );
-    if (JSON.stringify(e).length > MAX_ENTRY_BYTES)
-      throw new IntegrityError(`plan ${object}: entry ${i} is over ${MAX_ENTRY_BYTES} bytes; refused`);
+    const bytes = entryBytes(e);
+    if (bytes === null || bytes > MAX_ENTRY_BYTES)
+      throw new IntegrityError(
+        `plan ${object}: entry ${i} is ${bytes === null ? `nested over ${MAX_ENTRY_DEPTH} deep` : `over ${MAX_ENTRY_BYTES} bytes`}; refused`,
+      );
   });
   return r.data;
 }
@@ -177,7 +199,9 @@ export function recordedPlan(lines: unknown[], devices: unknown[], root: string)
     }
     const { v: _v, unplannable: _u, ...rest } = raw;
     const r = entrySchema.safeParse({ ...rest, file: rel });
-    if (!r.success || seen.has(r.data.hash) || JSON.stringify(r.data).length > MAX_ENTRY_BYTES) continue;
+    if (!r.success || seen.has(r.data.hash)) continue;
+    const bytes = entryBytes(r.data);
+    if (bytes === null || bytes > MAX_ENTRY_BYTES) continue;
     seen.add(r.data.hash);
     out.entries.push(r.data);
     if (out.entries.length >= MAX_PLAN_ENTRIES) break;

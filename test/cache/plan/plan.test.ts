@@ -5,6 +5,7 @@ import {
   encodePlan,
   insideCheckout,
   MAX_ENTRY_BYTES,
+  MAX_ENTRY_DEPTH,
   MAX_PLAN_BYTES,
   mergedEntries,
   PLAN_FORMAT,
@@ -112,6 +113,18 @@ describe("decodePlan: a stored plan read as data a job wrote", () => {
     );
   });
 
+  it("refuses, as damage (IntegrityError, not a crash), an entry nested deeper than a stack can write down", () => {
+    const d = 20_000;
+    const text = JSON.stringify(plan([entry({ options: { deep: "@@" } })])).replace(
+      '"@@"',
+      `${"[".repeat(d)}${"]".repeat(d)}`,
+    );
+    expect(() => decodePlan(Buffer.from(text), OBJECT)).toThrow(IntegrityError);
+    expect(() => decodePlan(Buffer.from(text), OBJECT)).toThrow(
+      `plan ${OBJECT}: entry 0 is nested over ${MAX_ENTRY_DEPTH} deep; refused`,
+    );
+  });
+
   it.each(["../outside.py", "/etc/outside.py", "lib/../../x.py", "lib/ops.txt"])(
     "refuses the whole plan when one entry names %s, naming the plan and the entry",
     (file) => {
@@ -130,6 +143,13 @@ describe("recordedPlan: the hook's lines made into entries relative to the check
     ...entry(),
     file: path.join(root, "lib", "ops.py"),
     ...over,
+  });
+
+  it("drops a line nested deeper than a stack can write down (a job's process wrote it), keeps the rest", () => {
+    let deep: unknown = [];
+    for (let i = 0; i < 20_000; i++) deep = [deep];
+    const r = recordedPlan([line({ hash: hex("c"), options: { deep } }), line()], [], root);
+    expect(r.entries.map((e) => e.hash)).toEqual([hex("b")]);
   });
 
   it("makes each file relative to the checkout and drops the hook's own fields", () => {
