@@ -21,6 +21,7 @@ memory), and a library that saw no GPU would define other kernels than the GPU j
 """
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import sys
@@ -62,8 +63,49 @@ def decode(v):
         return tl.constexpr(decode(v["constexpr"]))
     if "jit" in v:
         module, qualname = v["jit"].split(":", 1)
-        return resolve(importlib.import_module(module), qualname)
+        return resolve(checkout_import(module, _ROOT["root"], loaded_ok=True), qualname)
     raise ValueError(f"unknown value form {sorted(v)}")
+
+
+_ROOT = {"root": None}
+
+
+def inside(path, root):
+    path = os.path.realpath(path)
+    return path == root or path.startswith(root + os.sep)
+
+
+class NotCheckout(ImportError):
+    """A module (or a package on its way) that is not a file of the checkout: never imported."""
+
+    def __init__(self, name, where):
+        super().__init__(f"{name} is not the checkout's own ({where}): not imported")
+        self.where = where
+
+
+def checkout_import(name, root, loaded_ok=False):
+    """Imports module `name` only where each package and module on its way is a file of the checkout
+    (found before anything of it runs): a plan is data, and naming an installed module must not run it.
+    `loaded_ok`: a module already imported (by the checkout's own import) is taken wherever it lies."""
+    if loaded_ok and name in sys.modules:
+        return sys.modules[name]
+    parts = name.split(".")
+    for n in range(1, len(parts) + 1):
+        dotted = ".".join(parts[:n])
+        mod = sys.modules.get(dotted)
+        if mod is not None:
+            where = [getattr(mod, "__file__", None)] if getattr(mod, "__file__", None) else list(getattr(mod, "__path__", []) or [])
+        else:
+            spec = importlib.util.find_spec(dotted)
+            if spec is None:
+                raise ModuleNotFoundError(f"no module named {dotted}")
+            where = [spec.origin] if spec.origin and spec.has_location else list(spec.submodule_search_locations or [])
+        outside = [os.path.realpath(w) for w in where if not inside(w, root)]
+        if not where or outside:
+            raise NotCheckout(dotted, outside[0] if outside else "no file")
+        if mod is None:
+            importlib.import_module(dotted)
+    return sys.modules[name]
 
 
 def resolve(module, qualname):
@@ -194,6 +236,7 @@ def main():
     worker, workers = int(sys.argv[2]), int(sys.argv[3])
     _OUT["file"] = sys.argv[4] if len(sys.argv) > 4 else None
     root = os.path.realpath(work["root"])
+    _ROOT["root"] = root
     sys.path.insert(0, root)
     os.chdir(root)
     note_cuda("start")
@@ -214,7 +257,13 @@ def main():
     changed = []
     for i, e in enumerate(work["entries"]):
         try:
-            module = importlib.import_module(e["module"])
+            try:
+                module = checkout_import(e["module"], root)
+            except NotCheckout as ex:
+                if worker == 0:
+                    emit({"i": i, "outcome": "missing",
+                          "why": f"{e['module']} imports from {ex.where}, not {e['file']} in the checkout"})
+                continue
             note_cuda(f"import {e['module']}")
             where = os.path.realpath(getattr(module, "__file__", "") or "")
             recorded = os.path.realpath(os.path.join(root, e["file"]))

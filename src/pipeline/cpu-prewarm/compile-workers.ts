@@ -41,6 +41,11 @@ export function workerScript(): string {
   }
 }
 
+const OUTCOMES = new Set<string>(["unchanged", "compiled", "cached", "missing", "failed"]);
+
+/** How long a worker's stderr may stay open after it exited (held by a process it left behind). */
+const STDERR_GRACE_MS = 2000;
+
 /** The most bytes of results one worker may write (a line per entry, about 200 bytes each). */
 const MAX_RESULT_BYTES = 64 * 1024 * 1024;
 
@@ -105,9 +110,17 @@ export async function runWorkers(opts: {
         `worker ${r.w}: libcuda.so ${last.libcuda === true ? `mapped (after ${after}): ${driver}` : "not mapped"}; torch.cuda ${last.cudaInitialized === true ? "initialised" : "not initialised"}`,
       );
     }
+    // A worker runs the pull request's code, which may write this file too: only lines of the right shape.
     for (const l of lines)
-      if (typeof l.i === "number" && typeof l.outcome === "string")
-        report.outcomes.push(l as unknown as EntryOutcome);
+      if (Number.isInteger(l.i) && typeof l.outcome === "string" && OUTCOMES.has(l.outcome))
+        report.outcomes.push({
+          i: l.i as number,
+          outcome: l.outcome as EntryOutcome["outcome"],
+          sameKey: typeof l.sameKey === "boolean" || typeof l.sameKey === "string" ? l.sameKey : null,
+          ...(typeof l.hash === "string" && /^[0-9a-f]{64}$/.test(l.hash) ? { hash: l.hash } : {}),
+          ...(typeof l.why === "string" ? { why: l.why.slice(0, 2000) } : {}),
+          ...(typeof l.seconds === "number" ? { seconds: l.seconds } : {}),
+        });
   }
   report.outcomes.sort((a, b) => a.i - b.i);
   report.seconds = (performance.now() - t0) / 1000;
@@ -139,11 +152,22 @@ function runOne(
       clearTimeout(timer);
       resolve({ why: `could not start ${opts.python} (${e.message})`, tail: "" });
     });
-    child.on("close", (code, signal) => {
+    let linger: NodeJS.Timeout | undefined;
+    const ended = (code: number | null, signal: NodeJS.Signals | null) => {
       clearTimeout(timer);
+      clearTimeout(linger);
       const lastLines = tail.trim().split("\n").slice(-3).join(" | ");
       resolve({ why: signal ? `ended by ${signal}` : `exited ${code}`, tail: lastLines });
+    };
+    // stderr closes when every process holding it has: a daemon the worker started in a session of its
+    // own (out of reach of the group kill) would hold it for ever. The worker's exit ends the wait.
+    child.on("exit", (code, signal) => {
+      linger = setTimeout(() => {
+        child.stderr?.destroy();
+        ended(code, signal);
+      }, STDERR_GRACE_MS);
     });
+    child.on("close", ended);
   });
 }
 

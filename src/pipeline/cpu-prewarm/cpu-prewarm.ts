@@ -185,6 +185,17 @@ function tally(ctx: JobContext, report: CpuPrewarmReport, workers: WorkersReport
     else if (o.outcome === "failed" || o.outcome === "missing")
       report.left.push({ name, why: (o.why ?? "").slice(0, 1000) });
   }
+  // A worker that ended early (killed at the timeout, crashed) said nothing of the entries dealt to it:
+  // each is named as left, so the GPU job's report counts it as the prewarm's, not as "not in the plan".
+  const told = new Set(workers.outcomes.map((o) => o.i));
+  found.plan.entries.forEach((e, i) => {
+    if (told.has(i)) return;
+    report.counts.failed++;
+    report.left.push({
+      name: `${e.module}.${e.qualname} (${e.file})`,
+      why: `its compile worker did not finish (${workers.broken[0] ?? "no outcome written"})`.slice(0, 1000),
+    });
+  });
   for (const b of workers.broken) report.left.push({ name: "a compile worker", why: b });
   for (const l of report.left.slice(0, 10)) ctx.log.warn(`left to the GPU job: ${l.name}: ${l.why}`);
   if (report.sameKey.other > 0)

@@ -62,6 +62,8 @@ export async function findGpuBase(ctx: JobContext): Promise<GpuBase | { none: st
       const step = [{ scope, match: "exact" as const, value: where.key }];
       const match = await searchSteps(ctx.store, step, ctx.key, ctx.log);
       if (!match) continue;
+      // The listing's prefix `ops-` also lists another workload's `ops-big-…`: only this prefix's keys.
+      if (!match.key.startsWith(stackPrefix(ctx.prefix, match.manifest.stackId))) continue;
       const why = stackMismatch(ctx.stack.components, match.manifest.stack);
       if (why) {
         passed.push(`${match.key}: ${why}`);
