@@ -34,7 +34,9 @@ export interface Stage {
  * A command's kernels. With Triton's compilation listener (>= 3.4) every load is counted; without
  * it (Triton-Ascend's 3.2 line) compiles are counted from the cache folder and loads are unknown.
  */
-export interface CommandKernels extends Omit<KernelStats, "loaded" | "compileSeconds"> {
+/** A command's kernels as reported: the hook's compile plan, device facts and cache keys stay out (the save and the CPU prewarm's line read them; the report would grow by a line per kernel). */
+export interface CommandKernels
+  extends Omit<KernelStats, "loaded" | "compileSeconds" | "plan" | "devices" | "hashes"> {
   /** Where `compiled` comes from: the listener, new group files in the cache folder, or neither. */
   source: "listener" | "cache-folder" | "none";
   /** Null when only the cache folder was counted. */

@@ -4,7 +4,8 @@ import type { GraphCacheCounts, KernelStats } from "../../telemetry/read.js";
 import type { CommandKernels, CommandReport, RunReport, Stage } from "../run-report.js";
 
 /** One command's kernels: the listener's counts where it ran, else the cache folder's. */
-export function commandKernels(listener: KernelStats, folder: FolderCount | null): CommandKernels {
+export function commandKernels(stats: KernelStats, folder: FolderCount | null): CommandKernels {
+  const { plan: _plan, devices: _devices, hashes: _hashes, ...listener } = stats;
   const folderCompiled = folder ? folder.compiled : null;
   if (listener.status === "available" || listener.status === "no-triton")
     return { ...listener, source: listener.status === "available" ? "listener" : "none", folderCompiled };
