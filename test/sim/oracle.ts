@@ -176,9 +176,16 @@ function checkOutside(w: World): void {
 /**
  * I4 on a job's side: every entry in a folder a job got from kcache (a fresh runner's, where nothing
  * else wrote) is what its producer wrote, its group files naming that folder. `own`: poison the job
- * itself may have been given from its own scope (a pull request's).
+ * itself may have been given from its own scope (a pull request's). `interrupted`: the job was killed
+ * mid-run, so an entry without its group file is its own compile cut off, not one it was given.
  */
-export function checkJobFolder(w: World, folder: string, mayHoldOwnScopes: boolean, when: string): void {
+export function checkJobFolder(
+  w: World,
+  folder: string,
+  mayHoldOwnScopes: boolean,
+  when: string,
+  interrupted = false,
+): void {
   let names: string[];
   try {
     names = fs.readdirSync(folder);
@@ -191,6 +198,8 @@ export function checkJobFolder(w: World, folder: string, mayHoldOwnScopes: boole
     if (!fs.lstatSync(p).isDirectory()) continue;
     const found = readEntry(p);
     if (!found.files.size) continue;
+    // The job's own compile, cut off by a kill: no group file yet, which Triton takes as no entry.
+    if (interrupted && ![...found.files.keys()].some((f) => f.startsWith("__grp__"))) continue;
     // kcache run's tripwire for scripts that clear `$TRITON_CACHE_DIR/cache` (clear-trap.ts): no entry.
     if (name === "cache" && [...found.files.keys()].every((f) => f.startsWith(".kcache-tripwire"))) continue;
     const differs = entryDiffers(name, found, folder);

@@ -165,6 +165,7 @@ async function jobSteps(
   const { n, rev, cache, config, own, env, killAt, shell } = j;
   const what = `job ${n} (${s.trust} on runner ${s.runner}, ${s.mode})`;
   let folder = cache;
+  let interrupted = false;
   if (s.mode === "drop-in") {
     const r = await shell.cli(["restore", "-c", config, "--json"], env, killAt("restore"));
     checkRun(world, r, `${what}: restore`);
@@ -194,11 +195,17 @@ async function jobSteps(
       }
       fs.writeFileSync(`${signal}.done`, "");
     }
-    checkRun(world, await running, `${what}: run`);
+    const ran = await running;
+    checkRun(world, ran, `${what}: run`);
+    // A kill -9 of kcache run leaves its command running (a process group of its own): a CI runner
+    // cancelling the job ends them all, and so does the world here (seed 603 of long run d: the
+    // job's own compile, cut off, left an entry with no group file, which Triton takes as absent).
+    interrupted = ran.killed;
+    if (interrupted) world.endJobProcesses(folder);
   }
   // Only a folder no other process wrote can be held to what its entries' producers wrote.
   if (s.runner === "fresh" && !s.beside.some((b) => b !== "hostile-lines" && b !== "delete-markers"))
-    checkJobFolder(world, folder, s.trust !== "main", `${what}'s folder after the job`);
+    checkJobFolder(world, folder, s.trust !== "main", `${what}'s folder after the job`, interrupted);
 }
 
 /** Where the restore says the job's cache is (a folder of its own under isolate). */

@@ -338,6 +338,11 @@ export class World {
     this.violations.push(`${invariant}: ${what}`);
   }
 
+  /** Ends the processes of a job whose environment names `folder` (its cache), as a CI runner ends a cancelled job's. */
+  endJobProcesses(folder: string): void {
+    for (let round = 0; round < 10 && killStragglers(folder) > 0; round++);
+  }
+
   /** Ends every process the world started and removes its folders. */
   dispose(): void {
     for (const c of this.children) c.kill("SIGKILL");
