@@ -2,7 +2,7 @@ import os from "node:os";
 import * as core from "@actions/core";
 import { UsageError } from "../errors.js";
 import type { Job } from "../job/build-job.js";
-import { cpuPrewarm } from "../pipeline/cpu-prewarm/cpu-prewarm.js";
+import { cpuPrewarmOf } from "../pipeline/cpu-prewarm/cpu-prewarm.js";
 import { Inputs, Outputs } from "./io-names.js";
 import { setOutputs, writeStepSummary } from "./outputs.js";
 
@@ -36,14 +36,7 @@ export async function cpuPrewarmStep(job: Job): Promise<void> {
     setOutputs({ [Outputs.prewarm]: "refused", [Outputs.saved]: "false" });
     return;
   }
-  const report = await cpuPrewarm({
-    ctx,
-    cwd: job.cwd,
-    python: job.config.stack.python,
-    env: { ...job.env, ...(job.profile?.spec.env ?? {}) },
-    workers,
-    timeoutMs: WORKERS_TIMEOUT_MS,
-  });
+  const report = await cpuPrewarmOf(job, { workers, timeoutMs: WORKERS_TIMEOUT_MS });
   setOutputs({
     [Outputs.prewarm]: report.outcome,
     [Outputs.primaryKey]: report.key ?? "",

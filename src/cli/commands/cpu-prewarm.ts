@@ -1,6 +1,6 @@
 import os from "node:os";
 import { UsageError } from "../../errors.js";
-import { cpuPrewarm } from "../../pipeline/cpu-prewarm/cpu-prewarm.js";
+import { cpuPrewarmOf } from "../../pipeline/cpu-prewarm/cpu-prewarm.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, durationOption, printJson } from "../setup.js";
 
@@ -21,14 +21,7 @@ export async function cpuPrewarmCommand(
     if (o.json) printJson({ outcome: "refused", message });
     return;
   }
-  const report = await cpuPrewarm({
-    ctx,
-    cwd: job.cwd,
-    python: job.config.stack.python,
-    env: { ...job.env, ...(job.profile?.spec.env ?? {}) },
-    workers,
-    timeoutMs,
-  });
+  const report = await cpuPrewarmOf(job, { workers, timeoutMs });
   if (o.json) printJson(report);
   // A worker that made a CUDA context broke the promise of a GPU-free prewarm: say so by the exit code.
   process.exitCode = report.touchedCuda ? 1 : 0;

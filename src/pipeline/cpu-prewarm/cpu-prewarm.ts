@@ -6,6 +6,7 @@ import { restoredContext } from "../../cache/local-state.js";
 import { type Prewarmed, recordedPlan } from "../../cache/plan/plan.js";
 import { restore } from "../../cache/restore/restore.js";
 import { save } from "../../cache/save/save.js";
+import type { Job } from "../../job/build-job.js";
 import { isTrustedScope } from "../../keys/scope.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
 import { readTelemetry } from "../../telemetry/read.js";
@@ -56,6 +57,20 @@ export interface CpuPrewarmOptions {
   env: NodeJS.ProcessEnv;
   workers: number;
   timeoutMs: number;
+}
+
+/** The CPU prewarm of a job (the CLI's and the action's): its checkout, its Python, the profile's environment. */
+export function cpuPrewarmOf(
+  job: Job,
+  run: { workers: number; timeoutMs: number },
+): Promise<CpuPrewarmReport> {
+  return cpuPrewarm({
+    ctx: job.ctx,
+    cwd: job.cwd,
+    python: job.config.stack.python,
+    env: { ...job.env, ...(job.profile?.spec.env ?? {}) },
+    ...run,
+  });
 }
 
 export async function cpuPrewarm(opts: CpuPrewarmOptions): Promise<CpuPrewarmReport> {
