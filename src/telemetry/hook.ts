@@ -2,16 +2,21 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The folder holding kcache's sitecustomize.py, shipped in the package's python/ folder. */
-export function hookDir(): string {
+/** A file of the package's python/ folder (`parts` below it), found from this module up; an Error where it is missing. */
+export function shippedPython(...parts: string[]): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    const candidate = path.join(dir, "python", "kcache_hook");
-    if (fs.existsSync(path.join(candidate, "sitecustomize.py"))) return candidate;
+    const candidate = path.join(dir, "python", ...parts);
+    if (fs.existsSync(candidate)) return candidate;
     const up = path.dirname(dir);
-    if (up === dir) throw new Error("kcache's python/kcache_hook folder is missing from the installation");
+    if (up === dir) throw new Error(`kcache's python/${parts[0]} folder is missing from the installation`);
     dir = up;
   }
+}
+
+/** The folder holding kcache's sitecustomize.py, shipped in the package's python/ folder. */
+export function hookDir(): string {
+  return path.dirname(shippedPython("kcache_hook", "sitecustomize.py"));
 }
 
 /** A PYTHONPATH with kcache's hook first, then `pythonPath` (what the job had) as it was: as it is where the hook is first already. */

@@ -208,13 +208,16 @@ function noteFile(files: Map<string, WrittenFileRecord>, rec: KernelLine): void 
   if (!had || (t !== null && (had.t === null || t > had.t))) files.set(id, { folder, file, sha256, t });
 }
 
-/** The file's text when it is a regular file of at most MAX_TELEMETRY_BYTES; null otherwise (or absent). */
-function boundedText(file: string): string | null {
+/**
+ * The file's text when it is a regular file of at most `maxBytes`; null otherwise (or absent). Opened
+ * without following a link and without blocking (a FIFO put where a file should be is never waited on).
+ */
+export function boundedText(file: string, maxBytes = MAX_TELEMETRY_BYTES): string | null {
   let fd: number | undefined;
   try {
     fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
     const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > MAX_TELEMETRY_BYTES) return null;
+    if (!st.isFile() || st.size > maxBytes) return null;
     const buf = Buffer.alloc(st.size);
     let got = 0;
     while (got < st.size) {

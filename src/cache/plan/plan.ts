@@ -21,12 +21,12 @@ export const MAX_ENTRY_DEPTH = 32;
 
 /** Whether `v` nests deeper than `max` arrays and objects, found without recursion (a stack would overflow). */
 function tooDeep(v: unknown, max: number): boolean {
-  const todo: [unknown, number][] = [[v, 0]];
-  for (let item = todo.pop(); item; item = todo.pop()) {
+  const pending: [unknown, number][] = [[v, 0]];
+  for (let item = pending.pop(); item; item = pending.pop()) {
     const [x, d] = item;
     if (x === null || typeof x !== "object") continue;
     if (d >= max) return true;
-    for (const c of Object.values(x)) todo.push([c, d + 1]);
+    for (const c of Object.values(x)) pending.push([c, d + 1]);
   }
   return false;
 }

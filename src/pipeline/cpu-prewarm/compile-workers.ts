@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import type { DeviceFacts, PlanEntry } from "../../cache/plan/plan.js";
-import { telemetryEnv } from "../../telemetry/hook.js";
+import { shippedPython, telemetryEnv } from "../../telemetry/hook.js";
+import { boundedText } from "../../telemetry/read.js";
 
 /** What a worker said of one plan entry (python/kcache_prewarm/compile_plan.py). */
 export interface EntryOutcome {
@@ -29,16 +29,9 @@ export interface WorkersReport {
   seconds: number;
 }
 
-/** The folder holding the compile worker, shipped in the package's python/ folder. */
+/** The compile worker, shipped in the package's python/ folder. */
 export function workerScript(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = path.join(dir, "python", "kcache_prewarm", "compile_plan.py");
-    if (fs.existsSync(candidate)) return candidate;
-    const up = path.dirname(dir);
-    if (up === dir) throw new Error("kcache's python/kcache_prewarm folder is missing from the installation");
-    dir = up;
-  }
+  return shippedPython("kcache_prewarm", "compile_plan.py");
 }
 
 const OUTCOMES = new Set<string>(["unchanged", "compiled", "cached", "missing", "failed"]);
@@ -173,14 +166,8 @@ function runOne(
 
 /** A worker's result lines: JSON objects, bounded in bytes; a torn last line is dropped. */
 function readLines(file: string): Record<string, unknown>[] {
-  let text: string;
-  try {
-    const st = fs.lstatSync(file);
-    if (!st.isFile() || st.size > MAX_RESULT_BYTES) return [];
-    text = fs.readFileSync(file, "utf8");
-  } catch {
-    return [];
-  }
+  const text = boundedText(file, MAX_RESULT_BYTES);
+  if (text === null) return [];
   const out: Record<string, unknown>[] = [];
   for (const line of text.split("\n")) {
     try {
