@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Bundles the CLI into build/cli/ (part of `npm run build`): one file per entry (main.js, the pack
-// worker threads' pack-worker.js, and python-probe.js, which bin/kcache.js starts first) and shared
+// worker threads' pack-worker.js, python-probe.js, which bin/kcache.js starts first, and
+// standard-input.js, which it runs before anything) and shared
 // chunks, split at the CLI's lazy imports so a command loads only what it runs. Node resolves and
 // reads a few files instead of hundreds: `kcache key` starts ~60 ms sooner than from build/src/.
 // bin/kcache.js falls back to build/src/ when build/cli/ is missing.
@@ -13,7 +14,12 @@ const outdir = process.argv[2] ?? "build/cli";
 fs.rmSync(outdir, { recursive: true, force: true });
 await build({
   ...nodeEsm(),
-  entryPoints: ["src/cli/main.ts", "src/pack/threads/pack-worker.ts", "src/stack/python-probe.ts"],
+  entryPoints: [
+    "src/cli/main.ts",
+    "src/pack/threads/pack-worker.ts",
+    "src/stack/python-probe.ts",
+    "src/process/standard-input.ts",
+  ],
   outdir,
   entryNames: "[name]",
   splitting: true,

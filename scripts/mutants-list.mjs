@@ -1064,4 +1064,11 @@ export const MUTANTS = [
     replace: "    pass",
     tests: ["test/pipeline/cpu-prewarm/no-device.test.ts"],
   },
+  {
+    name: "kcache opens its standard input as it loads (a kill -9 leaves the job shell's script pipe non-blocking)",
+    file: "src/process/standard-input.ts",
+    find: '  Object.defineProperty(process, "stdin", {',
+    replace: '  Object.defineProperty({}, "stdin", {',
+    tests: ["test/process/standard-input.test.ts"],
+  },
 ];

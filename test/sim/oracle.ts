@@ -16,7 +16,7 @@ export const INVARIANTS = {
   I2: "no entry, file or live object written by a process outside a trusted job reaches a key or live scope the default branch reads",
   I3: "nothing outside the cache folders and kcache's own state is read into a pack or uploaded, nor written",
   I4: "every entry a job gets (restored, fetched on demand, live) is byte for byte what its producer wrote",
-  I5: "every command ends within its bound, and none exits with an internal error on anything a store or a job can produce",
+  I5: "every command ends within its bound, leaves the job's shell able to run its next line, and none exits with an internal error on anything a store or a job can produce",
 } as const;
 export type Invariant = keyof typeof INVARIANTS;
 

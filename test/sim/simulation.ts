@@ -13,6 +13,8 @@ import { type StoreSpec, World } from "./world.js";
  * Kinds of steps left out of a run ($KCACHE_SIM_WITHOUT, comma-separated: beside kinds, fault kinds,
  * trusts): to look past a failure already known while its fix is under way.
  */
+/** KCACHE_SIM_TRACE=1: each step and its time on stderr (to find a step that hangs). */
+const TRACE = process.env.KCACHE_SIM_TRACE === "1";
 const WITHOUT = new Set((process.env.KCACHE_SIM_WITHOUT ?? "").split(",").filter(Boolean));
 const allowed = <T extends string>(xs: T[]): T[] => xs.filter((x) => !WITHOUT.has(x));
 
@@ -115,7 +117,10 @@ class StepCommand implements fc.AsyncCommand<object, Sim> {
     return true;
   }
   async run(_m: object, sim: Sim): Promise<void> {
+    const t0 = Date.now();
+    if (TRACE) console.error(`[sim] run ${sim.ran.length + 1}: ${JSON.stringify(this.step)}`);
     await runStep(sim, this.step);
+    if (TRACE) console.error(`[sim]   done in ${Date.now() - t0} ms`);
     if (sim.world.violations.length) throw new InvariantViolation(sim.world.violations);
   }
   toString(): string {

@@ -378,6 +378,8 @@ const sh = (w: string) => `'${w.replace(/'/g, "'\\''")}'`;
 export class JobShell {
   readonly process: ChildProcess;
   private n = 0;
+  /** How the shell ended, once it has: a command sent to it then never runs. */
+  private ended: string | null = null;
 
   constructor(
     private readonly dir: string,
@@ -386,8 +388,11 @@ export class JobShell {
   ) {
     fs.mkdirSync(dir, { recursive: true });
     this.process = spawn("bash", ["-s"], {
-      stdio: ["pipe", "ignore", "ignore"],
+      stdio: ["pipe", "ignore", fs.openSync(path.join(dir, "shell.err"), "w")],
       env: { PATH: process.env.PATH },
+    });
+    this.process.on("exit", (code, signal) => {
+      this.ended = `exit ${code}, signal ${signal}`;
     });
   }
 
@@ -422,6 +427,8 @@ export class JobShell {
       }
     };
     while (!fs.existsSync(`${base}.code`)) {
+      // A shell that has ended runs nothing more: its job is broken (I5), not waited for (seed 49).
+      if (this.ended !== null) return this.brokenShell(args, t0);
       const ms = Date.now() - t0;
       if (
         !killed &&
@@ -453,6 +460,24 @@ export class JobShell {
     this.world.runs.push(run);
     if (process.env.KCACHE_SIM_DEBUG)
       process.stderr.write(`kcache ${args.join(" ")} -> ${code} in ${run.ms} ms\n${run.stderr}`);
+    return run;
+  }
+
+  /** What the world records when the job's shell ended under a command: I5, and a run that never ran. */
+  private brokenShell(args: string[], t0: number): CliRun {
+    const said = fs.readFileSync(path.join(this.dir, "shell.err"), "utf8").slice(-500);
+    this.world.violated("I5", `the job's shell ended (${this.ended}) before kcache ${args[0]}: ${said}`);
+    const run: CliRun = {
+      args,
+      code: -1,
+      signal: null,
+      stdout: "",
+      stderr: "",
+      ms: Date.now() - t0,
+      timedOut: false,
+      killed: false,
+    };
+    this.world.runs.push(run);
     return run;
   }
 
