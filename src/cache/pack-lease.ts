@@ -64,12 +64,21 @@ export async function takeLease(store: Store, id: string, key: string, reuses: s
   };
 }
 
-/** The reused packs a save may not rely on: condemned by a prune, or already gone. */
-export async function unusablePacks(store: Store, packs: string[]): Promise<Set<string>> {
+/**
+ * The reused packs a save may not rely on: condemned by a prune, gone, or no longer the size the
+ * parent's manifest gives them (truncated or replaced in the store: a new key naming it would be
+ * broken from its first restore, and a restore killed before it verified anything leaves the save
+ * no other sign of it). A listing's size costs what an existence check does.
+ */
+export async function unusablePacks(
+  store: Store,
+  packs: { object: string; size: number }[],
+): Promise<Set<string>> {
   const out = new Set<string>();
   await Promise.all(
-    packs.map(async (p) => {
-      if ((await store.exists(condemnedObject(p))) || !(await store.exists(p))) out.add(p);
+    packs.map(async ({ object, size }) => {
+      if (await store.exists(condemnedObject(object))) out.add(object);
+      else if ((await store.list(object)).find((o) => o.name === object)?.size !== size) out.add(object);
     }),
   );
   return out;

@@ -67,6 +67,15 @@ export const FOUND: [string, Step[]][] = [
     "a default-branch job's restore killed before it recorded anything, a pull request's job beside it on a self-hosted runner (long run b, seeds 400 and 406)",
     [job({ beside: beside("pr-job"), kill: { phase: "restore", ms: 50 } })],
   ],
+  [
+    "a pack truncated in the store, then a default-branch job whose restore is killed before it verified anything: its save reused the damaged pack by reference (long run e, seed 713)",
+    [
+      job({ mode: "run" }),
+      { step: "fault", fault: "truncate-pack", pick: 0 },
+      job({}),
+      job({ push: true, kill: { phase: "restore", ms: 50 } }),
+    ],
+  ],
 ];
 
 /** Found on an S3 store (Ceph's RADOS Gateway, which honours conditional writes). */

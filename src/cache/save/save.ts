@@ -189,10 +189,11 @@ class SaveRun {
     if (!(store.capabilities.delete && store.capabilities.listAll)) return;
     const reusedPacks = [...new Set(this.reused.map((p) => this.packOf(p)))];
     this.lease = await takeLease(store, this.leaseId, this.ctx.key, reusedPacks);
-    const unusable = await unusablePacks(store, reusedPacks);
+    const refs = this.parent?.manifest.packs.filter((p) => reusedPacks.includes(p.object)) ?? [];
+    const unusable = await unusablePacks(store, refs);
     if (unusable.size) {
       log.info(
-        `${unusable.size} pack(s) of ${this.parent?.key} are being pruned; packing their entries afresh`,
+        `${unusable.size} pack(s) of ${this.parent?.key} are being pruned, gone or damaged in the store; packing their entries afresh`,
       );
       this.reused = this.reused.filter((p) => !unusable.has(this.packOf(p)));
     }
