@@ -300,9 +300,17 @@ export const MUTANTS = [
   {
     name: "a save relies on packs prune condemned",
     file: "src/cache/save/save.ts",
-    find: "const unusable = await unusablePacks(store, reusedPacks);",
+    find: "const unusable = await unusablePacks(store, refs);",
     replace: "const unusable = new Set<string>();",
     tests: ["test/cache/usage/prune-race.test.ts"],
+  },
+  {
+    name: "a save reuses a parent's pack that is truncated in the store (only its existence checked)",
+    file: "src/cache/pack-lease.ts",
+    find: "(await store.list(object)).find((o) => o.name === object)?.size !== size",
+    replace: "(await store.list(object)).find((o) => o.name === object) === undefined",
+    tests: ["test/sim/found.test.ts"],
+    testName: "seed 713",
   },
   {
     name: "prune ignores leases of saves in flight",
@@ -1063,6 +1071,29 @@ export const MUTANTS = [
     find: '    show_device(work.get("device"))',
     replace: "    pass",
     tests: ["test/pipeline/cpu-prewarm/no-device.test.ts"],
+  },
+  {
+    name: "a CPU prewarm's worker sets any variable a plan entry names (LD_*, CUDA_VISIBLE_DEVICES)",
+    file: "python/kcache_prewarm/compile_plan.py",
+    find: "                if k not in reads():",
+    replace: "                if False:",
+    tests: ["test/pipeline/cpu-prewarm/plan-values.test.ts"],
+    testName: "environment",
+  },
+  {
+    name: "a CPU prewarm's worker looks a plan's names up with getattr (a lazy __getattr__ imports an installed module)",
+    file: "python/kcache_prewarm/compile_plan.py",
+    find: "        obj = inspect.getattr_static(obj, part)",
+    replace: "        obj = getattr(obj, part)",
+    tests: ["test/pipeline/cpu-prewarm/plan-values.test.ts"],
+    testName: "where they are defined",
+  },
+  {
+    name: "a message quoting a store's text can start a line GitHub runs as a workflow command",
+    file: "src/log.ts",
+    find: "  return s.replace(/(?:\\r\\n|\\r|\\n)(?=[ \\t]*::)/g, (m) => JSON.stringify(m).slice(1, -1));",
+    replace: "  return s;",
+    tests: ["test/log.test.ts"],
   },
   {
     name: "kcache opens its standard input as it loads (a kill -9 leaves the job shell's script pipe non-blocking)",

@@ -19,16 +19,18 @@ export function createLog(opts: { verbose?: boolean; quiet?: boolean; env?: Node
   return {
     warnings,
     info(msg) {
-      if (!opts.quiet) process.stderr.write(`kcache: ${msg}\n`);
+      if (!opts.quiet) process.stderr.write(`kcache: ${noWorkflowCommands(msg)}\n`);
     },
     warn(msg) {
       warnings.push(msg);
       process.stderr.write(
-        gha ? `::warning title=kcache::${escapeAnnotation(msg)}\n` : `kcache: warning: ${msg}\n`,
+        gha
+          ? `::warning title=kcache::${escapeAnnotation(msg)}\n`
+          : `kcache: warning: ${noWorkflowCommands(msg)}\n`,
       );
     },
     debug(msg) {
-      if (opts.verbose) process.stderr.write(`kcache: ${msg}\n`);
+      if (opts.verbose) process.stderr.write(`kcache: ${noWorkflowCommands(msg)}\n`);
     },
   };
 }
@@ -37,6 +39,16 @@ export function createLog(opts: { verbose?: boolean; quiet?: boolean; env?: Node
 export function silentLog(): Log {
   const warnings: string[] = [];
   return { warnings, info() {}, warn: (m) => void warnings.push(m), debug() {} };
+}
+
+/**
+ * A message with no line a CI runner would take for a command of its own: GitHub Actions runs any
+ * line starting `::` (leading spaces aside) as a workflow command, and messages quote what stores
+ * and jobs wrote (a plan's keys, an object's name). A line break before such a line is written as
+ * `\n`, so the text stays on kcache's own line.
+ */
+export function noWorkflowCommands(s: string): string {
+  return s.replace(/(?:\r\n|\r|\n)(?=[ \t]*::)/g, (m) => JSON.stringify(m).slice(1, -1));
 }
 
 function escapeAnnotation(s: string): string {

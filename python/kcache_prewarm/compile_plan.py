@@ -109,10 +109,18 @@ def checkout_import(name, root, loaded_ok=False):
 
 
 def resolve(module, qualname):
-    """The JITFunction named `qualname` in `module`, through autotune and heuristics wrappers."""
+    """The JITFunction named `qualname` in `module`, through autotune and heuristics wrappers. Each
+    name is looked up where it is defined (inspect.getattr_static): a module's `__getattr__`, which
+    imports submodules lazily (torch's `_inductor`, `_dynamo`), and properties run no code for a plan."""
+    import inspect
+
     obj = module
     for part in qualname.split("."):
-        obj = getattr(obj, part)
+        obj = inspect.getattr_static(obj, part)
+        if isinstance(obj, (staticmethod, classmethod)):
+            obj = obj.__func__
+        if isinstance(obj, property):
+            raise LookupError(f"{module.__name__}.{qualname}: {part} is a property, not a kernel")
     for _ in range(8):
         if hasattr(obj, "cache_key") and hasattr(obj, "fn") and hasattr(obj, "arg_names"):
             return obj
@@ -301,16 +309,8 @@ def main():
         hits = []
         try:
             src, target, options, env = inputs(e, fn, ASTSource, GPUTarget)
-            saved = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)
-            try:
+            with entry_environment(env):
                 kernel = compile_with_listener(compile_fn, src, target, options, env, hits)
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
             note_cuda(f"compile {e['qualname']}")
             emit({"i": i, "outcome": "cached" if hits and hits[-1] else "compiled", "hash": kernel.hash,
                   "seconds": round(time.time() - t0, 3)})
@@ -327,6 +327,59 @@ def main():
         pass
     emit({"done": True, "worker": worker, "changed": len(changed), "libcuda": "libcuda.so" in maps,
           "libcudaAfter": _CUDA["at"], "cudaInitialized": initialized, "driver": driver_state(maps)})
+
+
+def _invalidating():
+    """Triton's own answer to which set variables its cache key reads, or None where it has none."""
+    try:
+        from triton._C.libtriton import get_cache_invalidating_env_vars
+    except Exception:
+        try:
+            from triton.knobs import get_cache_invalidating_env_vars  # type: ignore
+        except Exception:
+            return None
+    return get_cache_invalidating_env_vars
+
+
+class entry_environment:
+    """The entry's recorded variables set around its compile, and every one put back after, whatever
+    happens. Only variables the installed Triton's cache key reads, and none naming a path: a plan is
+    data, and a variable such as CUDA_VISIBLE_DEVICES, LD_PRELOAD, TRITON_CACHE_DIR, a tool's path
+    or LLVM_PASS_PLUGIN_PATH would make a GPU visible, run a program or write outside the cache.
+    A variable refused fails the entry (ValueError, naming it): it is left to the GPU job."""
+
+    def __init__(self, env):
+        self.env = env
+        self.saved = {}
+
+    def __enter__(self):
+        reads = _invalidating()
+        for k, v in self.env.items():
+            if not (isinstance(k, str) and isinstance(v, str)) or not k or "=" in k or "\0" in k or "\0" in v:
+                raise ValueError(f"the plan's variable {k!r} is not a name and a value")
+            if k.endswith(("_PATH", "_DIR", "_HOME")) or "/" in v:
+                raise ValueError(f"the plan sets {k}, which names a path: not set by a prewarm")
+            if reads is None:
+                raise ValueError(f"the plan sets {k}, and this Triton says of no variable that its key reads it")
+        try:
+            for k, v in self.env.items():
+                self.saved.setdefault(k, os.environ.get(k))
+                os.environ[k] = v
+                if k not in reads():
+                    raise ValueError(f"the plan sets {k}, which Triton's cache key does not read: not set by a prewarm")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        self.saved = {}
+        return False
 
 
 def inputs(e, fn, ASTSource, GPUTarget):

@@ -16,6 +16,8 @@ export const FAULT_CODES = {
   "member-refused": "a pack member was refused as unsafe: a link, a device, a path leaving its cache",
   "entry-not-relocatable":
     "an entry names its cache folder and could not be rewritten for another (torch.compile's pickles with no Python to rewrite them, or one that cannot be rewritten exactly): not saved, or not written",
+  "plan-refused":
+    "a compile plan was damaged or named a file outside the checkout: refused whole, nothing compiled from it",
   "packs-pruned": "packs a save reused were pruned while it ran: the key was withdrawn and saved again",
   "disk-failed": "the local disk failed: full, read-only or unreadable (ENOSPC, EROFS, EIO)",
   "zstd-unavailable": "no Zstandard engine works on this machine",

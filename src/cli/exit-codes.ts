@@ -1,5 +1,6 @@
 import { CommanderError } from "commander";
 import { ExitCode, KcacheError } from "../errors.js";
+import { noWorkflowCommands } from "../log.js";
 
 /**
  * The CLI's one error boundary (main.ts): a known error becomes its documented exit code with a clean
@@ -11,7 +12,7 @@ export function exitCodeFor(e: unknown): number {
     return e.exitCode === 0 ? ExitCode.ok : ExitCode.usage;
   }
   if (e instanceof KcacheError) {
-    process.stderr.write(`kcache: error: ${e.message}\n`);
+    process.stderr.write(`kcache: error: ${noWorkflowCommands(e.message)}\n`);
     return e.exitCode;
   }
   process.stderr.write(`kcache: internal error (please report): ${(e as Error)?.stack ?? String(e)}\n`);

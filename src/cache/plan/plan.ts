@@ -69,7 +69,14 @@ const entrySchema = z
     constexprs: z.array(z.tuple([z.array(z.number().int().nonnegative()).max(16), value])).max(4096),
     attrs: z.array(z.tuple([z.array(z.number().int().nonnegative()).max(16), value])).max(4096),
     options: z.record(z.string().max(128), value),
-    env: z.record(z.string().max(128), z.string().max(4096)),
+    /** The variables Triton's cache key read (the worker sets only those its Triton says it reads). */
+    env: z.record(
+      z.string().regex(/^[A-Z_][A-Z0-9_]{0,127}$/),
+      z
+        .string()
+        .max(4096)
+        .regex(/^[^\0\n\r]*$/),
+    ),
     triton: z.string().max(64).nullable(),
   })
   .strict();
@@ -146,8 +153,10 @@ export function decodePlan(data: Buffer, object: string): Plan {
   const r = planSchema.safeParse(parsed);
   if (!r.success) {
     const issue = r.error.issues[0];
+    // The path and message hold the plan's own keys: written as JSON strings, never as lines of their own.
+    const where = issue?.path.map((p) => (typeof p === "string" ? JSON.stringify(p) : String(p))).join(".");
     throw new IntegrityError(
-      `plan ${object} is damaged at ${issue?.path.join(".") || "its top"}: ${issue?.message}; refused`,
+      `plan ${object} is damaged at ${where || "its top"}: ${JSON.stringify(issue?.message ?? "").slice(1, -1)}; refused`,
     );
   }
   r.data.entries.forEach((e, i) => {

@@ -12,6 +12,7 @@ export async function cpuPrewarmCommand(
   if (!Number.isInteger(workers) || workers < 1 || workers > 256)
     throw new UsageError(`--workers ${o.workers}: use a whole number from 1 to 256`);
   const timeoutMs = o.timeout === undefined ? 60 * 60_000 : durationOption(o.timeout, "--timeout");
+  if (timeoutMs <= 0) throw new UsageError(`--timeout ${o.timeout}: give the workers some time, like 30m`);
   const job = await commandJob(o, o.profile, true);
   const { ctx } = job;
   if (o.readOnly) ctx.readOnly.enter("--read-only");

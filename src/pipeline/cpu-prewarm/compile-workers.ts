@@ -5,6 +5,8 @@ import type { DeviceFacts, PlanEntry } from "../../cache/plan/plan.js";
 import { shippedPython, telemetryEnv } from "../../telemetry/hook.js";
 import { boundedText } from "../../telemetry/read.js";
 
+/** The longest delay Node's timers keep (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** What a worker said of one plan entry (python/kcache_prewarm/compile_plan.py). */
 export interface EntryOutcome {
   i: number;
@@ -91,9 +93,13 @@ export async function runWorkers(opts: {
     const exit = await r.done;
     report.telemetry.push(r.telemetry);
     const lines = readLines(r.results);
-    const last = lines.find((l) => l.done === true);
-    if (!last) report.broken.push(`worker ${r.w} ${exit.why}${exit.tail ? `: ${exit.tail}` : ""}`);
-    else if (last.libcuda === true || last.cudaInitialized === true) {
+    const dones = lines.filter((l) => l.done === true);
+    // Any "done" line that says CUDA counts: the pull request's code, run by the worker, could write
+    // one saying none before the worker's own.
+    const last = dones.find((l) => l.libcuda === true || l.cudaInitialized === true);
+    if (dones.length === 0)
+      report.broken.push(`worker ${r.w} ${exit.why}${exit.tail ? `: ${exit.tail}` : ""}`);
+    else if (last) {
       // The driver library mapped is not a context made (torch's CUDA build links it): cuInit is.
       const driver = typeof last.driver === "string" ? last.driver.slice(0, 200) : "state unknown";
       if (last.cudaInitialized === true || !driver.startsWith("loaded, never initialised"))
@@ -136,11 +142,15 @@ function runOne(
     child.stderr?.on("data", (d: Buffer) => {
       tail = (tail + d.toString("utf8")).slice(-2000);
     });
-    const timer = setTimeout(() => {
-      try {
-        if (child.pid) process.kill(-child.pid, "SIGKILL");
-      } catch {}
-    }, opts.timeoutMs);
+    const timer = setTimeout(
+      () => {
+        try {
+          if (child.pid) process.kill(-child.pid, "SIGKILL");
+        } catch {}
+        // Node fires a timer over 2^31-1 ms (24.8 days) at once: a longer timeout is as good as that.
+      },
+      Math.min(opts.timeoutMs, MAX_TIMER_MS),
+    );
     child.on("error", (e) => {
       clearTimeout(timer);
       resolve({ why: `could not start ${opts.python} (${e.message})`, tail: "" });

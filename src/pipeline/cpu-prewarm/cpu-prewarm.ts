@@ -16,8 +16,11 @@ import type { GpuBase } from "./gpu-base.js";
 import { findGpuBase } from "./gpu-base.js";
 
 export interface CpuPrewarmReport {
-  /** refused: a trusted scope; no-plan: no key of the GPU job's stack with a plan; ran: workers ran. */
-  outcome: "refused" | "no-plan" | "ran";
+  /**
+   * refused: a trusted scope; no-plan: no key of the GPU job's stack with a plan; plan-refused: the
+   * newest one's plan was damaged or named a file outside the checkout; ran: workers ran.
+   */
+  outcome: "refused" | "no-plan" | "plan-refused" | "ran";
   message: string;
   /** The key it built on (the GPU job's), and the key it saved (the pull request's, on the GPU job's stack). */
   base: string | null;
@@ -80,7 +83,8 @@ export async function cpuPrewarm(opts: CpuPrewarmOptions): Promise<CpuPrewarmRep
   const finish = (outcome: CpuPrewarmReport["outcome"], message: string) => {
     Object.assign(report, { outcome, message });
     report.seconds.total = (performance.now() - t0) / 1000;
-    ctx.log.info(message);
+    if (outcome === "plan-refused") ctx.log.warn(message);
+    else ctx.log.info(message);
     return report;
   };
   if (isTrustedScope(ctx.scopes.write))
@@ -89,6 +93,7 @@ export async function cpuPrewarm(opts: CpuPrewarmOptions): Promise<CpuPrewarmRep
       `a CPU prewarm saves only into a pull request's own scope; this run writes ${ctx.scopes.write} (on the default branch the GPU job compiles and saves): nothing compiled`,
     );
   const found = await findGpuBase(ctx);
+  if ("none" in found && found.refused) return finish("plan-refused", found.refused);
   if ("none" in found)
     return finish(
       "no-plan",

@@ -1,3 +1,4 @@
+import { fault, StrictFaultError } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
 import { type Match, searchSteps } from "../../cache/lookup.js";
 import type { Plan } from "../../cache/plan/plan.js";
@@ -46,10 +47,11 @@ const MAX_CANDIDATES = 64;
 
 /**
  * The newest key of this workload, in the scopes this job reads (its own first), saved on a stack
- * that is this machine's but for the accelerator, and holding a compile plan. Null, with the reasons
- * for the candidates it passed over, when there is none.
+ * that is this machine's but for the accelerator, and holding a compile plan. None, with the reasons
+ * for the candidates it passed over, when there is none; `refused` when the newest one's plan was
+ * refused (a warning, and nothing compiled; with --strict, exit 3).
  */
-export async function findGpuBase(ctx: JobContext): Promise<GpuBase | { none: string[] }> {
+export async function findGpuBase(ctx: JobContext): Promise<GpuBase | { none: string[]; refused?: string }> {
   const passed: string[] = [];
   let read = 0;
   for (const scope of ctx.scopes.read) {
@@ -74,7 +76,11 @@ export async function findGpuBase(ctx: JobContext): Promise<GpuBase | { none: st
         plan = await readPlan(ctx.store, match.scope, match.key);
       } catch (e) {
         if (!(e instanceof IntegrityError)) throw e;
-        throw new IntegrityError(`${e.message}. Nothing was compiled.`);
+        // Refused whole, and no older key's plan taken in its place: the store is not what it was.
+        const message = `${e.message}. Nothing was compiled.`;
+        if (ctx.strict.fails("plan-refused"))
+          throw new StrictFaultError(message, fault("plan-refused", message));
+        return { none: passed, refused: message };
       }
       if (!plan) {
         passed.push(

@@ -89,13 +89,13 @@ describe("decodePlan: a stored plan read as data a job wrote", () => {
   });
 
   it("refuses another format, a missing field, an unknown field, a short hash", () => {
-    expect(() => decode({ ...plan(), format: "kcache-plan/2" })).toThrow(/damaged at format: .*refused/);
+    expect(() => decode({ ...plan(), format: "kcache-plan/2" })).toThrow(/damaged at "format": .*refused/);
     const { entries: _, ...noEntries } = plan();
-    expect(() => decode(noEntries)).toThrow(/damaged at entries/);
+    expect(() => decode(noEntries)).toThrow(/damaged at "entries"/);
     expect(() => decode({ ...plan(), extra: 1 })).toThrow(/damaged at its top/);
-    expect(() => decode(plan([entry({ hash: "abc" })]))).toThrow(/damaged at entries\.0\.hash/);
+    expect(() => decode(plan([entry({ hash: "abc" })]))).toThrow(/damaged at "entries"\.0\."hash"/);
     expect(() => decode(plan([{ ...entry(), module: "os; import x" }]))).toThrow(
-      /damaged at entries\.0\.module/,
+      /damaged at "entries"\.0\."module"/,
     );
   });
 

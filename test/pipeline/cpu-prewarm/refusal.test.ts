@@ -16,29 +16,38 @@ describe("kcache prewarm --cpu refuses a plan naming a file outside the checkout
   it.each([
     ["a relative path out of it", "../outside.py"],
     ["an absolute path", "/usr/lib/python3/outside.py"],
-  ])("%s: exits non-zero, names the plan and the entry, compiles and saves nothing", async (_, file) => {
-    const p = prewarmProject();
-    const base = await p.mainJob();
-    p.pullRequest("pr", { file: "lib/ops.py", change: EDITS.bwd });
-    const i = entries(p).findIndex((e) => e.qualname === "bwd_kernel");
-    p.tamper("branch/main", (plan) => {
-      const e = plan.entries[i];
-      if (e) e.file = file;
-    });
-    const env = p.prEnv(7, "cpu");
-    const r = await p.prewarm(env);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain(
-      `plan plans/branch%2Fmain/${base.report.key}.json: entry ${i} (lib.ops.bwd_kernel) names ${JSON.stringify(file)}`,
-    );
-    expect(r.stderr).toMatch(/the plan is refused .*Nothing was compiled/);
-    // Nothing restored, compiled or saved: no cache entry, no key or plan in the pull request's scope.
-    const cache = env.TRITON_CACHE_DIR as string;
-    expect(fs.existsSync(cache) ? fs.readdirSync(cache) : []).toEqual([]);
-    expect(p.manifests("pr/7")).toEqual([]);
-    expect(p.plans("pr/7").size).toBe(0);
-    expect(p.manifests("branch/main")).toEqual([base.report.key]);
-  });
+  ])(
+    "%s: warns naming the plan and the entry, compiles and saves nothing; --strict exits 3",
+    async (_, file) => {
+      const p = prewarmProject();
+      const base = await p.mainJob();
+      p.pullRequest("pr", { file: "lib/ops.py", change: EDITS.bwd });
+      const i = entries(p).findIndex((e) => e.qualname === "bwd_kernel");
+      p.tamper("branch/main", (plan) => {
+        const e = plan.entries[i];
+        if (e) e.file = file;
+      });
+      const env = p.prEnv(7, "cpu");
+      const r = await p.prewarm(env);
+      // A store's damage warns and the job goes on (docs/cli.md's exit codes), unless --strict.
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.report?.outcome).toBe("plan-refused");
+      expect(r.stderr).toContain(
+        `plan plans/branch%2Fmain/${base.report.key}.json: entry ${i} (lib.ops.bwd_kernel) names ${JSON.stringify(file)}`,
+      );
+      expect(r.stderr).toMatch(/the plan is refused .*Nothing was compiled/);
+      // Nothing restored, compiled or saved: no cache entry, no key or plan in the pull request's scope.
+      const cache = env.TRITON_CACHE_DIR as string;
+      expect(fs.existsSync(cache) ? fs.readdirSync(cache) : []).toEqual([]);
+      expect(p.manifests("pr/7")).toEqual([]);
+      expect(p.plans("pr/7").size).toBe(0);
+      expect(p.manifests("branch/main")).toEqual([base.report.key]);
+      const strict = await p.prewarm(env, ["--strict"]);
+      expect(strict.code, strict.stderr).toBe(3);
+      expect(strict.stderr).toMatch(/kcache: error: plan .* the plan is refused .*Nothing was compiled/);
+      expect(p.manifests("pr/7")).toEqual([]);
+    },
+  );
 });
 
 describe("kcache prewarm --cpu leaves to the GPU job an entry whose module is not the recorded file", () => {
