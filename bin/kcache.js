@@ -17,9 +17,10 @@ if (dir === "../build/src/cli" && !built("src/cli/main.js")) {
   );
   process.exit(1);
 }
-// First of all: kcache's standard input stays as the shell left it (process/standard-input.ts says why).
-const input = dir === "../build/cli" ? `${dir}/standard-input.js` : "../build/src/process/standard-input.js";
-(await import(input)).leaveStandardInputAlone();
+// First of all: kcache's standard streams as a cache's must be (process/standard-streams.ts says why).
+const streams =
+  dir === "../build/cli" ? `${dir}/standard-streams.js` : "../build/src/process/standard-streams.js";
+(await import(streams)).settleStandardStreams();
 const probe = dir === "../build/cli" ? `${dir}/python-probe.js` : "../build/src/stack/python-probe.js";
 // Commands that key by the software stack start its Python probe first, so the interpreter runs
 // while Node loads the CLI (kcache.yml's stack.python, when it is not python3, is probed later).

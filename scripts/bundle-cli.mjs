@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Bundles the CLI into build/cli/ (part of `npm run build`): one file per entry (main.js, the pack
 // worker threads' pack-worker.js, python-probe.js, which bin/kcache.js starts first, and
-// standard-input.js, which it runs before anything) and shared
+// standard-streams.js, which it runs before anything) and shared
 // chunks, split at the CLI's lazy imports so a command loads only what it runs. Node resolves and
 // reads a few files instead of hundreds: `kcache key` starts ~60 ms sooner than from build/src/.
 // bin/kcache.js falls back to build/src/ when build/cli/ is missing.
@@ -18,7 +18,7 @@ await build({
     "src/cli/main.ts",
     "src/pack/threads/pack-worker.ts",
     "src/stack/python-probe.ts",
-    "src/process/standard-input.ts",
+    "src/process/standard-streams.ts",
   ],
   outdir,
   entryNames: "[name]",

@@ -1096,10 +1096,26 @@ export const MUTANTS = [
     tests: ["test/log.test.ts"],
   },
   {
+    name: "kcache's output lost (EPIPE, a full disk) ends it with an unhandled error before the job's save",
+    file: "src/process/standard-streams.ts",
+    find: '  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});',
+    replace: "",
+    tests: ["test/process/bad-luck.test.ts"],
+    testName: "output lost",
+  },
+  {
+    name: "a signal that ends kcache run leaves the job's command running (its own process group)",
+    file: "src/process/run-command.ts",
+    find: "    for (const s of PASSED_ON) process.on(s, onSignal);",
+    replace: "",
+    tests: ["test/process/bad-luck.test.ts"],
+    testName: "signal",
+  },
+  {
     name: "kcache opens its standard input as it loads (a kill -9 leaves the job shell's script pipe non-blocking)",
-    file: "src/process/standard-input.ts",
+    file: "src/process/standard-streams.ts",
     find: '  Object.defineProperty(process, "stdin", {',
     replace: '  Object.defineProperty({}, "stdin", {',
-    tests: ["test/process/standard-input.test.ts"],
+    tests: ["test/process/standard-streams.test.ts"],
   },
 ];

@@ -3,21 +3,28 @@ import path from "node:path";
 import * as core from "@actions/core";
 import { keyRecorded } from "../cache/save/save-report.js";
 import { hostEnvironment } from "../environment.js";
+import { createLog } from "../log.js";
 import type { RunReport } from "../pipeline/run-profile.js";
 import { runMarkdown } from "../report/run-markdown.js";
+import { appendFileCommand } from "./file-commands.js";
 import { Outputs } from "./io-names.js";
 
 /** Sets step outputs through @actions/core ($GITHUB_OUTPUT, with a random delimiter); nothing outside a runner. */
 export function setOutputs(values: Record<string, string>, env: NodeJS.ProcessEnv = hostEnvironment()): void {
-  if (!env.GITHUB_OUTPUT) return;
   // @actions/core refuses a file that does not exist yet; a runner creates it, a script may not.
-  fs.appendFileSync(env.GITHUB_OUTPUT, "");
-  for (const [k, v] of Object.entries(values)) core.setOutput(k, v);
+  if (!env.GITHUB_OUTPUT || !appendFileCommand(env.GITHUB_OUTPUT, "", "the step's outputs")) return;
+  try {
+    for (const [k, v] of Object.entries(values)) core.setOutput(k, v);
+  } catch (e) {
+    createLog().warn(
+      `the step's outputs could not be written (${(e as Error).message}); the step goes on without`,
+    );
+  }
 }
 
 /** Appends Markdown to the job's summary page when $GITHUB_STEP_SUMMARY is set. */
 export function writeStepSummary(env: NodeJS.ProcessEnv, markdown: string): void {
-  if (env.GITHUB_STEP_SUMMARY) fs.appendFileSync(env.GITHUB_STEP_SUMMARY, `${markdown}\n`);
+  if (env.GITHUB_STEP_SUMMARY) appendFileCommand(env.GITHUB_STEP_SUMMARY, `${markdown}\n`, "the job summary");
 }
 
 /** A failed check as an annotation on its result file. */

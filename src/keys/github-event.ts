@@ -1,4 +1,4 @@
-import fs from "node:fs";
+import { boundedText } from "../bounded-file.js";
 
 /** Events whose run may execute a pull request's code, whatever GITHUB_REF says. */
 export const PR_EVENTS = new Set([
@@ -58,6 +58,9 @@ export interface EventFacts {
   defaultBranch: string | null;
 }
 
+/** GitHub's webhook payloads are at most 25 MB. */
+const MAX_EVENT_BYTES = 64 * 1024 * 1024;
+
 /**
  * Reads GITHUB_EVENT_PATH. A pull request number anywhere GitHub puts one makes the run a pull
  * request's: `pull_request.number` (pull_request_target too, whose GITHUB_REF is the base branch),
@@ -69,7 +72,10 @@ export function eventFacts(env: NodeJS.ProcessEnv): EventFacts {
   if (!env.GITHUB_EVENT_PATH) return facts;
   let e: Payload;
   try {
-    e = JSON.parse(fs.readFileSync(env.GITHUB_EVENT_PATH, "utf8")) as Payload;
+    // Read without blocking and bounded: a FIFO or /dev/zero put there must not stall the job.
+    const text = boundedText(env.GITHUB_EVENT_PATH, MAX_EVENT_BYTES);
+    if (text === null) throw new Error("not a regular file of its size");
+    e = JSON.parse(text) as Payload;
   } catch {
     // Under GitHub Actions the payload is always there; one that cannot be read proves nothing trusted.
     facts.untrusted = env.GITHUB_ACTIONS === "true";

@@ -71,7 +71,19 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
     };
     forward(child.stdout);
     forward(child.stderr);
+    // The command has a process group of its own (so a timeout ends all it started): a signal that
+    // ends kcache (a cancelled job, `timeout`) would not reach it. It is passed on, SIGKILL follows
+    // after 10 s, and once the command has ended kcache ends by the same signal, running nothing
+    // more and saving nothing, as a shell does.
+    let ended: NodeJS.Signals | null = null;
+    const onSignal = (sig: NodeJS.Signals) => {
+      ended ??= sig;
+      signalGroup(child.pid, sig);
+      killer ??= setTimeout(() => signalGroup(child.pid, "SIGKILL"), 10_000);
+    };
+    for (const s of PASSED_ON) process.on(s, onSignal);
     const done = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+      for (const s of PASSED_ON) process.off(s, onSignal);
       if (timer) clearTimeout(timer);
       if (killer) clearTimeout(killer);
       if (error) {
@@ -87,7 +99,10 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
         seconds: (performance.now() - t0) / 1000,
       };
       // The log is complete on disk before anyone is told the command ended.
-      log.end(() => resolve(outcome));
+      log.end(() => {
+        if (ended !== null) endBySignal(ended);
+        else resolve(outcome);
+      });
     };
     child.on("error", (e) => done(127, null, e));
     child.on("close", (code, signal) => done(code, signal));
@@ -99,6 +114,15 @@ function startFailure(error: NodeJS.ErrnoException, cwd: string): string {
   if (error.code !== "ENOENT") return error.message;
   if (!fs.existsSync(cwd)) return `its working directory ${cwd} does not exist`;
   return "neither bash nor sh was found on PATH (kcache runs each command with bash -c, or sh -c without bash); install bash or add it to PATH";
+}
+
+/** The signals a CI runner or `timeout` ends a job's processes with. */
+const PASSED_ON: NodeJS.Signals[] = ["SIGTERM", "SIGINT", "SIGHUP"];
+
+/** Ends kcache by `signal`, as if it had never caught it (every other command of it running gets it too). */
+function endBySignal(signal: NodeJS.Signals): void {
+  for (const s of PASSED_ON) process.removeAllListeners(s);
+  process.kill(process.pid, signal);
 }
 
 function signalGroup(pid: number | undefined, signal: NodeJS.Signals): void {

@@ -1,4 +1,4 @@
-import fs from "node:fs";
+import { boundedText } from "../bounded-file.js";
 
 /** Kernel loads of one command, from the telemetry its Python processes wrote. */
 export interface KernelStats {
@@ -110,7 +110,7 @@ export function readTelemetry(file: string, kernelsSince: number | null = null):
     devices: [],
     hashes: { loaded: [], compiled: [] },
   };
-  const text = boundedText(file);
+  const text = boundedText(file, MAX_TELEMETRY_BYTES);
   if (text === null) return stats;
   const names = new Map<string, number>();
   let sawListener = false;
@@ -206,31 +206,6 @@ function noteFile(files: Map<string, WrittenFileRecord>, rec: KernelLine): void 
   const id = `${folder}\0${file}\0${sha256}`;
   const had = files.get(id);
   if (!had || (t !== null && (had.t === null || t > had.t))) files.set(id, { folder, file, sha256, t });
-}
-
-/**
- * The file's text when it is a regular file of at most `maxBytes`; null otherwise (or absent). Opened
- * without following a link and without blocking (a FIFO put where a file should be is never waited on).
- */
-export function boundedText(file: string, maxBytes = MAX_TELEMETRY_BYTES): string | null {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    const st = fs.fstatSync(fd);
-    if (!st.isFile() || st.size > maxBytes) return null;
-    const buf = Buffer.alloc(st.size);
-    let got = 0;
-    while (got < st.size) {
-      const n = fs.readSync(fd, buf, got, st.size - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return buf.subarray(0, got).toString("utf8");
-  } catch {
-    return null;
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
 }
 
 /** An autotune line (a lookup, or a kernel's module) added to `stats`; false for other lines. */

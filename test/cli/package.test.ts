@@ -24,7 +24,7 @@ describe("the CLI's npm package", () => {
       "build/cli/main.js",
       "build/cli/pack-worker.js",
       "build/cli/python-probe.js",
-      "build/cli/standard-input.js",
+      "build/cli/standard-streams.js",
       "build/cli/zstd.wasm",
       "python/kcache_hook/sitecustomize.py",
       "python/kcache_pickle/rewrite.py",

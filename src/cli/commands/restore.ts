@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import type { Fault } from "../../cache/faults.js";
 import type { JobContext } from "../../cache/job-context.js";
 import { restoredContext } from "../../cache/local-state.js";
@@ -7,6 +6,7 @@ import { tolerateCacheFailure } from "../../cache/tolerate.js";
 import { hostEnvironment } from "../../environment.js";
 import { CacheMissError } from "../../errors.js";
 import { formatBytes, formatSeconds } from "../../format.js";
+import { appendFileCommand } from "../../github/file-commands.js";
 import type { Log } from "../../log.js";
 import type { GlobalOptions } from "../options.js";
 import { commandJob, printJson } from "../setup.js";
@@ -72,9 +72,10 @@ function exportJobFolders(work: JobContext, ctx: JobContext, log: Log): void {
   for (const c of work.caches) {
     const home = ctx.caches.find((h) => h.name === c.name);
     if (!c.env || c.path === home?.path) continue;
-    if (env.GITHUB_ENV) fs.appendFileSync(env.GITHUB_ENV, `${c.env}=${c.path}\n`);
+    const set =
+      !!env.GITHUB_ENV && appendFileCommand(env.GITHUB_ENV, `${c.env}=${c.path}\n`, "the job's variables");
     log.info(
-      `${c.name}: the job's commands must use ${c.path}${env.GITHUB_ENV ? ` (${c.env} is set for the next steps)` : `: export ${c.env}=${c.path}`}`,
+      `${c.name}: the job's commands must use ${c.path}${set ? ` (${c.env} is set for the next steps)` : `: export ${c.env}=${c.path}`}`,
     );
   }
 }

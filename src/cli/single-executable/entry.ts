@@ -2,7 +2,7 @@ import path from "node:path";
 import sea from "node:sea";
 import v8 from "node:v8";
 import { hostEnvironment } from "../../environment.js";
-import { leaveStandardInputAlone } from "../../process/standard-input.js";
+import { settleStandardStreams } from "../../process/standard-streams.js";
 import { locateSeaMain } from "./import-meta-url.js";
 import { placeRuntimeFiles } from "./runtime-files.js";
 import { loadAhead } from "./snapshot.js";
@@ -21,7 +21,7 @@ if (v8.startupSnapshot.isBuildingSnapshot()) {
 } else start(import("../main.js"));
 
 function start(cli: Promise<Cli>): void {
-  leaveStandardInputAlone();
+  settleStandardStreams();
   const root = placeRuntimeFiles(hostEnvironment(), (name) => Buffer.from(sea.getAsset(name)));
   locateSeaMain(path.join(root, "cli", "main.js"));
   cli.then((m) => m.runToEnd(process.argv, m.main));

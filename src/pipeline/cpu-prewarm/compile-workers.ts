@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { boundedText } from "../../bounded-file.js";
 import type { DeviceFacts, PlanEntry } from "../../cache/plan/plan.js";
 import { shippedPython, telemetryEnv } from "../../telemetry/hook.js";
-import { boundedText } from "../../telemetry/read.js";
 
 /** The longest delay Node's timers keep (a longer one fires after 1 ms). */
 const MAX_TIMER_MS = 2 ** 31 - 1;

@@ -1,0 +1,147 @@
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { BIN, startCli } from "../helpers/cli.js";
+import { SIM } from "../helpers/python-sim.js";
+import { tempDir } from "../helpers/sandbox.js";
+
+/*
+ * A cache never breaks or stalls the build, whatever the job's surroundings do to kcache: each case
+ * here once ended `kcache run` before its job's commands or its save ran, or held it forever (found
+ * by an adversary pass given the docs' promises).
+ */
+const REV = "0123456789abcdef0123456789abcdef01234567";
+
+/** A project whose job compiles the simulated Triton's kernels (then runs `after`), on a local store. */
+function project(after = ""): { dir: string; config: string; store: string; env: NodeJS.ProcessEnv } {
+  const dir = tempDir("bad-luck");
+  const config = path.join(dir, "kcache.yml");
+  const store = path.join(dir, "store");
+  const tc = path.join(dir, "tc");
+  const work = `python3 ${SIM}/workload.py 3 1 --prefix core; echo compiled; echo to-stderr >&2${after ? `; ${after}` : ""}`;
+  fs.writeFileSync(
+    config,
+    [
+      "caches:",
+      `  - { name: triton, kind: triton, path: "${tc}" }`,
+      `store: { type: local, path: "${store}" }`,
+      "key: { prefix: t }",
+      "profiles:",
+      "  job:",
+      `    env: { PYTHONPATH: "${SIM}", TRITON_CACHE_DIR: "${tc}" }`,
+      "    commands:",
+      `      - { name: work, run: ${JSON.stringify(work)} }`,
+      "",
+    ].join("\n"),
+  );
+  const env = {
+    PATH: process.env.PATH,
+    HOME: dir,
+    GITHUB_SHA: REV,
+    KCACHE_STATE_DIR: path.join(dir, "state"),
+  };
+  return { dir, config, store, env };
+}
+
+/** The keys saved in the store, in any scope (manifests/<scope>/<key>). */
+const keys = (store: string) => {
+  const root = path.join(store, "manifests");
+  return fs.existsSync(root)
+    ? fs.readdirSync(root).flatMap((scope) => fs.readdirSync(path.join(root, scope)))
+    : [];
+};
+
+/** `kcache run` under bash with `redirect` after it; its exit and stderr (when not redirected). */
+function runUnder(p: ReturnType<typeof project>, redirect: string): { code: number; stderr: string } {
+  const err = path.join(p.dir, "stderr.txt");
+  const line = `${process.execPath} ${BIN} run -c ${p.config} -p job ${redirect}; echo "rc=\${PIPESTATUS[0]}" >&3`;
+  const out = execFileSync("bash", ["-c", `exec 3>&1; ( ${line} ) 2>>${err}`], {
+    env: p.env,
+    cwd: p.dir,
+  }).toString();
+  return {
+    code: Number(/rc=(\d+)/.exec(out)?.[1]),
+    stderr: fs.existsSync(err) ? fs.readFileSync(err, "utf8") : "",
+  };
+}
+
+describe("kcache's output lost: the job still runs and its key is saved", () => {
+  it.each([
+    ["stdout's reader gone (| head -c1: EPIPE)", "| head -c1 >/dev/null"],
+    ["stdout on a full disk (/dev/full: ENOSPC)", ">/dev/full"],
+    ["stderr's reader gone", "2>&1 >/dev/null | head -c1 >/dev/null"],
+    ["stderr on a full disk", "2>/dev/full"],
+  ])("%s", (_what, redirect) => {
+    const p = project();
+    const r = runUnder(p, redirect);
+    expect(r.stderr).not.toMatch(/Unhandled 'error' event|internal error/);
+    expect(r.code).toBe(0);
+    expect(keys(p.store)).toHaveLength(1);
+  });
+});
+
+describe("a signal that ends kcache run ends the job's command too", () => {
+  it.each(["SIGTERM", "SIGINT"] as const)(
+    "%s (a cancelled job, timeout): the command, in a process group of its own, gets it; nothing more runs or is saved",
+    async (signal) => {
+      const pidFile = "command.pid";
+      const p = project(`echo $$ > ${pidFile}; sleep 30; touch late`);
+      const run = startCli(["run", "-c", p.config, "-p", "job"], { env: p.env, cwd: p.dir });
+      const pidAt = path.join(p.dir, pidFile);
+      for (let i = 0; i < 600 && !fs.existsSync(pidAt); i++) await new Promise((r) => setTimeout(r, 50));
+      const commandPid = Number(fs.readFileSync(pidAt, "utf8"));
+      process.kill(run.pid, signal);
+      const child = await run.promise;
+      expect(child.code).toBeNull(); // ended by the signal, as a shell would be
+      // The command's shell is gone at once (its sleep with it), not 30 s later.
+      const alive = () => {
+        try {
+          process.kill(commandPid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(alive(), "the job's command outlived kcache").toBe(false);
+      expect(keys(p.store)).toEqual([]);
+    },
+  );
+});
+
+describe("GitHub's files that cannot be written or read: warned, never waited on", () => {
+  it("GITHUB_EVENT_PATH a FIFO no one writes, GITHUB_OUTPUT a FIFO no one reads, GITHUB_STEP_SUMMARY a full device: the run ends, saved", async () => {
+    const p = project();
+    const fifo = (name: string) => {
+      const f = path.join(p.dir, name);
+      execFileSync("mkfifo", [f]);
+      return f;
+    };
+    const env = {
+      ...p.env,
+      GITHUB_ACTIONS: "true",
+      GITHUB_EVENT_NAME: "push",
+      GITHUB_REF: "refs/heads/main",
+      GITHUB_EVENT_PATH: fifo("event"),
+      GITHUB_OUTPUT: fifo("output"),
+      GITHUB_STEP_SUMMARY: "/dev/full",
+    };
+    const run = spawn(process.execPath, [BIN, "run", "-c", p.config, "-p", "job"], { env, cwd: p.dir });
+    let stderr = "";
+    run.stderr.on("data", (d: Buffer) => (stderr += d));
+    const code = await new Promise<number | null>((resolve) => {
+      const bound = setTimeout(() => run.kill("SIGKILL"), 120_000);
+      run.on("close", (c) => {
+        clearTimeout(bound);
+        resolve(c);
+      });
+    });
+    expect(code, stderr).toBe(0);
+    // An event payload that cannot be read proves nothing trusted: saved, but not into main's scope.
+    expect(keys(p.store)).toHaveLength(1);
+    // A FIFO with no reader does not open for writing without blocking (ENXIO): it is passed over.
+    expect(stderr).toMatch(/the step's outputs could not be written to \S*output \(ENXIO/);
+    expect(stderr).toMatch(/the job summary could not be written to \/dev\/full/);
+  });
+});
