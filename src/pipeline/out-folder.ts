@@ -1,4 +1,7 @@
+import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
+import { isIoFault } from "../cache/faults.js";
 import { tryHoldLock } from "../cache/persistent/folder-lock.js";
 import { UsageError } from "../errors.js";
 import { KCACHE_PRIVATE_PREFIX } from "../kinds/kind.js";
@@ -30,7 +33,13 @@ export function holdOutFolder(requested: string, opts: { given: boolean; cwd: st
   const first = path.resolve(opts.cwd, requested);
   for (let n = 1; n <= MOST_AT_ONCE; n++) {
     const dir = n === 1 ? first : `${first}@${n}`;
-    const took = tryHoldLock(dir, RUN_LOCK);
+    let took: ReturnType<typeof tryHoldLock>;
+    try {
+      took = tryHoldLock(dir, RUN_LOCK);
+    } catch (e) {
+      if (!isIoFault(e)) throw e;
+      return unwritable(requested, first, e as Error, opts);
+    }
     if ("held" in took) {
       if (n > 1) opts.log.info(`${first} is in use by another kcache run; this run writes to ${dir}`);
       return { dir, release: () => took.held.release() };
@@ -43,6 +52,34 @@ export function holdOutFolder(requested: string, opts: { given: boolean; cwd: st
   throw new UsageError(
     `${first} and ${MOST_AT_ONCE - 1} folders beside it are in use by other kcache runs; pass --out`,
   );
+}
+
+/**
+ * The out folder cannot be made or written (a file where it should be, a read-only checkout, a full
+ * disk): --out is refused naming it; the default one gives way to a folder of this run's own in the
+ * temporary folder, said, so the job's commands and its save still run.
+ */
+function unwritable(
+  requested: string,
+  first: string,
+  e: Error,
+  opts: { given: boolean; log: Log },
+): OutFolder {
+  if (opts.given)
+    throw new UsageError(
+      `--out ${requested}: ${first} cannot be written (${e.message}); name a folder this job can write`,
+    );
+  let dir: string;
+  try {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), `kcache-run-${path.basename(first)}-`));
+  } catch (t) {
+    throw new UsageError(
+      `${first} cannot be written (${e.message}), nor the temporary folder (${(t as Error).message}); pass --out a folder this job can write`,
+    );
+  }
+  opts.log.warn(`${first} cannot be written (${e.message}); this run's logs and report go to ${dir}`);
+  const took = tryHoldLock(dir, RUN_LOCK);
+  return { dir, release: () => ("held" in took ? took.held.release() : undefined) };
 }
 
 /** Runs `fn` in the out folder it holds (holdOutFolder), letting it go when `fn` ends. */

@@ -145,3 +145,28 @@ describe("GitHub's files that cannot be written or read: warned, never waited on
     expect(stderr).toMatch(/the job summary could not be written to \/dev\/full/);
   });
 });
+
+describe("folders kcache run cannot make: the job's commands still run", () => {
+  it("the report folder's place is a file (RUNNER_TEMP names one): a folder of the run's own, said; the key saved", () => {
+    const p = project();
+    const file = path.join(p.dir, "runner-temp-is-a-file");
+    fs.writeFileSync(file, "");
+    const r = runUnder({ ...p, env: { ...p.env, RUNNER_TEMP: file } }, "");
+    expect(r.stderr).not.toContain("internal error");
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/cannot be written \(ENOTDIR.*\); this run's logs and report go to /);
+    expect(keys(p.store)).toHaveLength(1);
+  });
+
+  it("the cache folder's place is a file: a warning naming it, and the job's commands run", () => {
+    const p = project();
+    const marker = path.join(p.dir, "the-job-ran");
+    const config = fs.readFileSync(p.config, "utf8").replace(/run: ".*"/, `run: "echo ran > ${marker}"`);
+    fs.writeFileSync(p.config, config);
+    fs.writeFileSync(path.join(p.dir, "tc"), "a file where the cache folder should be");
+    const r = runUnder(p, "");
+    expect(r.stderr).not.toContain("internal error");
+    expect(r.stderr).toMatch(/the cache folder .*tc cannot be made \(EEXIST/);
+    expect(fs.existsSync(marker), "the job's command did not run").toBe(true);
+  });
+});

@@ -72,7 +72,15 @@ export class CommandsStage {
   ) {
     this.env = { ...place.env, ...profile.env };
     for (const c of ctx.caches) {
-      fs.mkdirSync(c.path, { recursive: true });
+      try {
+        fs.mkdirSync(c.path, { recursive: true });
+      } catch (e) {
+        // A file or a link loop where the folder should be, a read-only parent: the job's own
+        // compiler meets it too; the job runs, and kcache says why its cache stays cold.
+        ctx.log.warn(
+          `${c.name}: the cache folder ${c.path} cannot be made (${(e as Error).message}); the job's commands run without a cache there`,
+        );
+      }
       if (c.env) this.env[c.env] = c.path;
     }
     this.workdir = profile.workdir ? path.resolve(place.cwd, profile.workdir) : place.cwd;
