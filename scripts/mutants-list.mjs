@@ -1112,6 +1112,14 @@ export const MUTANTS = [
     testName: "signal",
   },
   {
+    name: "a local state kcache cannot write makes a finished save or restore report itself skipped",
+    file: "src/cache/local-state.ts",
+    find: "    if (!isIoFault(e)) throw e;\n    try {",
+    replace: "    throw e;\n    try {",
+    tests: ["test/process/bad-luck.test.ts"],
+    testName: "local state",
+  },
+  {
     name: "kcache opens its standard input as it loads (a kill -9 leaves the job shell's script pipe non-blocking)",
     file: "src/process/standard-streams.ts",
     find: '  Object.defineProperty(process, "stdin", {',

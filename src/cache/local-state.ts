@@ -20,6 +20,7 @@ import {
   tuple,
 } from "../state-dir.js";
 import type { AutotuneRestore } from "./autotune/withhold.js";
+import { isIoFault } from "./faults.js";
 import type { DeferredEntries } from "./lazy/deferred-entries.js";
 import type { ReadWhole } from "./lazy/lazy-plan.js";
 import type { JobAttribution } from "./persistent/shared-folder.js";
@@ -230,11 +231,26 @@ const LOCAL_STATE: Shape = object({
 });
 
 /** Writes the state atomically (temp + rename). */
-export function writeState(file: string, state: LocalState): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+export function writeState(file: string, state: LocalState, log: Log): void {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  fs.writeFileSync(tmp, JSON.stringify(state));
-  fs.renameSync(tmp, file);
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(tmp, JSON.stringify(state));
+    fs.renameSync(tmp, file);
+  } catch (e) {
+    if (!isIoFault(e)) throw e;
+    try {
+      fs.rmSync(tmp, { force: true });
+    } catch {
+      // its folder cannot be made or read either
+    }
+    // The state only saves the next command work (what a restore placed, what a save uploaded): the
+    // restore or save it records is done, and is reported as done; without it the next save treats
+    // this folder's entries as local and unverified, which uploads less, never more.
+    log.warn(
+      `the local state ${file} cannot be written (${(e as Error).message}); the next save treats this folder's entries as unverified (set KCACHE_STATE_DIR to a folder this job can write)`,
+    );
+  }
 }
 
 /**

@@ -2,7 +2,7 @@ import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { BIN, startCli } from "../helpers/cli.js";
+import { BIN, runCli, startCli } from "../helpers/cli.js";
 import { SIM } from "../helpers/python-sim.js";
 import { tempDir } from "../helpers/sandbox.js";
 
@@ -168,5 +168,30 @@ describe("folders kcache run cannot make: the job's commands still run", () => {
     expect(r.stderr).not.toContain("internal error");
     expect(r.stderr).toMatch(/the cache folder .*tc cannot be made \(EEXIST/);
     expect(fs.existsSync(marker), "the job's command did not run").toBe(true);
+  });
+});
+
+describe("a local state folder kcache cannot write", () => {
+  it("a save and a restore say what they did (saved, the key matched), with a warning for the state", async () => {
+    const p = project();
+    const file = path.join(p.dir, "not-a-folder");
+    fs.writeFileSync(file, "");
+    const env = {
+      ...p.env,
+      KCACHE_STATE_DIR: path.join(file, "state"),
+      TRITON_CACHE_DIR: path.join(p.dir, "tc"),
+    };
+    execFileSync("python3", [`${SIM}/workload.py`, "3", "1", "--prefix", "core"], {
+      env: { ...env, PYTHONPATH: SIM },
+    });
+    const saved = await runCli(["save", "-c", p.config, "--json"], { env, cwd: p.dir });
+    expect(saved.code, saved.stderr).toBe(0);
+    expect(JSON.parse(saved.stdout)).toMatchObject({ outcome: "saved", faults: [] });
+    expect(saved.stderr).toMatch(/the local state .* cannot be written \(ENOTDIR/);
+    fs.rmSync(path.join(p.dir, "tc"), { recursive: true });
+    const restored = await runCli(["restore", "-c", p.config, "--json"], { env, cwd: p.dir });
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ matchedKey: expect.stringMatching(/^t-/) });
+    expect(restored.stderr).not.toContain("restore skipped");
   });
 });

@@ -148,7 +148,7 @@ function recordLiveFetched(ctx: JobContext, state: LocalState | null, ids: strin
     live[cache as string] = [...(live[cache as string] ?? []), rest.join("/")];
   }
   state.job.liveFetched = live;
-  writeState(ctx.stateFile, state);
+  writeState(ctx.stateFile, state, ctx.log);
 }
 
 /** One line for people: what the job fetched and what it waited. */

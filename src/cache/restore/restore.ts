@@ -184,7 +184,7 @@ async function record(
     },
     attribution,
   };
-  writeState(work.stateFile, r.state);
+  writeState(work.stateFile, r.state, work.log);
   report.entriesLocal = r.local;
   if (report.matchedKey && !report.lookupOnly) report.usage.atime = r.atime;
 }

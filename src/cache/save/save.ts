@@ -112,7 +112,11 @@ class SaveRun {
     await this.scan(state, ours);
     if (!replacing && parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {
       // This very key, visible from another scope (a pull request that restored the default branch's).
-      writeState(ctx.stateFile, stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept, ours?.job));
+      writeState(
+        ctx.stateFile,
+        stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept, ours?.job),
+        ctx.log,
+      );
       Object.assign(this.report, { entries: this.kept.length, entriesReused: this.reused.length });
       return this.done("nothing-new", `nothing new since ${parent.key}: no pack written, 0 bytes uploaded`);
     }
@@ -249,6 +253,7 @@ class SaveRun {
         savedEntries(this.kept, manifest),
         this.job,
       ),
+      ctx.log,
     );
     countSaved(report, plan, manifest, written, body.length);
     await savePlan(ctx, this.scope, this.parent, this.opts.hook?.plan, this.opts.prewarmed);
