@@ -15,6 +15,13 @@ export function exitCodeFor(e: unknown): number {
     process.stderr.write(`kcache: error: ${noWorkflowCommands(e.message)}\n`);
     return e.exitCode;
   }
+  if ((e as NodeJS.ErrnoException)?.syscall === "uv_cwd") {
+    // The working folder was deleted (before kcache started, or by the job's own commands).
+    process.stderr.write(
+      `kcache: error: the working folder no longer exists (${(e as Error).message}); run kcache from a folder that does (the checkout)\n`,
+    );
+    return ExitCode.usage;
+  }
   process.stderr.write(`kcache: internal error (please report): ${(e as Error)?.stack ?? String(e)}\n`);
   return ExitCode.internal;
 }

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -193,5 +193,17 @@ describe("a local state folder kcache cannot write", () => {
     expect(restored.code, restored.stderr).toBe(0);
     expect(JSON.parse(restored.stdout)).toMatchObject({ matchedKey: expect.stringMatching(/^t-/) });
     expect(restored.stderr).not.toContain("restore skipped");
+  });
+});
+
+describe("the working folder deleted before kcache starts", () => {
+  it.each(["restore", "save", "run"])("kcache %s says so and exits 2, not an internal error", (command) => {
+    const p = project();
+    const args = command === "run" ? `run -c ${p.config} -p job` : `${command} -c ${p.config}`;
+    const script = `mkdir gone && cd gone && rmdir ../gone && ${process.execPath} ${BIN} ${args}; echo "rc=$?"`;
+    const r = spawnSync("bash", ["-c", script], { env: p.env, cwd: p.dir, encoding: "utf8" });
+    expect(r.stderr).not.toContain("internal error");
+    expect(r.stderr).toContain("the working folder no longer exists");
+    expect(r.stdout).toContain("rc=2");
   });
 });
