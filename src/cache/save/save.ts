@@ -112,11 +112,8 @@ class SaveRun {
     await this.scan(state, ours);
     if (!replacing && parent && parent.key === ctx.key && this.fresh().length === 0 && this.unchanged()) {
       // This very key, visible from another scope (a pull request that restored the default branch's).
-      writeState(
-        ctx.stateFile,
-        stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept, ours?.job),
-        ctx.log,
-      );
+      const after = stateAfterSave(ctx.key, ours?.parent ?? parent, this.kept, ours?.job);
+      writeState(ctx.stateFile, after, ctx.log);
       Object.assign(this.report, { entries: this.kept.length, entriesReused: this.reused.length });
       return this.done("nothing-new", `nothing new since ${parent.key}: no pack written, 0 bytes uploaded`);
     }
@@ -245,16 +242,9 @@ class SaveRun {
     }
     if (await this.withdrawnForPrunedPacks(manifest, written, attempt))
       return this.writeSave(this.plan(false), false, attempt + 1);
-    writeState(
-      ctx.stateFile,
-      stateAfterSave(
-        ctx.key,
-        { key: ctx.key, scope: this.scope, exact: true, manifest },
-        savedEntries(this.kept, manifest),
-        this.job,
-      ),
-      ctx.log,
-    );
+    const saved = { key: ctx.key, scope: this.scope, exact: true, manifest };
+    const after = stateAfterSave(ctx.key, saved, savedEntries(this.kept, manifest), this.job);
+    writeState(ctx.stateFile, after, ctx.log);
     countSaved(report, plan, manifest, written, body.length);
     await savePlan(ctx, this.scope, this.parent, this.opts.hook?.plan, this.opts.prewarmed);
     // A retry that had to pack entries of pruned packs again did write something new.
