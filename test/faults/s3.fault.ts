@@ -31,7 +31,8 @@ async function closedPort(): Promise<number> {
   });
 }
 
-const isPack = (url = "") => url.includes("/packs/") || url.includes("packs%2F");
+/** A pack object's own URL: its body, not a listing whose prefix names it (a save checks a reused pack's size by one). */
+const isPack = (url = "") => url.split("?")[0]?.includes("/packs/") === true;
 /** Name, what the proxy does to a request, and whether saves fail too (a fault only on pack downloads spares them). */
 const FAULTS: [string, (url: string, method: string) => Fault | "down", boolean][] = [
   ["S3 down (connection refused)", () => "down", true],
