@@ -2,6 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { readBoundedFile } from "./bounded-file.js";
 
 /** $KCACHE_STATE_DIR, else $RUNNER_TEMP/kcache-state on GitHub runners, else ~/.cache/kcache-state. */
 export function stateDir(env: NodeJS.ProcessEnv): string {
@@ -20,44 +21,12 @@ export function stateDir(env: NodeJS.ProcessEnv): string {
 const MAX_KEPT_BYTES = 4 * 1024 * 1024;
 
 /**
- * A file kcache keeps for itself in the state folder, read so that nothing lying there can block or
- * grow the command: never through a link (to /dev/zero, say), never a blocking open of a FIFO, only
- * a regular file of at most `maxBytes`. Its bytes; null where there is none; why it was refused
- * where something else lies there.
- */
-export function readOwnFile(file: string, maxBytes: number): { bytes: Buffer } | { refused: string } | null {
-  let fd: number | undefined;
-  try {
-    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW | fs.constants.O_NONBLOCK);
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) return { refused: "not a regular file (a FIFO, a device or a folder)" };
-    if (st.size > maxBytes) return { refused: `${st.size} bytes, over the ${maxBytes} it may hold` };
-    const buf = Buffer.alloc(st.size);
-    let got = 0;
-    while (got < st.size) {
-      const n = fs.readSync(fd, buf, got, st.size - got, got);
-      if (n === 0) break;
-      got += n;
-    }
-    return { bytes: buf.subarray(0, got) };
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === "ENOENT" || code === "ENOTDIR") return null;
-    if (code === "ELOOP" || code === "EMLINK")
-      return { refused: "a symbolic link, which kcache never writes there" };
-    return { refused: (e as Error).message };
-  } finally {
-    if (fd !== undefined) fs.closeSync(fd);
-  }
-}
-
-/**
  * The kept JSON value in `file`, or undefined where there is none, or it is anything but a regular
- * file kcache wrote whole (readOwnFile): a file over 4 MiB is never read, and one whose digest does
+ * file kcache wrote whole (readBoundedFile): a file over 4 MiB is never read, and one whose digest does
  * not match its value (hand-edited, garbled, written by an older kcache) is asked again rather than trusted.
  */
 export function readKept(file: string): unknown {
-  const read = readOwnFile(file, MAX_KEPT_BYTES);
+  const read = readBoundedFile(file, MAX_KEPT_BYTES);
   if (!read || !("bytes" in read)) return undefined;
   try {
     const kept = JSON.parse(read.bytes.toString("utf8")) as { sha256?: unknown; value?: unknown };

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import { readBoundedFile } from "../bounded-file.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import { createLog, type Log } from "../log.js";
 import type { Manifest } from "../manifest/manifest.js";
@@ -13,7 +14,6 @@ import {
   num,
   object,
   optional,
-  readOwnFile,
   recordOf,
   type Shape,
   str,
@@ -162,7 +162,7 @@ const warned = new Set<string>();
  * then the save goes on as after no restore (every digest computed again), never blocked or crashed.
  */
 export function readState(file: string, log?: Pick<Log, "warn">): LocalState | null {
-  const read = readOwnFile(file, MAX_STATE_BYTES);
+  const read = readBoundedFile(file, MAX_STATE_BYTES);
   if (!read) return null;
   let why: string;
   if ("bytes" in read) {

@@ -95,6 +95,9 @@ export interface PrewarmProject {
   tamper(scope: string, change: (plan: Plan) => void): void;
 }
 
+/** The entries of the default branch's stored plan (its one key's), in order. */
+export const mainPlanEntries = (p: PrewarmProject) => [...p.plans("branch/main").values()][0]?.entries ?? [];
+
 let runners = 0;
 
 export function prewarmProject(): PrewarmProject {

@@ -96,17 +96,17 @@ export async function runWorkers(opts: {
     const dones = lines.filter((l) => l.done === true);
     // Any "done" line that says CUDA counts: the pull request's code, run by the worker, could write
     // one saying none before the worker's own.
-    const last = dones.find((l) => l.libcuda === true || l.cudaInitialized === true);
+    const cudaLine = dones.find((l) => l.libcuda === true || l.cudaInitialized === true);
     if (dones.length === 0)
       report.broken.push(`worker ${r.w} ${exit.why}${exit.tail ? `: ${exit.tail}` : ""}`);
-    else if (last) {
+    else if (cudaLine) {
       // The driver library mapped is not a context made (torch's CUDA build links it): cuInit is.
-      const driver = typeof last.driver === "string" ? last.driver.slice(0, 200) : "state unknown";
-      if (last.cudaInitialized === true || !driver.startsWith("loaded, never initialised"))
+      const driver = typeof cudaLine.driver === "string" ? cudaLine.driver.slice(0, 200) : "state unknown";
+      if (cudaLine.cudaInitialized === true || !driver.startsWith("loaded, never initialised"))
         report.touchedCuda = true;
-      const after = typeof last.libcudaAfter === "string" ? last.libcudaAfter.slice(0, 300) : "?";
+      const after = typeof cudaLine.libcudaAfter === "string" ? cudaLine.libcudaAfter.slice(0, 300) : "?";
       report.cuda.push(
-        `worker ${r.w}: libcuda.so ${last.libcuda === true ? `mapped (after ${after}): ${driver}` : "not mapped"}; torch.cuda ${last.cudaInitialized === true ? "initialised" : "not initialised"}`,
+        `worker ${r.w}: libcuda.so ${cudaLine.libcuda === true ? `mapped (after ${after}): ${driver}` : "not mapped"}; torch.cuda ${cudaLine.cudaInitialized === true ? "initialised" : "not initialised"}`,
       );
     }
     // A worker runs the pull request's code, which may write this file too: only lines of the right shape.

@@ -2,15 +2,12 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { type CliResult, runCli } from "../../helpers/cli.js";
-import { EDITS, kernels, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
+import { EDITS, kernels, mainPlanEntries, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
 
 /*
  * `kcache prewarm --cpu` against what a hostile store or a pull request's code (which its workers run)
  * can do, and against bad luck: each promise of docs/cpu-prewarm.md that was once broken here.
  */
-
-const entries = (p: ReturnType<typeof prewarmProject>) =>
-  [...p.plans("branch/main").values()][0]?.entries ?? [];
 
 describe("kcache prewarm --cpu imports only the checkout's own modules", () => {
   it("a plan naming an installed module (as an entry or as a JIT constexpr) does not run it", async () => {
@@ -137,6 +134,6 @@ describe("kcache prewarm --cpu reads its workers' results as data the pull reque
       "missing",
       "unchanged",
     ]);
-    expect(entries(p)).toHaveLength(6);
+    expect(mainPlanEntries(p)).toHaveLength(6);
   });
 });

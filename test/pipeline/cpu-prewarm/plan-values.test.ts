@@ -1,22 +1,19 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { EDITS, kernels, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
+import { EDITS, kernels, mainPlanEntries, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
 
 /*
  * What a plan's values may make a compile worker do (docs/cpu-prewarm.md): a plan is data a job wrote,
  * and each of these once made `kcache prewarm --cpu` do what no plan should (found by an adversary
  * pass: a helper given the docs' promises, not the code's intent).
  */
-const entries = (p: ReturnType<typeof prewarmProject>) =>
-  [...p.plans("branch/main").values()][0]?.entries ?? [];
-
 describe("a plan entry's environment: only what Triton's cache key reads, never a path", () => {
   it("variables that would make a GPU visible, move the cache or that Triton's key does not read leave their entry to the GPU job, and the other entries compile as they would", async () => {
     const p = prewarmProject();
     await p.mainJob();
     p.pullRequest("pr", { file: "lib/ops.py", change: EDITS.bwd });
-    const bwd = entries(p).flatMap((e, i) => (e.qualname === "bwd_kernel" ? [i] : []));
+    const bwd = mainPlanEntries(p).flatMap((e, i) => (e.qualname === "bwd_kernel" ? [i] : []));
     expect(bwd).toHaveLength(4);
     const elsewhere = path.join(p.root, "written-elsewhere");
     p.tamper("branch/main", (plan) => {
@@ -73,7 +70,7 @@ describe("a plan's names are looked up where they are defined", () => {
     );
     // The pull request's kernels import it (the checkout may import what it likes).
     p.pullRequest("pr", { file: "lib/ops.py", change: (s) => `import biglib\n${EDITS.bwd(s)}` });
-    const bwd = entries(p).flatMap((e, i) => (e.qualname === "bwd_kernel" ? [i] : []));
+    const bwd = mainPlanEntries(p).flatMap((e, i) => (e.qualname === "bwd_kernel" ? [i] : []));
     p.tamper("branch/main", (plan) => {
       const [a, b] = bwd.map((i) => plan.entries[i]);
       if (a) a.qualname = "biglib._inductor";

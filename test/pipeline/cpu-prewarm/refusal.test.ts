@@ -1,7 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { EDITS, kernels, OPS_PY, prewarmProject } from "../../helpers/cpu-prewarm-project.js";
+import {
+  EDITS,
+  kernels,
+  mainPlanEntries,
+  OPS_PY,
+  prewarmProject,
+} from "../../helpers/cpu-prewarm-project.js";
 
 /*
  * A compile plan is data a job wrote to the store (issue 51): `kcache prewarm --cpu` imports only the
@@ -9,9 +15,6 @@ import { EDITS, kernels, OPS_PY, prewarmProject } from "../../helpers/cpu-prewar
  * is restored or compiled; an entry whose module resolves to another file than the one recorded is
  * left to the GPU job, never compiled.
  */
-const entries = (p: ReturnType<typeof prewarmProject>) =>
-  [...p.plans("branch/main").values()][0]?.entries ?? [];
-
 describe("kcache prewarm --cpu refuses a plan naming a file outside the checkout", () => {
   it.each([
     ["a relative path out of it", "../outside.py"],
@@ -22,7 +25,7 @@ describe("kcache prewarm --cpu refuses a plan naming a file outside the checkout
       const p = prewarmProject();
       const base = await p.mainJob();
       p.pullRequest("pr", { file: "lib/ops.py", change: EDITS.bwd });
-      const i = entries(p).findIndex((e) => e.qualname === "bwd_kernel");
+      const i = mainPlanEntries(p).findIndex((e) => e.qualname === "bwd_kernel");
       p.tamper("branch/main", (plan) => {
         const e = plan.entries[i];
         if (e) e.file = file;
@@ -56,7 +59,7 @@ describe("kcache prewarm --cpu leaves to the GPU job an entry whose module is no
     await p.mainJob();
     // fwd_kernel changes (its callee): both its entries would be compiled.
     p.pullRequest("pr", { file: "lib/ops.py", change: EDITS.helper });
-    const fwd = entries(p).flatMap((e, i) => (e.qualname === "fwd_kernel" ? [i] : []));
+    const fwd = mainPlanEntries(p).flatMap((e, i) => (e.qualname === "fwd_kernel" ? [i] : []));
     expect(fwd).toHaveLength(2);
     p.tamper("branch/main", (plan) => {
       const [a, b] = fwd.map((i) => plan.entries[i]);
