@@ -30,8 +30,13 @@ const INTERNAL =
 /** The poison a hostile process writes into an entry's file (test/sim/steps.ts). */
 export const POISON = "POISONED-BY-ANOTHER-JOB";
 
-/** When the simulation damaged each object, by name: a key written before the damage is broken by the store, not by kcache. */
-export type Damage = Map<string, number>;
+/**
+ * Each object the simulation damaged, by name, with the keys (manifest objects) the store held at that
+ * moment: those keys are broken by the store, not by kcache; a key written after the damage that names
+ * the object relied on a pack it did not check. (By the step order, not by clocks: a save can land
+ * within the store's time resolution of the damage.)
+ */
+export type Damage = Map<string, Set<string>>;
 
 /** Packs already read whole and checked, by object name and digest: keys are immutable, so each is read once. */
 const checkedPacks = new Map<string, Map<string, Buffer>>();
@@ -42,7 +47,6 @@ export function checkStore(w: World, damage: Damage): void {
   for (const object of objects(root, "manifests")) {
     if (damage.has(object)) continue;
     const file = path.join(root, object);
-    const written = fs.statSync(file).mtimeMs;
     let manifest: Manifest;
     try {
       manifest = decodeManifest(fs.readFileSync(file), object);
@@ -52,7 +56,7 @@ export function checkStore(w: World, damage: Damage): void {
     }
     const scope = object.split("/")[1] ?? "";
     for (const p of manifest.packs) {
-      const at = damage.get(p.object);
+      const keysThen = damage.get(p.object);
       const pack = path.join(root, p.object);
       const st = fs.lstatSync(pack, { throwIfNoEntry: false });
       const whole = st?.isFile() && sha256(pack) === p.sha256;
@@ -60,10 +64,10 @@ export function checkStore(w: World, damage: Damage): void {
         checkPack(w, object, scope, manifest, p.object, pack, p.sha256);
         continue;
       }
-      if (at !== undefined && at >= written - 1000) continue; // the store lost it after the key was written
+      if (keysThen?.has(object)) continue; // the store lost it after the key was written
       w.violated(
         "I1",
-        `${object} names ${p.object}, which ${st ? "does not verify" : "is gone"}${at !== undefined ? " (damaged before this key was written: a save relied on a pack it did not check)" : " (no fault of the store's: kcache deleted or wrote it wrong)"}`,
+        `${object} names ${p.object}, which ${st ? "does not verify" : "is gone"}${keysThen ? " (damaged before this key was written: a save relied on a pack it did not check)" : " (no fault of the store's: kcache deleted or wrote it wrong)"}`,
       );
     }
   }

@@ -145,7 +145,17 @@ export async function replay(steps: Step[], store: StoreSpec, seed = 0): Promise
     }
     return [...world.violations];
   } finally {
+    if (TRACE) traceWorld(world);
     world.dispose();
+  }
+}
+
+/** What a replayed world did, each command with its exit and its stderr's last lines (KCACHE_SIM_TRACE=1). */
+function traceWorld(world: World): void {
+  for (const h of world.history) console.error(`[sim] ${h}`);
+  for (const r of world.runs) {
+    console.error(`[sim] kcache ${r.args.join(" ")} -> ${r.signal ?? r.code} in ${r.ms} ms`);
+    for (const line of r.stderr.trim().split("\n").slice(-8)) console.error(`[sim]     ${line}`);
   }
 }
 

@@ -1,4 +1,5 @@
 import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
@@ -286,7 +287,20 @@ async function besideJob(
         path.join(entry, "__grp__k.json"),
         JSON.stringify({ child_paths: { "k.json": path.join(entry, "k.json") } }),
       );
-      if (socket) await sendLines(socket, [{ wrote: linked }, { wrote: entry }]);
+      // Lines as the hook sends them, each file with its digest: the job's own process can send what it
+      // likes, so only the scan's refusal of links keeps the secret out of the store.
+      const said = (folder: string, file: string) => ({
+        wrote: folder,
+        file,
+        sha256: createHash("sha256").update(fs.readFileSync(path.join(folder, file))).digest("hex"),
+      });
+      if (socket)
+        await sendLines(socket, [
+          said(linked, "k.json"),
+          said(linked, "__grp__k.json"),
+          said(entry, "k.json"),
+          said(entry, "__grp__k.json"),
+        ]);
     } else if (b === "fifo") {
       const entry = path.join(folder, "F".repeat(52));
       fs.rmSync(entry, { recursive: true, force: true });
@@ -368,7 +382,8 @@ async function storeFault(sim: Sim, s: FaultStep): Promise<void> {
   const root = world.storeDir;
   const all = storeObjects(root);
   const pickOf = (list: string[]) => (list.length ? (list.sort()[s.pick % list.length] as string) : null);
-  const mark = (object: string) => damage.set(object, Date.now());
+  const mark = (object: string) =>
+    damage.set(object, new Set(all.filter((x) => x.startsWith("manifests/"))));
   const file = (o: string) => path.join(root, o);
   switch (s.fault) {
     case "delete-pack":
@@ -467,6 +482,6 @@ async function s3StoreFault(sim: Sim, s: FaultStep, s3: NonNullable<World["store
   if (!t) return;
   const o = pickOf(all.filter(t[0]));
   if (!o) return;
-  damage.set(o, Date.now());
+  damage.set(o, new Set(all.filter((x) => x.startsWith("manifests/"))));
   await s3.damage(`${prefix}${o}`, t[1]);
 }
