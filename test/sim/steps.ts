@@ -292,7 +292,9 @@ async function besideJob(
       const said = (folder: string, file: string) => ({
         wrote: folder,
         file,
-        sha256: createHash("sha256").update(fs.readFileSync(path.join(folder, file))).digest("hex"),
+        sha256: createHash("sha256")
+          .update(fs.readFileSync(path.join(folder, file)))
+          .digest("hex"),
       });
       if (socket)
         await sendLines(socket, [
@@ -382,8 +384,7 @@ async function storeFault(sim: Sim, s: FaultStep): Promise<void> {
   const root = world.storeDir;
   const all = storeObjects(root);
   const pickOf = (list: string[]) => (list.length ? (list.sort()[s.pick % list.length] as string) : null);
-  const mark = (object: string) =>
-    damage.set(object, new Set(all.filter((x) => x.startsWith("manifests/"))));
+  const mark = (object: string) => damage.set(object, new Set(all.filter((x) => x.startsWith("manifests/"))));
   const file = (o: string) => path.join(root, o);
   switch (s.fault) {
     case "delete-pack":
