@@ -1126,4 +1126,28 @@ export const MUTANTS = [
     replace: '  Object.defineProperty({}, "stdin", {',
     tests: ["test/process/standard-streams.test.ts"],
   },
+  {
+    name: "a variable of kcache's set to a value it does not understand is taken silently for the default",
+    file: "src/job/build-context.ts",
+    find: "  for (const mistake of environmentMistakes(env)) log.warn(mistake);",
+    replace: "",
+    tests: ["test/cli/misread-input.test.ts"],
+    testName: "a variable of kcache's",
+  },
+  {
+    name: "a --config that is a FIFO is called a folder",
+    file: "src/config/resolve.ts",
+    find: '      ? "a FIFO (a named pipe)"',
+    replace: '      ? "a folder"',
+    tests: ["test/cli/misread-input.test.ts"],
+    testName: "a --config",
+  },
+  {
+    name: "a restore or save that --strict fails prints no JSON",
+    file: "src/cli/setup.ts",
+    find: "    if (json) printJson({ ...failed, error: (e as Error).message });",
+    replace: "",
+    tests: ["test/cli/misread-input.test.ts"],
+    testName: "still print their JSON",
+  },
 ];

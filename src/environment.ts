@@ -186,6 +186,30 @@ export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
 }
 
 /**
+ * Each of kcache's variables set to a value kcache does not understand, with what it does instead and
+ * the fix: a misspelt value is said once, never silently taken for the default.
+ */
+export function environmentMistakes(env: NodeJS.ProcessEnv): string[] {
+  const out: string[] = [];
+  const threads = env.KCACHE_THREADS?.trim();
+  if (threads && !(Number.isInteger(Number(threads)) && Number(threads) > 0))
+    out.push(
+      `KCACHE_THREADS=${JSON.stringify(env.KCACHE_THREADS)} is not a whole number above 0: kcache uses one thread per core (capped); set it to a number such as 4, or unset it`,
+    );
+  const pathStyle = env.KCACHE_S3_PATH_STYLE?.trim();
+  if (pathStyle && !/^(1|true|0|false)$/.test(pathStyle))
+    out.push(
+      `KCACHE_S3_PATH_STYLE=${JSON.stringify(env.KCACHE_S3_PATH_STYLE)} is not 1, true, 0 or false: kcache uses virtual-hosted S3 URLs; set it to 1 for path-style URLs (MinIO, Ceph), or unset it`,
+    );
+  const checksums = env.KCACHE_S3_CHECKSUMS?.trim();
+  if (checksums && checksums !== "when-required")
+    out.push(
+      `KCACHE_S3_CHECKSUMS=${JSON.stringify(env.KCACHE_S3_CHECKSUMS)} is not when-required: kcache sends the SDK's optional checksums; set it to when-required for stores that refuse them, or unset it`,
+    );
+  return out;
+}
+
+/**
  * "KCACHE_READ_ONLY=1" where $KCACHE_READ_ONLY asks for read-only mode, else null. Any value but an
  * empty one, 0, false, no or off asks: a misspelt "ture" errs on the side of writing nothing.
  */

@@ -90,3 +90,21 @@ export function commandJob(o: GlobalOptions, profile?: string, runsTheJob = fals
 export function printJson(value: unknown): void {
   process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 }
+
+/**
+ * Runs `fn`; where it fails the command (--strict naming the fault met) and --json was asked for, the
+ * result is still printed, `failed` with the error's message, before the error ends the command: a
+ * program reading the output gets JSON on every exit.
+ */
+export async function failedAsJson<T>(
+  json: boolean | undefined,
+  failed: Record<string, unknown>,
+  fn: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (json) printJson({ ...failed, error: (e as Error).message });
+    throw e;
+  }
+}

@@ -67,18 +67,38 @@ export function configFile(opts: { file?: string; cwd: string; env: NodeJS.Proce
   const explicit = opts.file ?? opts.env.KCACHE_CONFIG;
   if (explicit) {
     const file = path.resolve(opts.cwd, explicit);
-    if (!fs.existsSync(file)) {
-      throw new ConfigError(`${file}: no such config file; pass --config with an existing kcache.yml`);
-    }
-    if (!fs.statSync(file).isFile()) {
-      throw new ConfigError(
-        `${file}: is a folder, not a config file; pass --config the path of a kcache.yml`,
-      );
-    }
+    const wrong = notAConfigFile(file);
+    if (wrong) throw new ConfigError(`${file}: ${wrong}`);
     return file;
   }
   const here = path.join(opts.cwd, DEFAULT_CONFIG_FILE);
   return fs.existsSync(here) ? here : undefined;
+}
+
+/** What keeps `file` from being read as a kcache.yml, with the fix; null when it is a file (or a link to one). */
+function notAConfigFile(file: string): string | null {
+  const fix = "pass --config (or KCACHE_CONFIG) the path of a kcache.yml";
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    const link = fs.lstatSync(file, { throwIfNoEntry: false })?.isSymbolicLink();
+    if (code === "ELOOP") return `is a link that leads back to itself (a loop of links); ${fix}`;
+    if (code === "ENOENT" && link)
+      return `is a link to ${fs.readlinkSync(file)}, which does not exist; ${fix}`;
+    if (code === "ENOENT" || code === "ENOTDIR") return `no such config file; ${fix}`;
+    return `cannot be read (${code}); check its permissions, or ${fix}`;
+  }
+  if (st.isFile()) return null;
+  const what = st.isDirectory()
+    ? "a folder"
+    : st.isFIFO()
+      ? "a FIFO (a named pipe)"
+      : st.isSocket()
+        ? "a socket"
+        : "a device";
+  return `is ${what}, not a config file; ${fix}`;
 }
 
 /** kcache.yml's text; a ConfigError naming the file when it cannot be read. */

@@ -4,7 +4,7 @@ import { stateDir, stateFile } from "../cache/local-state.js";
 import { keyPartProblem } from "../config/key-part.js";
 import type { ProfileSpec } from "../config/profile-schema.js";
 import type { Config } from "../config/resolve.js";
-import { hostEnvironment, runtimeSettings } from "../environment.js";
+import { environmentMistakes, hostEnvironment, runtimeSettings } from "../environment.js";
 import { ConfigError, StackMismatchError } from "../errors.js";
 import { primaryKey, stackPrefix } from "../keys/key.js";
 import { checkRevision, currentRevision } from "../keys/revision.js";
@@ -80,6 +80,7 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
   const cwd = opts.cwd ?? process.cwd();
   const { config, log } = opts;
   const strict = opts.strict ?? Strictness.none;
+  for (const mistake of environmentMistakes(env)) log.warn(mistake);
   const stack = opts.stack ?? (await probeJobStack(config, log, env, strict));
   const scopes = await jobScopes(config, env, cwd, log);
   let revision =

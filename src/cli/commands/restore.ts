@@ -9,7 +9,7 @@ import { formatBytes, formatSeconds } from "../../format.js";
 import { appendFileCommand } from "../../github/file-commands.js";
 import type { Log } from "../../log.js";
 import type { GlobalOptions } from "../options.js";
-import { commandJob, printJson } from "../setup.js";
+import { commandJob, failedAsJson, printJson } from "../setup.js";
 
 export async function restoreCommand(
   o: GlobalOptions & { lookupOnly?: boolean; failOnCacheMiss?: boolean; readOnly?: boolean },
@@ -20,12 +20,14 @@ export async function restoreCommand(
   const { log } = ctx;
   log.info(`key ${ctx.key} (scope ${ctx.scopes.write})`);
   const faults: Fault[] = [];
-  const report = await tolerateCacheFailure(
-    "restore",
-    ctx.strict,
-    log,
-    () => restore(ctx, { lookupOnly: o.lookupOnly }),
-    faults,
+  const report = await failedAsJson(o.json, { primaryKey: ctx.key, matchedKey: null, faults }, () =>
+    tolerateCacheFailure(
+      "restore",
+      ctx.strict,
+      log,
+      () => restore(ctx, { lookupOnly: o.lookupOnly }),
+      faults,
+    ),
   );
   if (report) {
     if (!report.matchedKey) log.info(`cache miss: no saved key matched (${report.store})`);

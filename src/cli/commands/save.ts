@@ -6,7 +6,7 @@ import { dropInSave } from "../../pipeline/drop-in-save.js";
 import { settleStage } from "../../pipeline/stages/settle-stage.js";
 import { readOnlyLine } from "../../store/read-only.js";
 import type { GlobalOptions } from "../options.js";
-import { commandJob, printJson } from "../setup.js";
+import { commandJob, failedAsJson, printJson } from "../setup.js";
 
 export async function saveCommand(o: GlobalOptions & { evict?: boolean; readOnly?: boolean }) {
   const { ctx } = await commandJob(o);
@@ -19,7 +19,12 @@ export async function saveCommand(o: GlobalOptions & { evict?: boolean; readOnly
   // Read-only (store/read-only.ts): one line where the save would begin, and nothing written.
   const readOnly = ctx.readOnly.why;
   if (readOnly !== null) log.info(readOnlyLine(readOnly));
-  const report = readOnly === null ? await dropInSave(ctx, opts, faults, state) : null;
+  const report =
+    readOnly === null
+      ? await failedAsJson(o.json, { primaryKey: ctx.key, outcome: "failed", faults }, () =>
+          dropInSave(ctx, opts, faults, state),
+        )
+      : null;
   if (report) {
     log.info(`${report.message} (${report.store})`);
     if (report.outcome === "saved") {
