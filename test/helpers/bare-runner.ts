@@ -2,7 +2,9 @@ import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ROOT } from "./action-runner.js";
+
+/** The repository (as action-runner.ts's ROOT; not imported from there, so bench/ loads this without vitest). */
+const ROOT = path.resolve(import.meta.dirname, "../..");
 
 /**
  * What a bare runner or container has and lacks, made real for a test: a PATH with every program of
