@@ -1150,4 +1150,12 @@ export const MUTANTS = [
     tests: ["test/cli/misread-input.test.ts"],
     testName: "still print their JSON",
   },
+  {
+    name: "kcache run killed with -9 leaves the job's command running (no watchdog on its process group)",
+    file: "src/process/run-command.ts",
+    find: "    const watchdog = watchGroup(child.pid, shell, opts.env);",
+    replace: "    const watchdog = { stop() {} };",
+    tests: ["test/process/bad-luck.test.ts"],
+    testName: "killed outright",
+  },
 ];

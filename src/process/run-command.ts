@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { watchGroup } from "./group-watchdog.js";
 import { commandShell } from "./shell.js";
 
 export interface CommandOutcome {
@@ -36,12 +37,15 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
   const log = fs.createWriteStream(opts.logFile);
   const t0 = performance.now();
   return new Promise((resolve) => {
-    const child = spawn(commandShell(opts.env) ?? "bash", ["-c", opts.run], {
+    const shell = commandShell(opts.env) ?? "bash";
+    const child = spawn(shell, ["-c", opts.run], {
       cwd: opts.cwd,
       env: opts.env,
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    // Were kcache killed outright, the command's group would run on: the watchdog ends it.
+    const watchdog = watchGroup(child.pid, shell, opts.env);
     let timedOut = false;
     let killer: NodeJS.Timeout | undefined;
     const timer =
@@ -83,6 +87,7 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
     };
     for (const s of PASSED_ON) process.on(s, onSignal);
     const done = (code: number | null, signal: NodeJS.Signals | null, error?: Error) => {
+      watchdog.stop();
       for (const s of PASSED_ON) process.off(s, onSignal);
       if (timer) clearTimeout(timer);
       if (killer) clearTimeout(killer);

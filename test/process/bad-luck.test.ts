@@ -110,6 +110,43 @@ describe("a signal that ends kcache run ends the job's command too", () => {
   );
 });
 
+describe("kcache run killed outright (kill -9, the OOM killer) ends the job's command too", () => {
+  it("the command's process group gets SIGTERM from kcache's watchdog once kcache is gone, not 30 s later", async () => {
+    const pidFile = "command.pid";
+    const p = project(`echo $$ > ${pidFile}; sleep 30; touch late`);
+    const run = startCli(["run", "-c", p.config, "-p", "job"], { env: p.env, cwd: p.dir });
+    const pidAt = path.join(p.dir, pidFile);
+    for (let i = 0; i < 600 && !fs.existsSync(pidAt); i++) await new Promise((r) => setTimeout(r, 50));
+    const commandPid = Number(fs.readFileSync(pidAt, "utf8"));
+    run.kill();
+    expect((await run.promise).code).toBeNull();
+    const alive = () => {
+      try {
+        process.kill(commandPid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    for (let i = 0; i < 100 && alive(); i++) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(), "the job's command outlived kcache killed with -9").toBe(false);
+    expect(fs.existsSync(path.join(p.dir, "late"))).toBe(false);
+  });
+
+  it("a command that ends by itself is not touched: its exit code is the run's, and nothing of the watchdog stays", async () => {
+    const p = project("echo $$ > command.pid; exit 7");
+    const r = await runCli(["run", "-c", p.config, "-p", "job"], { env: p.env, cwd: p.dir });
+    expect(r.code, r.stderr).toBe(7);
+    // The watchdog of this run (its last argument the command's group) is gone with kcache.
+    const pgid = fs.readFileSync(path.join(p.dir, "command.pid"), "utf8").trim();
+    const left = execFileSync("ps", ["-eo", "args"])
+      .toString()
+      .split("\n")
+      .filter((l) => l.includes("kcache-watchdog") && l.trim().endsWith(` ${pgid}`));
+    expect(left).toEqual([]);
+  });
+});
+
 describe("GitHub's files that cannot be written or read: warned, never waited on", () => {
   it("GITHUB_EVENT_PATH a FIFO no one writes, GITHUB_OUTPUT a FIFO no one reads, GITHUB_STEP_SUMMARY a full device: the run ends, saved", async () => {
     const p = project();
