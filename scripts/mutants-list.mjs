@@ -1158,4 +1158,12 @@ export const MUTANTS = [
     tests: ["test/process/bad-luck.test.ts"],
     testName: "killed outright",
   },
+  {
+    name: "kcache run loads @actions/core (undici compiles its WebAssembly parser as it loads: a memory limit ends the run)",
+    file: "src/github/outputs.ts",
+    find: 'import { randomUUID } from "node:crypto";',
+    replace: 'import "@actions/core";\nimport { randomUUID } from "node:crypto";',
+    tests: ["test/process/bad-luck.test.ts"],
+    testName: "memory limit",
+  },
 ];

@@ -22,6 +22,14 @@ export function exitCodeFor(e: unknown): number {
     );
     return ExitCode.usage;
   }
+  const code = (e as NodeJS.ErrnoException)?.code;
+  if (code === "EMFILE" || code === "ENFILE") {
+    // The limit on open files is too low for kcache to load its own code or open a store's files.
+    process.stderr.write(
+      `kcache: error: too many open files (${(e as Error).message}): ${code === "EMFILE" ? "this process's limit (ulimit -n)" : "the machine's limit (fs.file-max)"} is too low for kcache; raise it, e.g. \`ulimit -n 1024\` in the step before kcache\n`,
+    );
+    return ExitCode.usage;
+  }
   process.stderr.write(`kcache: internal error (please report): ${(e as Error)?.stack ?? String(e)}\n`);
   return ExitCode.internal;
 }

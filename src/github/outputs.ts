@@ -1,6 +1,6 @@
+import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
-import * as core from "@actions/core";
 import { keyRecorded } from "../cache/save/save-report.js";
 import { hostEnvironment } from "../environment.js";
 import { createLog } from "../log.js";
@@ -9,17 +9,23 @@ import { runMarkdown } from "../report/run-markdown.js";
 import { appendFileCommand } from "./file-commands.js";
 import { Outputs } from "./io-names.js";
 
-/** Sets step outputs through @actions/core ($GITHUB_OUTPUT, with a random delimiter); nothing outside a runner. */
+/**
+ * Sets step outputs in $GITHUB_OUTPUT as @actions/core does (each value between random delimiters);
+ * nothing outside a runner. Written here rather than through @actions/core, whose HTTP client loads
+ * undici, which compiles its WebAssembly parser as it loads: under a memory limit (ulimit -v) that
+ * alone ended `kcache run`, which makes no HTTP request on a local store.
+ */
 export function setOutputs(values: Record<string, string>, env: NodeJS.ProcessEnv = hostEnvironment()): void {
-  // @actions/core refuses a file that does not exist yet; a runner creates it, a script may not.
-  if (!env.GITHUB_OUTPUT || !appendFileCommand(env.GITHUB_OUTPUT, "", "the step's outputs")) return;
-  try {
-    for (const [k, v] of Object.entries(values)) core.setOutput(k, v);
-  } catch (e) {
-    createLog().warn(
-      `the step's outputs could not be written (${(e as Error).message}); the step goes on without`,
-    );
-  }
+  if (!env.GITHUB_OUTPUT) return;
+  const text = Object.entries(values)
+    .map(([name, value]) => {
+      let delimiter = `ghadelimiter_${randomUUID()}`;
+      while (name.includes(delimiter) || value.includes(delimiter))
+        delimiter = `ghadelimiter_${randomUUID()}`;
+      return `${name}<<${delimiter}\n${value}\n${delimiter}\n`;
+    })
+    .join("");
+  appendFileCommand(env.GITHUB_OUTPUT, text, "the step's outputs");
 }
 
 /** Appends Markdown to the job's summary page when $GITHUB_STEP_SUMMARY is set. */
@@ -62,9 +68,9 @@ export function runOutputs(r: RunReport, reportFile: string): Record<string, str
 /**
  * What the CLI's `kcache run` and the action's run mode both do with a finished run: kcache-report.json
  * in its folder, the Markdown (to `markdownTo`, and to the step summary), step outputs, and on a
- * runner an annotation per failed check. Annotations go through @actions/core, which writes to
- * stdout; with `annotations: "stderr"` (the CLI's --json, whose stdout is the report) they are
- * written to stderr, which the runner reads too. Returns the report file's path.
+ * runner an annotation per failed check, a workflow command on stdout; with `annotations: "stderr"`
+ * (the CLI's --json, whose stdout is the report) on stderr, which the runner reads too. Returns the
+ * report file's path.
  */
 export function publishRun(
   report: RunReport,
@@ -79,16 +85,13 @@ export function publishRun(
   setOutputs(runOutputs(report, file), env);
   if (env.GITHUB_ACTIONS === "true") {
     for (const a of checkAnnotations(report, opts.cwd ?? process.cwd())) {
-      const props = { title: a.title, file: a.file };
-      if (opts.annotations === "stderr") process.stderr.write(`${workflowCommand(a)}\n`);
-      else if (a.level === "error") core.error(a.message, props);
-      else core.warning(a.message, props);
+      (opts.annotations === "stderr" ? process.stderr : process.stdout).write(`${workflowCommand(a)}\n`);
     }
   }
   return file;
 }
 
-/** `::error file=…,title=…::message`, escaped as the runner expects (for stderr, where core cannot write). */
+/** `::error file=…,title=…::message`, escaped as the runner expects (as @actions/core's issueCommand). */
 function workflowCommand(a: Annotation): string {
   const data = (s: string) => s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
   const prop = (s: string) => data(s).replace(/:/g, "%3A").replace(/,/g, "%2C");

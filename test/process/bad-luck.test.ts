@@ -147,6 +147,34 @@ describe("kcache run killed outright (kill -9, the OOM killer) ends the job's co
   });
 });
 
+describe("the process's limits", () => {
+  const limited = (limit: string, args: string[], p: ReturnType<typeof project>) =>
+    spawnSync("bash", ["-c", `${limit} && exec "$0" "$@"`, process.execPath, BIN, ...args], {
+      env: p.env,
+      cwd: p.dir,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
+
+  it("under a memory limit (ulimit -v 4 GB) kcache run on a local store runs and saves: nothing it does not use is loaded (undici's WebAssembly parser)", () => {
+    const p = project();
+    const r = limited("ulimit -v 4000000", ["run", "-c", p.config, "-p", "job"], p);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/WebAssembly|Out of memory/);
+    expect(keys(p.store)).toHaveLength(1);
+  });
+
+  it("too few open files (ulimit -n 24) is said as that, with the fix (exit 2), not as an internal error", () => {
+    const p = project();
+    const r = limited("ulimit -n 24", ["run", "-c", p.config, "-p", "job"], p);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(
+      /kcache: error: too many open files .*ulimit -n.* is too low for kcache; raise it, e.g. `ulimit -n 1024`/,
+    );
+    expect(r.stderr).not.toMatch(/internal error/);
+  });
+});
+
 describe("GitHub's files that cannot be written or read: warned, never waited on", () => {
   it("GITHUB_EVENT_PATH a FIFO no one writes, GITHUB_OUTPUT a FIFO no one reads, GITHUB_STEP_SUMMARY a full device: the run ends, saved", async () => {
     const p = project();
