@@ -1166,4 +1166,34 @@ export const MUTANTS = [
     tests: ["test/process/bad-luck.test.ts"],
     testName: "memory limit",
   },
+  {
+    name: "prune's size budget takes the pack sizes manifests claim (a pull request's forged manifest deletes main's keys)",
+    file: "src/cache/usage/prune.ts",
+    find: "  const stored = new Map(packs.map((p) => [p.name, p.size]));",
+    replace:
+      "  const stored = new Map(catalog.flatMap((i) => i.manifest?.packs ?? []).map((p) => [p.object, p.size]));",
+    tests: ["test/cache/usage/prune-hostile.test.ts"],
+  },
+  {
+    name: "prune's size budget takes the oldest key of any scope first (a pull request's keys push main's out)",
+    file: "src/cache/usage/prune.ts",
+    find: "        if (!isTrustedScope((kept[i] as CatalogItem).scope)) {",
+    replace: "        if (!isTrustedScope((kept[i] as CatalogItem).scope) && false) {",
+    tests: ["test/cache/usage/prune-hostile.test.ts"],
+  },
+  {
+    name: "a store object named with a malformed escape ends stats, ls and prune (URIError)",
+    file: "src/store/layout.ts",
+    find: "  try {\n    return decodeURIComponent(part);\n  } catch {\n    return null;\n  }",
+    replace: "  return decodeURIComponent(part);",
+    tests: ["test/cache/usage/prune-hostile.test.ts"],
+  },
+  {
+    name: "kcache ls gives a key's size as its manifest claims it (a forged petabyte)",
+    file: "src/cli/commands/ls.ts",
+    find: "manifestBytes(i.manifest, stored)",
+    replace: "manifestBytes(i.manifest)",
+    tests: ["test/cache/usage/prune-hostile.test.ts"],
+    testName: "sizes a manifest claims",
+  },
 ];

@@ -1,6 +1,6 @@
 import { IntegrityError } from "../errors.js";
 import { decodeManifest, type Manifest } from "../manifest/manifest.js";
-import { MANIFESTS, parseManifestObject } from "../store/layout.js";
+import { MANIFESTS, PACKS, parseManifestObject } from "../store/layout.js";
 import type { Store, StoredObject } from "../store/store.js";
 
 /** One manifest as listed: where it is, when it was written, and what it references. */
@@ -50,7 +50,17 @@ async function readItems(store: Store, objects: StoredObject[]): Promise<Catalog
   return items;
 }
 
-/** Compressed bytes of the packs a manifest references. */
-export function manifestBytes(m: Manifest): number {
-  return m.packs.reduce((s, p) => s + p.size, 0);
+/**
+ * Compressed bytes of the packs a manifest references: as the store lists them where `stored` is given
+ * (a pack it does not hold counts nothing), else as the manifest claims. A manifest is written by
+ * whoever can write its scope, so a figure a user acts on (ls, stats, prune's budget) takes the store's.
+ */
+export function manifestBytes(m: Manifest, stored?: Map<string, number>): number {
+  return m.packs.reduce((s, p) => s + (stored ? (stored.get(p.object) ?? 0) : p.size), 0);
+}
+
+/** Every pack's size as the store lists it, or undefined where it cannot list them all (GitHub's cache). */
+export async function storedPackSizes(store: Store): Promise<Map<string, number> | undefined> {
+  if (!store.capabilities.listAll) return undefined;
+  return new Map((await store.list(`${PACKS}/`)).map((o) => [o.name, o.size]));
 }

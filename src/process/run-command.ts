@@ -44,8 +44,7 @@ export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
       detached: true,
       stdio: ["ignore", "pipe", "pipe"],
     });
-    // Were kcache killed outright, the command's group would run on: the watchdog ends it.
-    const watchdog = watchGroup(child.pid, shell, opts.env);
+    const watchdog = watchGroup(child.pid, shell, opts.env); // ends it were kcache killed outright
     let timedOut = false;
     let killer: NodeJS.Timeout | undefined;
     const timer =

@@ -17,6 +17,19 @@ export const LIVE = "live";
 const enc = (s: string) => encodeURIComponent(s);
 
 /**
+ * A name part read back from the store, or null where it is not one kcache encoded (a malformed
+ * escape, as any writer of the store can leave): such an object is no kcache object, never a crash.
+ */
+export function decodePart(part: string | undefined): string | null {
+  if (part === undefined) return null;
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return null;
+  }
+}
+
+/**
  * A live entry's objects: its pack (one entry, tar + zstd) and, written after it, its record (digest,
  * sizes, who made it). Under the scope that wrote it and the stack it was compiled on.
  */
@@ -56,7 +69,9 @@ export function packObject(scope: string, id: string): string {
 export function parseManifestObject(name: string): { scope: string; key: string } | null {
   const parts = name.split("/");
   if (parts.length !== 3 || parts[0] !== MANIFESTS) return null;
-  return { scope: decodeURIComponent(parts[1] ?? ""), key: decodeURIComponent(parts[2] ?? "") };
+  const scope = decodePart(parts[1]);
+  const key = decodePart(parts[2]);
+  return scope === null || key === null ? null : { scope, key };
 }
 
 /** A save's lease, named by its id. */
@@ -73,7 +88,7 @@ export function condemnedObject(pack: string): string {
 export function parseCondemnedObject(name: string): string | null {
   const parts = name.split("/");
   if (parts.length !== 2 || parts[0] !== CONDEMNED) return null;
-  return decodeURIComponent(parts[1] ?? "");
+  return decodePart(parts[1]);
 }
 
 /** A run record's name: the scope that ran it, the workload prefix, and an id that sorts by time. */
@@ -90,5 +105,7 @@ export function runListPrefix(scope: string, prefix: string): string {
 export function parseRunObject(name: string): { scope: string; prefix: string } | null {
   const parts = name.split("/");
   if (parts.length !== 4 || parts[0] !== RUNS || !parts[3]?.endsWith(".json")) return null;
-  return { scope: decodeURIComponent(parts[1] ?? ""), prefix: decodeURIComponent(parts[2] ?? "") };
+  const scope = decodePart(parts[1]);
+  const prefix = decodePart(parts[2]);
+  return scope === null || prefix === null ? null : { scope, prefix };
 }

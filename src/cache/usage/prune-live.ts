@@ -1,5 +1,5 @@
 import { entryId } from "../../manifest/entry-id.js";
-import { LIVE } from "../../store/layout.js";
+import { decodePart, LIVE } from "../../store/layout.js";
 import type { Store, StoredObject } from "../../store/store.js";
 import type { CatalogItem } from "../catalog.js";
 
@@ -24,8 +24,10 @@ export async function liveToDelete(
     const age = now - o.modified.getTime();
     if (age <= policy.graceMs) return false;
     const parts = o.name.split("/");
-    const cache = decodeURIComponent(parts[3] ?? "");
-    const name = decodeURIComponent((parts[4] ?? "").replace(/\.(tar\.zst|json)$/, ""));
+    const cache = decodePart(parts[3]);
+    const name = decodePart((parts[4] ?? "").replace(/\.(tar\.zst|json)$/, ""));
+    // A name kcache did not encode is no live entry of any key: removed once old, as any.
+    if (cache === null || name === null) return age > maxAge;
     return age > maxAge || held.has(entryId({ cache, name }));
   });
 }

@@ -1,5 +1,6 @@
 import { Readable } from "node:stream";
 import { StoreError } from "../../errors.js";
+import { isTrustedScope } from "../../keys/scope.js";
 import type { Log } from "../../log.js";
 import {
   CONDEMNED,
@@ -58,10 +59,11 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
   }
   const now = (policy.now ?? new Date()).getTime();
   const catalog = await readCatalog(store);
-  const { doomed, kept } = chooseManifests(catalog, policy, now);
+  const packs = await store.list(`${PACKS}/`);
+  const stored = new Map(packs.map((p) => [p.name, p.size]));
+  const { doomed, kept } = chooseManifests(catalog, policy, now, stored);
   const referenced = new Set<string>();
   for (const i of kept) for (const p of i.manifest?.packs ?? []) referenced.add(p.object);
-  const packs = await store.list(`${PACKS}/`);
   const orphans = packs.filter((p) => !referenced.has(p.name) && now - p.modified.getTime() > policy.graceMs);
 
   const report: PruneReport = {
@@ -107,11 +109,18 @@ export async function prune(store: Store, policy: PrunePolicy, log: Log): Promis
   return report;
 }
 
-/** Which manifests go (damaged, beyond the newest `keep` per scope and prefix, too old, over the size budget) and why. */
+/**
+ * Which manifests go (damaged, beyond the newest `keep` per scope and prefix, too old, over the size
+ * budget) and why. The budget counts each pack at the size the store lists it (`stored`), never the
+ * size a manifest claims (anyone who can write a scope can write a manifest), and takes keys of
+ * untrusted scopes (pull requests, unplaced builds) first, oldest first, before any of the default
+ * branch's: a pull request's keys never push the default branch's out.
+ */
 function chooseManifests(
   catalog: CatalogItem[],
   policy: PrunePolicy,
   now: number,
+  stored: Map<string, number>,
 ): { doomed: Map<string, string>; kept: CatalogItem[] } {
   const doomed = new Map<string, string>();
   const kept: CatalogItem[] = [];
@@ -131,15 +140,22 @@ function chooseManifests(
     } else kept.push(item);
   }
   if (policy.maxBytes !== undefined) {
-    // Oldest first out, counting each pack once however many manifests share it.
+    // Each pack counted once however many manifests share it, at its stored size.
     const packBytes = (items: CatalogItem[]) => {
-      const sizes = new Map<string, number>();
-      for (const i of items) for (const p of i.manifest?.packs ?? []) sizes.set(p.object, p.size);
-      return [...sizes.values()].reduce((a, b) => a + b, 0);
+      const names = new Set<string>();
+      for (const i of items) for (const p of i.manifest?.packs ?? []) names.add(p.object);
+      return [...names].reduce((a, n) => a + (stored.get(n) ?? 0), 0);
     };
     while (kept.length > 0 && packBytes(kept) > policy.maxBytes) {
-      const oldest = kept.pop() as CatalogItem;
-      doomed.set(oldest.object, "over the size budget");
+      // `kept` is newest first: the last untrusted key, else the last of all.
+      let at = kept.length - 1;
+      for (let i = kept.length - 1; i >= 0; i--)
+        if (!isTrustedScope((kept[i] as CatalogItem).scope)) {
+          at = i;
+          break;
+        }
+      const [out] = kept.splice(at, 1);
+      doomed.set((out as CatalogItem).object, "over the size budget");
     }
   }
   return { doomed, kept };

@@ -1,4 +1,4 @@
-import { manifestBytes, readCatalog } from "../../cache/catalog.js";
+import { manifestBytes, readCatalog, storedPackSizes } from "../../cache/catalog.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { formatAge, formatBytes, textTable } from "../../format.js";
@@ -16,6 +16,7 @@ export async function lsCommand(o: GlobalOptions & { prefix?: string }) {
   }
   const now = Date.now();
   const items = (await readCatalog(store)).filter((i) => !o.prefix || i.key.startsWith(o.prefix));
+  const stored = await storedPackSizes(store);
   const rows = items.map((i) => ({
     prefix: i.manifest?.prefix ?? null,
     scope: i.scope,
@@ -24,7 +25,7 @@ export async function lsCommand(o: GlobalOptions & { prefix?: string }) {
     ageSeconds: Math.round((now - i.modified.getTime()) / 1000),
     entries: i.manifest?.entries.length ?? null,
     packs: i.manifest?.packs.length ?? null,
-    bytes: i.manifest ? manifestBytes(i.manifest) : null,
+    bytes: i.manifest ? manifestBytes(i.manifest, stored) : null,
     damaged: i.damaged,
   }));
   if (o.json) {

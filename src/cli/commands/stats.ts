@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { readCatalog } from "../../cache/catalog.js";
+import { readCatalog, storedPackSizes } from "../../cache/catalog.js";
 import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
@@ -59,6 +59,7 @@ export async function statsCommand(
   const storeBytes: Record<string, number> = {};
   const counted = new Set<string>();
   const catalog = await readCatalog(store);
+  const stored = await storedPackSizes(store);
   const sets = workingSets(catalog, defaultScope, o.prefix);
   for (const item of catalog) {
     const m = item.manifest;
@@ -66,7 +67,9 @@ export async function statsCommand(
     for (const pack of m.packs) {
       if (counted.has(pack.object)) continue;
       counted.add(pack.object);
-      storeBytes[workloadOf(m.prefix)] = (storeBytes[workloadOf(m.prefix)] ?? 0) + pack.size;
+      // As the store lists the pack: a manifest claims what its writer likes.
+      const size = stored ? (stored.get(pack.object) ?? 0) : pack.size;
+      storeBytes[workloadOf(m.prefix)] = (storeBytes[workloadOf(m.prefix)] ?? 0) + size;
     }
   }
   const scope = o.allScopes ? "every scope" : defaultScope;

@@ -1,0 +1,116 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { readCatalog } from "../../../src/cache/catalog.js";
+import { save } from "../../../src/cache/save/save.js";
+import { prune } from "../../../src/cache/usage/prune.js";
+import { silentLog } from "../../../src/log.js";
+import { decodeManifest, encodeManifest } from "../../../src/manifest/manifest.js";
+import { localStore } from "../../../src/store/local.js";
+import { generateTritonCache } from "../../fixtures/triton-cache.js";
+import { runCli } from "../../helpers/cli.js";
+import { project } from "../../helpers/project.js";
+import { type Sandbox, sandbox } from "../../helpers/sandbox.js";
+
+/*
+ * What anyone who can write a scope of the store can leave there (a pull request's job writes its own
+ * scope): names kcache never encoded, manifests that claim what their packs are not. Neither may end a
+ * command in an internal error, nor make prune delete the default branch's keys.
+ */
+
+/** A full save of its own cache into `scope`'s key (main: a push; pr: pull request 12), dated `hoursAgo`. */
+async function saved(sb: Sandbox, name: string, scope: "main" | "pr", hoursAgo: number, bytes: number) {
+  const root = path.join(sb.dir, name);
+  generateTritonCache(root, { entries: 4, totalBytes: bytes, seed: name.length, prefix: name });
+  const cfg = sb.config({
+    caches: [{ name: "triton", kind: "triton", path: root }],
+    store: { path: sb.store },
+    key: { prefix: "bench" },
+  });
+  const env =
+    scope === "pr" ? { GITHUB_EVENT_NAME: "pull_request", GITHUB_REF: "refs/pull/12/merge" } : undefined;
+  const r = await save(
+    await sb.context({
+      config: cfg,
+      revision: name.padEnd(40, "0"),
+      env,
+      stateDir: path.join(sb.dir, `s-${name}`),
+    }),
+  );
+  const dir = path.join(sb.store, "manifests", scope === "pr" ? "pr%2F12" : "branch%2Fmain");
+  const file = path.join(dir, encodeURIComponent(r.primaryKey));
+  const t = new Date(Date.now() - hoursAgo * 3600_000);
+  fs.utimesSync(file, t, t);
+  return { key: r.primaryKey, file };
+}
+
+describe("prune's size budget and what a scope's writer can forge", () => {
+  it("a pull request's manifest claiming a petabyte pack: prune counts the store's sizes and deletes none of main's keys", async () => {
+    const sb = sandbox();
+    const main = await saved(sb, "aa", "main", 3, 50_000);
+    const pr = await saved(sb, "bbb", "pr", 1, 50_000);
+    const m = decodeManifest(fs.readFileSync(pr.file), pr.file);
+    fs.writeFileSync(
+      pr.file,
+      encodeManifest({ ...m, packs: m.packs.map((p) => ({ ...p, size: 10 ** 15 })) }),
+    );
+    fs.utimesSync(pr.file, new Date(), new Date(Date.now() - 3600_000));
+    const r = await prune(localStore(sb.store), { maxBytes: 10 ** 9, graceMs: 0 }, silentLog());
+    expect(r.manifestsDeleted).toEqual([]);
+    expect((await readCatalog(localStore(sb.store))).map((i) => i.key).sort()).toEqual(
+      [main.key, pr.key].sort(),
+    );
+  });
+
+  it("over a real budget, the pull request's newer key goes before main's older one", async () => {
+    const sb = sandbox();
+    const main = await saved(sb, "aa", "main", 3, 60_000);
+    const pr = await saved(sb, "bbb", "pr", 1, 60_000);
+    // A budget one byte short of both keys' packs as the store holds them.
+    const packs = await localStore(sb.store).list("packs/");
+    const total = packs.reduce((a, p) => a + p.size, 0);
+    const r = await prune(localStore(sb.store), { maxBytes: total - 1, graceMs: 0 }, silentLog());
+    expect(r.manifestsDeleted.map((d) => d.key)).toEqual([pr.key]);
+    expect((await readCatalog(localStore(sb.store))).map((i) => i.key)).toEqual([main.key]);
+  });
+});
+
+describe("sizes a manifest claims", () => {
+  it("kcache ls and stats give a key's packs at the size the store holds them, not the petabyte its manifest claims", async () => {
+    const p = project();
+    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+    expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+    const dir = path.join(p.store, "manifests", "branch%2Fmain");
+    const file = path.join(dir, fs.readdirSync(dir)[0] as string);
+    const m = decodeManifest(fs.readFileSync(file), file);
+    const real = m.packs.reduce((a, x) => a + x.size, 0);
+    fs.writeFileSync(file, encodeManifest({ ...m, packs: m.packs.map((x) => ({ ...x, size: 10 ** 15 })) }));
+    const ls = await runCli(["ls", "--json"], { env: p.env, cwd: p.dir });
+    expect(JSON.parse(ls.stdout).keys.map((k: { bytes: number }) => k.bytes)).toEqual([real]);
+    const stats = await runCli(["stats"], { env: p.env, cwd: p.dir });
+    expect(stats.code, stats.stderr).toBe(0);
+    expect(stats.stdout).not.toMatch(/TB|PB/);
+  });
+});
+
+describe("store objects whose names kcache never encoded (a malformed escape)", () => {
+  it("stats, ls and prune go on (exit 0), as if the objects were not kcache's", async () => {
+    const p = project();
+    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+    expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+    const runs = path.join(p.store, "runs", "pr%2F12", "%E0%A4%A");
+    fs.mkdirSync(runs, { recursive: true });
+    fs.writeFileSync(path.join(runs, "x.json"), "{}");
+    fs.mkdirSync(path.join(p.store, "manifests", "pr%2F12"), { recursive: true });
+    fs.writeFileSync(path.join(p.store, "manifests", "pr%2F12", "k-%E0%A4%A"), "x");
+    fs.mkdirSync(path.join(p.store, "live", "pr%2F12", "x", "%E0%A4%A"), { recursive: true });
+    fs.writeFileSync(path.join(p.store, "live", "pr%2F12", "x", "%E0%A4%A", "%E0%A4%A.json"), "{}");
+    for (const args of [["stats"], ["ls"], ["prune", "--dry-run"], ["prune", "--keep", "5"]]) {
+      const r = await runCli(args, { env: p.env, cwd: p.dir });
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      expect(r.stderr).not.toMatch(/internal error|URIError/);
+    }
+    const ls = await runCli(["ls", "--json"], { env: p.env, cwd: p.dir });
+    expect(JSON.stringify(JSON.parse(ls.stdout))).toMatch(/trust-/);
+  });
+});
