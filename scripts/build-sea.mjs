@@ -116,13 +116,15 @@ const main = await build({
 });
 
 const listed = {};
+const sha256 = {};
 const digest = createHash("sha256");
 for (const rel of walk(files)) {
   const bytes = fs.readFileSync(path.join(files, rel));
   listed[rel] = bytes.length;
+  sha256[rel] = createHash("sha256").update(bytes).digest("hex");
   digest.update(`${rel}\0${bytes.length}\0`).update(bytes);
 }
-const runtimeFiles = { id: `${pkg.version}-${digest.digest("hex").slice(0, 16)}`, files: listed };
+const runtimeFiles = { id: `${pkg.version}-${digest.digest("hex").slice(0, 16)}`, files: listed, sha256 };
 fs.writeFileSync(path.join(work, "runtime-files.json"), JSON.stringify(runtimeFiles));
 
 const blob = path.join(work, "sea-prep.blob");

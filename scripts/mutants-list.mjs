@@ -1196,4 +1196,19 @@ export const MUTANTS = [
     tests: ["test/cache/usage/prune-hostile.test.ts"],
     testName: "sizes a manifest claims",
   },
+  {
+    name: "the single executable takes a placed file of the right size as its own (a planted hook or library runs)",
+    file: "src/cli/single-executable/runtime-files.ts",
+    find: "const want = verify ? list.sha256?.[rel] : undefined;",
+    replace: "const want = undefined;",
+    tests: ["test/cli/single-executable/runtime-files.test.ts"],
+  },
+  {
+    name: "the single executable checks placed files' digests for no command",
+    file: "src/cli/single-executable/entry.ts",
+    find: '    !USES_NO_PLACED_FILE.has(process.argv[2] ?? ""),',
+    replace: "    false,",
+    tests: ["test/cli/single-executable.test.ts"],
+    testName: "planted",
+  },
 ];

@@ -111,6 +111,25 @@ describe("the single executable, on a PATH with no node and no zstd", () => {
     expect(warm.both).not.toMatch(/warning/);
   });
 
+  it("a hook of the right size with other content left in its placed files (a planted file) is replaced before a run's Python reads it", () => {
+    const p = project();
+    const env = { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "state") };
+    expect(run(exe, ["--version"], p.dir, env).code).toBe(0);
+    const placed = path.join(p.dir, "state", "single-executable");
+    const root = path.join(placed, fs.readdirSync(placed)[0] as string);
+    const hook = path.join(root, "python", "kcache_hook", "sitecustomize.py");
+    const marker = path.join(p.dir, "planted-ran");
+    const evil = `open(${JSON.stringify(marker)}, "w").write("ran")\n`;
+    fs.writeFileSync(hook, evil.padEnd(fs.statSync(hook).size, "#"));
+    // --version uses none of the files: sizes alone are checked, the planted file stays.
+    expect(run(exe, ["--version"], p.dir, env).code).toBe(0);
+    expect(fs.readFileSync(hook, "utf8")).toMatch(/planted-ran/);
+    const r = run(exe, ["run", "--profile", "sim"], p.dir, env);
+    expect(r.code, r.both).toBe(0);
+    expect(fs.existsSync(marker), "the planted hook ran in the job's Python").toBe(false);
+    expect(r.both).toMatch(/kernels loaded from cache, \d+ compiled/);
+  });
+
   it("saves and restores packs on worker threads, every entry whole (the pack worker and zstd.wasm from its files)", () => {
     const dir = tempDir("sea-threads");
     const source = path.join(dir, "a", "cache");

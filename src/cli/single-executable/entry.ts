@@ -15,6 +15,9 @@ import { loadAhead } from "./snapshot.js";
  */
 type Cli = typeof import("../main.js");
 
+/** Commands that run and load none of the placed files (start-up time matters most to them): the rest verify them. */
+const USES_NO_PLACED_FILE = new Set(["key", "stack", "--version", "-V", "--help", "-h", "help"]);
+
 if (v8.startupSnapshot.isBuildingSnapshot()) {
   const cli = loadAhead();
   v8.startupSnapshot.setDeserializeMainFunction(() => start(cli));
@@ -22,7 +25,11 @@ if (v8.startupSnapshot.isBuildingSnapshot()) {
 
 function start(cli: Promise<Cli>): void {
   settleStandardStreams();
-  const root = placeRuntimeFiles(hostEnvironment(), (name) => Buffer.from(sea.getAsset(name)));
+  const root = placeRuntimeFiles(
+    hostEnvironment(),
+    (name) => Buffer.from(sea.getAsset(name)),
+    !USES_NO_PLACED_FILE.has(process.argv[2] ?? ""),
+  );
   locateSeaMain(path.join(root, "cli", "main.js"));
   cli.then((m) => m.runToEnd(process.argv, m.main));
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,6 +21,8 @@ export interface RuntimeFiles {
   id: string;
   /** Each file's path in the folder, to its size in bytes. */
   files: Record<string, number>;
+  /** Each file's sha256 (hex): what a placed file must hold before kcache runs or loads it. */
+  sha256?: Record<string, string>;
 }
 
 /** An asset of the executable by name (node:sea's getAsset), as bytes. */
@@ -28,21 +31,24 @@ export type AssetReader = (name: string) => Buffer;
 /**
  * The folder holding the executable's files: the state folder's, placed there if it is missing or
  * damaged; where the state folder cannot be written, a folder of this process's own, removed as it exits.
+ * `verify`: each file's content checked against its digest, so that a file another process left there
+ * at the right size (a leftover, a planted hook or library) is replaced before kcache runs or loads it;
+ * off only for the commands that use none of them (`key`, `stack`, `--version`: start-up time).
  */
-export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader): string {
+export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader, verify = true): string {
   const list = JSON.parse(asset(RUNTIME_FILES_ASSET).toString("utf8")) as RuntimeFiles;
   try {
-    return placedIn(path.join(stateDir(env), "single-executable"), list, asset);
+    return placedIn(path.join(stateDir(env), "single-executable"), list, asset, verify);
   } catch {
     const own = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-files-"));
     process.on("exit", () => fs.rmSync(own, { recursive: true, force: true }));
-    return placedIn(own, list, asset);
+    return placedIn(own, list, asset, verify);
   }
 }
 
-function placedIn(base: string, list: RuntimeFiles, asset: AssetReader): string {
+function placedIn(base: string, list: RuntimeFiles, asset: AssetReader, verify: boolean): string {
   const root = path.join(base, list.id);
-  if (isWhole(root, list)) return root;
+  if (isWhole(root, list, verify)) return root;
   fs.mkdirSync(base, { recursive: true });
   const aside = fs.mkdtempSync(path.join(base, `.${list.id}-`));
   try {
@@ -57,7 +63,7 @@ function placedIn(base: string, list: RuntimeFiles, asset: AssetReader): string 
     return root;
   } catch (e) {
     // Another kcache placed the same folder first: its rename won, and this one's files are not needed.
-    if (isWhole(root, list)) return root;
+    if (isWhole(root, list, verify)) return root;
     throw e;
   } finally {
     fs.rmSync(aside, { recursive: true, force: true });
@@ -65,10 +71,13 @@ function placedIn(base: string, list: RuntimeFiles, asset: AssetReader): string 
   }
 }
 
-/** Whether `root` holds every listed file as a regular file of its listed size. */
-function isWhole(root: string, list: RuntimeFiles): boolean {
+/** Whether `root` holds every listed file as a regular file of its listed size (and, verified, digest). */
+function isWhole(root: string, list: RuntimeFiles, verify: boolean): boolean {
   return Object.entries(list.files).every(([rel, size]) => {
-    const st = fs.lstatSync(path.join(root, rel), { throwIfNoEntry: false });
-    return st?.isFile() === true && st.size === size;
+    const file = path.join(root, rel);
+    const st = fs.lstatSync(file, { throwIfNoEntry: false });
+    if (st?.isFile() !== true || st.size !== size) return false;
+    const want = verify ? list.sha256?.[rel] : undefined;
+    return want === undefined || createHash("sha256").update(fs.readFileSync(file)).digest("hex") === want;
   });
 }

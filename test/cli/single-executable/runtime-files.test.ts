@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -13,6 +14,9 @@ function assets(files: Record<string, string>, id = "0.1.0-abc"): { read: AssetR
   const list = {
     id,
     files: Object.fromEntries(Object.entries(files).map(([rel, text]) => [rel, Buffer.byteLength(text)])),
+    sha256: Object.fromEntries(
+      Object.entries(files).map(([rel, text]) => [rel, createHash("sha256").update(text).digest("hex")]),
+    ),
   };
   const reads: string[] = [];
   const read: AssetReader = (name) => {
@@ -56,6 +60,22 @@ describe("the single executable's files placed from its assets", () => {
     expect(a).not.toBe(b);
     expect(fs.readFileSync(path.join(b, "cli/pack-worker.js"), "utf8")).toBe("//\n");
     expect(fs.readFileSync(path.join(a, "cli/pack-worker.js"), "utf8")).toBe("export {};\n");
+  });
+
+  it("a file of the right size with other content (a leftover, a planted hook) is placed again before a command that runs it; key and stack, which run none, only check sizes", () => {
+    const state = tempDir("sea-state");
+    const root = placeRuntimeFiles({ KCACHE_STATE_DIR: state }, assets(FILES).read);
+    const hook = path.join(root, "python/kcache_hook/sitecustomize.py");
+    const planted = "print('evil')\n".padEnd(FILES["python/kcache_hook/sitecustomize.py"].length, "#");
+    fs.writeFileSync(hook, planted.slice(0, FILES["python/kcache_hook/sitecustomize.py"].length));
+    expect(fs.statSync(hook).size).toBe(Buffer.byteLength(FILES["python/kcache_hook/sitecustomize.py"]));
+    const quick = assets(FILES);
+    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, quick.read, false)).toBe(root);
+    expect(quick.reads).toEqual([RUNTIME_FILES_ASSET]);
+    const verified = assets(FILES);
+    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, verified.read)).toBe(root);
+    expect(verified.reads.length).toBeGreaterThan(1);
+    expect(fs.readFileSync(hook, "utf8")).toBe(FILES["python/kcache_hook/sitecustomize.py"]);
   });
 
   it.each([
