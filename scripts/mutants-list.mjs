@@ -1211,4 +1211,12 @@ export const MUTANTS = [
     tests: ["test/cli/single-executable.test.ts"],
     testName: "planted",
   },
+  {
+    name: "profiles whose CI files would share a name (a.b and a-b, x and x-prewarm) are taken (one overwrites the other)",
+    file: "src/config/schema.ts",
+    find: "of clashingProfiles(Object.keys(cfg.profiles)))",
+    replace: "of clashingProfiles([]))",
+    tests: ["test/config/load.test.ts"],
+    testName: "share a name",
+  },
 ];

@@ -1,3 +1,4 @@
+import { profileId } from "../config/profile-id.js";
 import type { GithubSpec, ProfileSpec } from "../config/profile-schema.js";
 import type { Config } from "../config/resolve.js";
 import { ConfigError } from "../errors.js";
@@ -76,7 +77,7 @@ export function pipelineParts(config: Config, profileName: string, opts: Workflo
     : null;
   return {
     profileName,
-    id: profileName.replace(/[^A-Za-z0-9_-]/g, "-"),
+    id: profileId(profileName),
     profile,
     gh,
     timeoutMinutes: gh["timeout-minutes"] ?? DEFAULT_TIMEOUT_MINUTES,

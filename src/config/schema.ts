@@ -2,6 +2,7 @@ import * as z from "zod";
 import { CACHE_KIND_NAMES } from "../kinds/kind.js";
 import { parseDuration, parseSize } from "./durations.js";
 import { keyPartProblem, scopeProblem } from "./key-part.js";
+import { clashingProfiles } from "./profile-id.js";
 import { profileSchema } from "./profile-schema.js";
 
 /** A cache prefix or restore prefix (and the action's key input): key-part.ts's rules. */
@@ -214,6 +215,12 @@ export const configSchema = z
       }
       seen.add(c.name);
     });
+    for (const [a, b, taken] of clashingProfiles(Object.keys(cfg.profiles)))
+      ctx.addIssue({
+        code: "custom",
+        path: ["profiles", b],
+        message: `profiles "${a}" and "${b}" would name the same CI files, jobs or concurrency group (kcache-${taken}: "." is written "-", and GitHub compares groups in any case); rename one`,
+      });
     for (const [name, p] of Object.entries(cfg.profiles)) {
       (p.caches ?? []).forEach((c, i) => {
         if (!seen.has(c)) {

@@ -1,3 +1,5 @@
+import { profileId } from "../config/profile-id.js";
+
 /** Labels of GitHub-hosted runners; a job on anything else runs on the user's own machines. */
 const HOSTED = /^(ubuntu|windows|macos)-/;
 
@@ -13,5 +15,5 @@ export const NO_FORK_PRS =
 
 /** A profile's name as a job id: letters, digits, - and _. */
 export function jobId(profile: string): string {
-  return profile.replace(/[^A-Za-z0-9_-]/g, "-");
+  return profileId(profile);
 }

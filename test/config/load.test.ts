@@ -165,6 +165,32 @@ describe("kcache.yml", () => {
     ]);
   });
 
+  it("refuses profiles whose CI files, jobs or concurrency groups would share a name, each pair once", () => {
+    const dir = tempDir("clashing-profiles");
+    const profile = (name: string) => `  ${name}: { commands: [{ name: c, run: "true" }] }`;
+    fs.writeFileSync(
+      path.join(dir, "kcache.yml"),
+      [
+        "caches: [{ name: t, kind: triton, path: /x }]",
+        "profiles:",
+        ...["a.b", "a-b", "x", "x-prewarm", "KDA", "kda", "ok"].map(profile),
+        "",
+      ].join("\n"),
+    );
+    let message = "";
+    try {
+      loadConfig({ cwd: dir, env: {} });
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    const file = path.join(dir, "kcache.yml");
+    expect(message.split("\n")).toEqual([
+      `${file}: profiles.a-b: profiles "a.b" and "a-b" would name the same CI files, jobs or concurrency group (kcache-a-b: "." is written "-", and GitHub compares groups in any case); rename one`,
+      `${file}: profiles.x-prewarm: profiles "x" and "x-prewarm" would name the same CI files, jobs or concurrency group (kcache-x-prewarm: "." is written "-", and GitHub compares groups in any case); rename one`,
+      `${file}: profiles.kda: profiles "KDA" and "kda" would name the same CI files, jobs or concurrency group (kcache-kda: "." is written "-", and GitHub compares groups in any case); rename one`,
+    ]);
+  });
+
   it("fails clearly when an explicit config file is missing", () => {
     const dir = tempDir("missing");
     expect(() => loadConfig({ cwd: dir, file: "ci/kcache.yml", env: {} })).toThrow(
