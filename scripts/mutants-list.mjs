@@ -1021,8 +1021,8 @@ export const MUTANTS = [
   {
     name: "the single executable reuses a placed file cut short (a Python hook or pack worker half written by a full disk)",
     file: "src/cli/single-executable/runtime-files.ts",
-    find: "return st?.isFile() === true && st.size === size;",
-    replace: "return st?.isFile() === true;",
+    find: "if (st?.isFile() !== true || st.size !== size) return false;",
+    replace: "if (st?.isFile() !== true) return false;",
     tests: ["test/cli/single-executable/runtime-files.test.ts"],
   },
   {
@@ -1218,5 +1218,21 @@ export const MUTANTS = [
     replace: "of clashingProfiles([]))",
     tests: ["test/config/load.test.ts"],
     testName: "share a name",
+  },
+  {
+    name: "style: steps hands kcache.yml's ${{ }} to GitHub to evaluate (a literal becomes a secret, a title a script)",
+    file: "src/github/command-steps.ts",
+    find: '  return text.replaceAll("${{", "${{ \'${{\' }}");',
+    replace: "  return text;",
+    tests: ["test/github/workflows.test.ts"],
+    testName: "style: steps",
+  },
+  {
+    name: "style: steps drops the profile's workdir",
+    file: "src/github/command-steps.ts",
+    find: '  const base = profile.workdir ?? ".";',
+    replace: '  const base = ".";',
+    tests: ["test/github/workflows.test.ts"],
+    testName: "style: steps",
   },
 ];

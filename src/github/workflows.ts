@@ -3,7 +3,7 @@ import type { GithubSpec, ProfileSpec } from "../config/profile-schema.js";
 import type { Config } from "../config/resolve.js";
 import { isTimeZone } from "../config/time-zone.js";
 import { ConfigError } from "../errors.js";
-import { commandSteps } from "./command-steps.js";
+import { commandSteps, literal } from "./command-steps.js";
 import { withCpuPrewarm } from "./cpu-prewarm-job.js";
 import { jobId, NO_FORK_PRS, selfHosted } from "./runners.js";
 import { jitterMinute, toUtcCron } from "./schedule.js";
@@ -183,7 +183,7 @@ class WorkflowParts {
             this.checkout(depth),
             ...this.setup,
             this.kcacheStep("Restore the kernel cache", "restore", {}, "kcache"),
-            ...commandSteps(profile.commands, profile.source),
+            ...commandSteps(profile.commands, profile),
             // Steps run only while every one before them passed: the save happens after all of them.
             this.kcacheStep("Save the kernel cache", "save"),
             this.uploadStep([]),
@@ -195,7 +195,15 @@ class WorkflowParts {
       on,
       permissions: { contents: "read", actions: "read" },
       concurrency: this.concurrency("${{ github.ref }}", true),
-      jobs: this.jobs(this.job(steps, gh.style === "steps" ? profile.env : {}, guard)),
+      jobs: this.jobs(
+        this.job(
+          steps,
+          gh.style === "steps"
+            ? Object.fromEntries(Object.entries(profile.env).map(([k, v]) => [k, literal(v)]))
+            : {},
+          guard,
+        ),
+      ),
     };
     return {
       file: `kcache-${profileName}.yml`,

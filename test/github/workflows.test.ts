@@ -154,6 +154,50 @@ describe("generated workflows", () => {
     expect(config.profiles["kda-tests"]?.prefix).toBe("fla-ascend-tests");
   });
 
+  it("with style: steps, run each command as kcache run would: in the profile's workdir, sources quoted, ${{ }} left as text", () => {
+    const cfg = resolveConfig(
+      {
+        caches: [{ name: "t", kind: "triton", path: "/tmp/t" }],
+        store: { type: "s3", bucket: "bkt" },
+        profiles: {
+          s: {
+            workdir: "sub",
+            source: ["my env/set.sh", "/opt/tool env.sh"],
+            env: { LIT: "${{ github.token }}" },
+            commands: [
+              { name: "c", run: "echo lit=$LIT; echo '${{ github.event.pull_request.title }}'" },
+              { name: "d", run: "true", workdir: "deeper", env: { X: "a${{ secrets.K }}b" } },
+            ],
+            github: { style: "steps" },
+          },
+        },
+      },
+      "/repo/kcache.yml",
+      {},
+      "/repo",
+    );
+    const [w] = generateWorkflows(cfg, "s", OPTS);
+    expect(parserErrors(w?.file ?? "", w?.text ?? "")).toEqual([]);
+    const job = (
+      parse(w?.text ?? "") as {
+        jobs: Record<string, { env: Record<string, string>; steps: Record<string, unknown>[] }>;
+      }
+    ).jobs.s;
+    const step = (name: string) => job?.steps.find((x) => x.name === name) as Record<string, unknown>;
+    expect(job?.env).toEqual({ LIT: "${{ '${{' }} github.token }}" });
+    expect(step("c")).toMatchObject({
+      shell: "bash",
+      "working-directory": "sub",
+      run: "source 'my env/set.sh'\nsource '/opt/tool env.sh'\necho lit=$LIT; echo '${{ '${{' }} github.event.pull_request.title }}'",
+    });
+    // A command's workdir below the profile's; the profile's sources found from there.
+    expect(step("d")).toMatchObject({
+      "working-directory": "sub/deeper",
+      run: "source '../my env/set.sh'\nsource '/opt/tool env.sh'\ntrue",
+      env: { X: "a${{ '${{' }} secrets.K }}b" },
+    });
+  });
+
   it("ask for read access to the contents and the Actions cache only, and keep pull requests from forks off self-hosted runners", () => {
     // actions: read lets `kcache stats` and `kcache prune` list GitHub's cache entries.
     for (const w of all)
