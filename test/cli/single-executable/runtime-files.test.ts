@@ -88,19 +88,22 @@ describe("the single executable's files placed from its assets", () => {
         fs.symlinkSync("/etc/hostname", f);
       },
     ],
-  ])("a folder left damaged (%s) is placed again whole, by key's start too (sizes alone)", (_label, damage) => {
-    const state = tempDir("sea-state");
-    const root = placeRuntimeFiles({ KCACHE_STATE_DIR: state }, assets(FILES).read);
-    damage(path.join(root, "python/kcache_hook/sitecustomize.py"));
-    const again = assets(FILES);
-    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, again.read, false)).toBe(root);
-    expect(again.reads.length).toBeGreaterThan(1);
-    expect(fs.readFileSync(path.join(root, "python/kcache_hook/sitecustomize.py"), "utf8")).toBe(
-      "print('hook')\n",
-    );
-    expect(fs.lstatSync(path.join(root, "python/kcache_hook/sitecustomize.py")).isFile()).toBe(true);
-    expect(fs.readdirSync(path.dirname(root))).toEqual(["0.1.0-abc"]);
-  });
+  ])(
+    "a folder left damaged (%s) is placed again whole, by key's start too (sizes alone)",
+    (_label, damage) => {
+      const state = tempDir("sea-state");
+      const root = placeRuntimeFiles({ KCACHE_STATE_DIR: state }, assets(FILES).read);
+      damage(path.join(root, "python/kcache_hook/sitecustomize.py"));
+      const again = assets(FILES);
+      expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, again.read, false)).toBe(root);
+      expect(again.reads.length).toBeGreaterThan(1);
+      expect(fs.readFileSync(path.join(root, "python/kcache_hook/sitecustomize.py"), "utf8")).toBe(
+        "print('hook')\n",
+      );
+      expect(fs.lstatSync(path.join(root, "python/kcache_hook/sitecustomize.py")).isFile()).toBe(true);
+      expect(fs.readdirSync(path.dirname(root))).toEqual(["0.1.0-abc"]);
+    },
+  );
 
   it("where the state folder cannot be written, a folder of this process's own serves", () => {
     const dir = tempDir("sea-state");
