@@ -1235,4 +1235,20 @@ export const MUTANTS = [
     tests: ["test/github/workflows.test.ts"],
     testName: "style: steps",
   },
+  {
+    name: "a ''' in a Jenkinsfile's shell text ends Groovy's string early",
+    file: "src/ci/jenkins.ts",
+    find: ".replace(/'''/g, \"\\\\'\\\\'\\\\'\");",
+    replace: ";",
+    tests: ["test/ci/jenkins.test.ts"],
+    testName: "early",
+  },
+  {
+    name: "a time zone in another case than the database's is taken (Jenkins's Java falls back to GMT)",
+    file: "src/config/time-zone.ts",
+    find: '  if (resolved.toLowerCase() === name.toLowerCase()) return false;\n  return name.split("/").every((part) => /^[A-Z]/.test(part));',
+    replace: "  return true;",
+    tests: ["test/github/workflows.test.ts"],
+    testName: "another case",
+  },
 ];

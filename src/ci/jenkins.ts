@@ -7,14 +7,15 @@ export const JENKINS_CREDENTIAL = "kcache-store-writer";
 const PRIMARY = "expression { env.BRANCH_IS_PRIMARY == 'true' }";
 const TIMER = "triggeredBy 'TimerTrigger'";
 
-/** A Groovy '...' or '''...''' string's text: backslashes doubled (the only escape such strings read). */
+/** Text inside a Groovy '''...''' string: backslashes doubled, and a `'''` in it escaped (\'\'\') so it ends nothing. */
 function groovy(s: string): string {
-  if (s.includes("'''")) throw new Error(`a Jenkinsfile's shell text cannot hold ''': ${s}`);
-  return s.replace(/\\/g, "\\\\");
+  return s.replace(/\\/g, "\\\\").replace(/'''/g, "\\'\\'\\'");
 }
 
+/** A Groovy '...' string, which cannot span lines: its quotes and line ends escaped too. */
 function quoted(s: string): string {
-  return `'${groovy(s).replace(/'/g, "\\'")}'`;
+  const text = s.replace(/\\/g, "\\\\").replace(/'/g, "\\'");
+  return `'${text.replace(/\r/g, "\\r").replace(/\n/g, "\\n")}'`;
 }
 
 /**

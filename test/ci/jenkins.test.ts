@@ -1,6 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generatePipelines } from "../../src/ci/generate.js";
+import { resolveConfig } from "../../src/config/load.js";
 import { VERSION } from "../../src/version.js";
 import {
   type CiCheckout,
@@ -164,5 +166,30 @@ describe("kcache workflow --ci jenkins", () => {
     expect(change.log).toContain("restoring only (KCACHE_READ_ONLY=1)");
     expect(runReport(c, `.kcache/${PROFILE}`).restore?.matchedScope).toBe("branch/main");
     if (READ_ONLY_KNOWN) expect((await storeKeys(c)).map((k) => k.scope)).not.toContain("pr/5");
+  });
+});
+
+describe("kcache workflow --ci jenkins: text Groovy's strings would end early", () => {
+  it("a setup line holding ''' and a result file whose name holds a line end are written so Groovy reads them back as they are", () => {
+    const config = resolveConfig(
+      {
+        caches: [{ name: "t", kind: "triton", path: "/tmp/t" }],
+        store: { type: "s3", bucket: "bkt" },
+        profiles: {
+          j: {
+            commands: [{ name: "c", run: "true" }],
+            checks: [{ type: "coverage", file: "a\nb.json", key: ["m"], expect: { list: [{ m: "x" }] } }],
+            github: { setup: ["echo '''hi''' \\ done"] },
+          },
+        },
+      },
+      "/repo/kcache.yml",
+      {},
+      "/repo",
+    );
+    const [file] = generatePipelines("jenkins", config, "j", { configPath: "kcache.yml" });
+    const jf = readJenkinsfile(file?.text ?? "");
+    expect(jf.stages.flatMap((s) => s.sh).join("\n")).toContain("echo '''hi''' \\ done");
+    expect(jf.archived).toContain("a\nb.json");
   });
 });

@@ -364,6 +364,30 @@ describe("generated workflows", () => {
     expect(parserErrors("k.yml", two[1]?.text ?? "")).toEqual([]);
   });
 
+  it("refuses a time zone in another case than the database's (Node takes it, Jenkins's Java falls back to GMT), naming the spelling", () => {
+    const load = (timezone: string) => () =>
+      resolveConfig(
+        {
+          caches: [{ name: "t", kind: "triton", path: "/tmp/t" }],
+          profiles: {
+            p: {
+              commands: [{ name: "c", run: "true" }],
+              github: { prewarm: { cron: "0 0 * * 1", timezone } },
+            },
+          },
+        },
+        "/repo/kcache.yml",
+        {},
+        "/repo",
+      );
+    expect(load("asia/shanghai")).toThrow(
+      /"asia\/shanghai" is spelt in another case .*: write "Asia\/Shanghai"/,
+    );
+    expect(load("us/eastern")).toThrow(/write "America\/New_York"/);
+    for (const ok of ["Asia/Shanghai", "US/Eastern", "Etc/GMT+5", "UTC"]) expect(load(ok)).not.toThrow();
+    expect(isTimeZone("asia/shanghai")).toBe(false);
+  });
+
   it("refuses a cron GitHub would not accept, naming the field", () => {
     const bad = resolveProfileCron("61 0 * * 1");
     expect(bad).toThrow(/prewarm\.cron: "61 0 \* \* 1": minute field "61": 61 is out of range \(0-59\)/);
@@ -399,6 +423,14 @@ describe("generated workflows", () => {
     });
     expect(stale.code).toBe(2);
     expect(stale.stderr).toMatch(/out of date with kcache\.yml: wf\/kcache-kda-bench\.yml/);
+    // A seed the header could not hold as written is refused before anything is written (exit 2).
+    const odd = await runCli(["workflow", "-p", "kda-bench", "--out", "wf2", "--jitter", "--seed", "a`b"], {
+      env,
+      cwd: dir,
+    });
+    expect(odd.code).toBe(2);
+    expect(odd.stderr).toMatch(/--seed "a`b": give letters, digits and/);
+    expect(fs.existsSync(path.join(dir, "wf2"))).toBe(false);
   });
 
   it("kcache workflow --json says what it did to each file, and --step --json gives the steps", async () => {

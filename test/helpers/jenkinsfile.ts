@@ -194,7 +194,8 @@ export function readJenkinsfile(text: string): Jenkinsfile {
     (t) => blocks(t, /^post$/),
   );
   const always = posts.map((p) => blocks(p.body, /^always$/)[0]?.body ?? "").join("\n");
-  const archived = /archiveArtifacts artifacts: '([^']*)'/.exec(always)?.[1];
+  const quotedArchive = /archiveArtifacts artifacts: '((?:[^'\\]|\\.)*)'/.exec(always)?.[1];
+  const archived = quotedArchive === undefined ? undefined : groovyText(quotedArchive);
   return {
     agent,
     cron: cron === undefined ? null : groovyText(cron),

@@ -21,6 +21,11 @@ export async function workflowCommand(
     step?: boolean;
   },
 ) {
+  // The seed is written into each file's header (its command, between backticks), which --check reads back.
+  if (o.seed !== undefined && !/^[\w./@:+-]+$/.test(o.seed))
+    throw new UsageError(
+      `--seed ${JSON.stringify(o.seed)}: give letters, digits and . / @ : + - _ only (the repository's name, say), as it is written into each file's header`,
+    );
   const { config, log } = await commandBasics(o);
   const configPath =
     path.relative(process.cwd(), config.source === "(defaults)" ? "kcache.yml" : config.source) ||
