@@ -1251,4 +1251,11 @@ export const MUTANTS = [
     tests: ["test/github/workflows.test.ts"],
     testName: "another case",
   },
+  {
+    name: "a run record dated years ahead of the store counts as a run (in every --since window forever)",
+    file: "src/history/run-record.ts",
+    find: " && !(Date.parse(r.startedAt) > o.modified.getTime() + DAY_MS)",
+    replace: "",
+    tests: ["test/history/hostile-records.test.ts"],
+  },
 ];

@@ -195,7 +195,9 @@ export async function writeRunRecord(record: RunRecord, ctx: JobContext): Promis
   }
 }
 
-/** The run records in a store, newest first; unreadable ones are skipped and counted. */
+const DAY_MS = 86_400_000;
+
+/** The run records in a store, newest first; unreadable ones (and ones dated after the store got them) are skipped and counted. */
 export async function readRunRecords(
   store: Store,
   under = `${RUNS}/`,
@@ -207,7 +209,10 @@ export async function readRunRecords(
     if (!where) continue;
     try {
       const r = JSON.parse((await store.read(o.name))?.toString("utf8") ?? "null") as unknown;
-      if (isRunRecord(r, where)) records.push(r);
+      // A run said to start a day or more after the store received its record never ran (a forged
+      // date would sit in every --since window forever).
+      if (isRunRecord(r, where) && !(Date.parse(r.startedAt) > o.modified.getTime() + DAY_MS))
+        records.push(r);
       else unreadable++;
     } catch {
       unreadable++;

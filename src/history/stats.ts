@@ -67,7 +67,9 @@ export function weeklyStats(records: RunRecord[]): WeekStats[] {
   const groups = new Map<string, RunRecord[]>();
   for (const r of records) {
     const k = `${workloadOf(r.prefix)}\0${isoWeek(r.startedAt)}`;
-    groups.set(k, [...(groups.get(k) ?? []), r]);
+    const group = groups.get(k);
+    if (group) group.push(r);
+    else groups.set(k, [r]);
   }
   const out: WeekStats[] = [];
   for (const [k, runs] of groups) {
