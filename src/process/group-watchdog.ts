@@ -23,7 +23,10 @@ export function watchGroup(pgid: number | undefined, shell: string, env: NodeJS.
   if (!pgid) return { stop() {} };
   let dog: ChildProcess | null = null;
   try {
-    dog = spawn(shell, ["-c", SCRIPT, "kcache-watchdog", String(pgid)], {
+    // bash whose standard input is a socket (Node's pipes are socket pairs) takes itself for a remote
+    // shell and sources ~/.bashrc first (pyenv's init waited there on a lock): --norc keeps it out.
+    const args = shell === "bash" ? ["--norc", "--noprofile", "-c"] : ["-c"];
+    dog = spawn(shell, [...args, SCRIPT, "kcache-watchdog", String(pgid)], {
       env: { PATH: env.PATH },
       detached: true,
       stdio: ["pipe", "ignore", "ignore"],
