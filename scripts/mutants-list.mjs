@@ -1258,4 +1258,20 @@ export const MUTANTS = [
     replace: "",
     tests: ["test/history/hostile-records.test.ts"],
   },
+  {
+    name: "a link at the local store's .tmp is followed: reaping deletes the default branch's packs",
+    file: "src/store/local.ts",
+    find: "  if (st && !st.isDirectory()) fs.rmSync(dir, { force: true });",
+    replace: "",
+    also: [
+      {
+        file: "src/store/local.ts",
+        find: "    if (!m || !st?.isFile()) continue;",
+        replace:
+          "    if (!m) {\n      if (now - fs.statSync(p).mtimeMs > STALE_TMP_MS) fs.rmSync(p, { force: true, recursive: true });\n      continue;\n    }\n    if (!st?.isFile()) continue;",
+      },
+    ],
+    tests: ["test/cache/usage/prune-hostile.test.ts"],
+    testName: "temporary folder",
+  },
 ];

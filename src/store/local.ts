@@ -38,7 +38,7 @@ export function localStore(root: string): Store {
   return {
     description: `local store ${root}`,
     capabilities: { listAll: true, delete: true, atomicCreate: true },
-    reapTemporary: () => at.wrap("reaping temporary files", async () => reapTemporary(path.join(root, TMP))),
+    reapTemporary: () => at.wrap("reaping temporary files", async () => reapTemporary(tmpFolder(root))),
     put: (name, body) => at.wrap(`writing ${name}`, () => at.put(name, body)),
     createIfAbsent: (name, body) => at.wrap(`creating ${name}`, () => at.createIfAbsent(name, body)),
     localFile: (name) => at.regularFile(name),
@@ -73,7 +73,7 @@ class LocalFolder {
   }
 
   private tmpFile(): string {
-    const dir = path.join(this.root, TMP);
+    const dir = tmpFolder(this.root);
     fs.mkdirSync(dir, { recursive: true });
     return path.join(dir, `${host()}-${process.pid}-${randomBytes(6).toString("hex")}`);
   }
@@ -92,7 +92,7 @@ class LocalFolder {
     const dest = this.file(name);
     if (!this.reaped) {
       this.reaped = true;
-      reapTemporary(path.join(this.root, TMP));
+      reapTemporary(tmpFolder(this.root));
     }
     const tmp = this.tmpFile();
     try {
@@ -246,7 +246,22 @@ function what(st: fs.Stats): string {
   return "something other than a file";
 }
 
-/** Removes temp files whose writer is gone: a dead process on this host, or older than a day. */
+/**
+ * The store's folder of temporary files, as a folder of its own: anything else found in its place (a
+ * link another writer of the store left, to packs/ say, a file, a FIFO) is removed, never followed, so
+ * neither a save's temporary files nor their reaping ever reach another folder's objects.
+ */
+function tmpFolder(root: string): string {
+  const dir = path.join(root, TMP);
+  const st = fs.lstatSync(dir, { throwIfNoEntry: false });
+  if (st && !st.isDirectory()) fs.rmSync(dir, { force: true });
+  return dir;
+}
+
+/**
+ * Removes temp files whose writer is gone: a dead process on this host, or older than a day. Only
+ * files named as kcache names them; nothing else in the folder is touched, and nothing is followed.
+ */
 function reapTemporary(dir: string): number {
   let names: string[];
   try {
@@ -259,18 +274,12 @@ function reapTemporary(dir: string): number {
   for (const name of names) {
     const p = path.join(dir, name);
     const m = TMP_NAME.exec(name);
-    let gone = false;
-    if (m && m[1] === host()) gone = !processAlive(Number(m[2]));
-    if (!gone) {
-      try {
-        gone = now - fs.statSync(p).mtimeMs > STALE_TMP_MS;
-      } catch {
-        continue;
-      }
-    }
-    const ours = m !== null && m[1] === host() && Number(m[2]) === process.pid;
+    const st = m ? fs.lstatSync(p, { throwIfNoEntry: false }) : undefined;
+    if (!m || !st?.isFile()) continue;
+    const ours = m[1] === host() && Number(m[2]) === process.pid;
+    const gone = (m[1] === host() && !processAlive(Number(m[2]))) || now - st.mtimeMs > STALE_TMP_MS;
     if (gone && !ours) {
-      fs.rmSync(p, { force: true, recursive: true });
+      fs.rmSync(p, { force: true });
       n++;
     }
   }

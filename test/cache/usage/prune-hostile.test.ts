@@ -114,3 +114,44 @@ describe("store objects whose names kcache never encoded (a malformed escape)", 
     expect(JSON.stringify(JSON.parse(ls.stdout))).toMatch(/trust-/);
   });
 });
+
+describe("the local store's temporary folder replaced by another writer", () => {
+  it.each([
+    ["a link to the default branch's packs", "packs/branch%2Fmain"],
+    ["a link to its manifests", "manifests/branch%2Fmain"],
+  ])(
+    "%s: prune and the next save delete nothing of it, and the key restores whole",
+    async (_label, target) => {
+      const p = project();
+      generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+      expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+      const old = new Date(Date.now() - 2 * 86_400_000);
+      const objects = () =>
+        fs
+          .readdirSync(p.store, { recursive: true, withFileTypes: true })
+          .filter((d) => d.isFile() && !d.parentPath.includes(".tmp"))
+          .map((d) => path.relative(p.store, path.join(d.parentPath, d.name)))
+          .sort();
+      for (const f of objects()) fs.utimesSync(path.join(p.store, f), old, old);
+      const before = objects();
+      fs.rmSync(path.join(p.store, ".tmp"), { recursive: true, force: true });
+      fs.symlinkSync(target, path.join(p.store, ".tmp"));
+      const pruned = await runCli(["prune", "--keep", "10"], { env: p.env, cwd: p.dir });
+      expect(pruned.code, pruned.stderr).toBe(0);
+      fs.rmSync(path.join(p.store, ".tmp"), { recursive: true, force: true });
+      fs.symlinkSync(target, path.join(p.store, ".tmp"));
+      generateTritonCache(p.cache, { entries: 1, totalBytes: 5_000, seed: 9, prefix: "new" });
+      const env = { ...p.env, GITHUB_SHA: "a".repeat(40) };
+      expect((await runCli(["save"], { env, cwd: p.dir })).code).toBe(0);
+      for (const f of before) expect(fs.existsSync(path.join(p.store, f)), f).toBe(true);
+      const fresh = {
+        ...p.env,
+        CACHE_ROOT: path.join(p.dir, "elsewhere"),
+        KCACHE_STATE_DIR: path.join(p.dir, "s2"),
+      };
+      const restored = await runCli(["restore", "--json"], { env: fresh, cwd: p.dir });
+      expect(restored.code, restored.stderr).toBe(0);
+      expect(JSON.parse(restored.stdout)).toMatchObject({ entriesRestored: 3, faults: [] });
+    },
+  );
+});
