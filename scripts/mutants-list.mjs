@@ -1091,8 +1091,8 @@ export const MUTANTS = [
   {
     name: "a message quoting a store's text can start a line GitHub runs as a workflow command",
     file: "src/log.ts",
-    find: "  return s.replace(/(?:\\r\\n|\\r|\\n)(?=[ \\t]*::)/g, (m) => JSON.stringify(m).slice(1, -1));",
-    replace: "  return s;",
+    find: "  return s\n    .replace(/(?:\\r\\n|\\r|\\n)(?=\\s*::)/g, (m) => JSON.stringify(m).slice(1, -1))\n    .replaceAll(",
+    replace: "  return s\n    .replaceAll(",
     tests: ["test/log.test.ts"],
   },
   {
@@ -1273,5 +1273,12 @@ export const MUTANTS = [
     ],
     tests: ["test/cache/usage/prune-hostile.test.ts"],
     testName: "temporary folder",
+  },
+  {
+    name: "a message quoting ##[add-mask] or a \\v::error line hands GitHub's runner a command (its older form, its whitespace trim)",
+    file: "src/log.ts",
+    find: '    .replace(/(?:\\r\\n|\\r|\\n)(?=\\s*::)/g, (m) => JSON.stringify(m).slice(1, -1))\n    .replaceAll("##[", "##\\\\[");',
+    replace: "    .replace(/(?:\\r\\n|\\r|\\n)(?=[ \\t]*::)/g, (m) => JSON.stringify(m).slice(1, -1));",
+    tests: ["test/log.test.ts"],
   },
 ];

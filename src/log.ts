@@ -42,15 +42,19 @@ export function silentLog(): Log {
 }
 
 /**
- * A message with no line a CI runner would take for a command of its own: GitHub Actions runs any
- * line starting `::` (leading spaces aside) as a workflow command, and messages quote what stores
- * and jobs wrote (a plan's keys, an object's name). A line break before such a line is written as
- * `\n`, so the text stays on kcache's own line.
+ * A message with no line a CI runner would take for a command of its own, as messages quote what
+ * stores and jobs wrote (a plan's keys, an object's name). GitHub's runner takes a line for a workflow
+ * command when it starts `::` after any whitespace it trims (tabs, vertical tabs, no-break spaces:
+ * .NET's TrimStart), and, in its older form, when `##[` appears anywhere in it. A line break before
+ * such a line is written as `\n` (the text stays on kcache's own line), and `##[` as `##\[`.
  */
 export function noWorkflowCommands(s: string): string {
-  return s.replace(/(?:\r\n|\r|\n)(?=[ \t]*::)/g, (m) => JSON.stringify(m).slice(1, -1));
+  return s
+    .replace(/(?:\r\n|\r|\n)(?=\s*::)/g, (m) => JSON.stringify(m).slice(1, -1))
+    .replaceAll("##[", "##\\[");
 }
 
 function escapeAnnotation(s: string): string {
-  return s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
+  // `##[` too: the runner's older command form, were the line ever read as no command of its own.
+  return s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A").replaceAll("##[", "##\\[");
 }

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { keyRecorded } from "../cache/save/save-report.js";
 import { hostEnvironment } from "../environment.js";
-import { createLog } from "../log.js";
+import { noWorkflowCommands } from "../log.js";
 import type { RunReport } from "../pipeline/run-profile.js";
 import { runMarkdown } from "../report/run-markdown.js";
 import { appendFileCommand } from "./file-commands.js";
@@ -80,7 +80,8 @@ export function publishRun(
   const file = path.join(report.outDir, "kcache-report.json");
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   const markdown = runMarkdown(report);
-  opts.markdownTo?.write(`\n${markdown}`);
+  // Its cells quote result files a job wrote: no line of it may be a workflow command.
+  opts.markdownTo?.write(`\n${noWorkflowCommands(markdown)}`);
   writeStepSummary(env, markdown);
   setOutputs(runOutputs(report, file), env);
   if (env.GITHUB_ACTIONS === "true") {
