@@ -1281,4 +1281,20 @@ export const MUTANTS = [
     replace: "    .replace(/(?:\\r\\n|\\r|\\n)(?=[ \\t]*::)/g, (m) => JSON.stringify(m).slice(1, -1));",
     tests: ["test/log.test.ts"],
   },
+  {
+    name: "a manifest is read whole whatever its size (a 5 GB sparse one in a pull request's scope stops every prune)",
+    file: "src/cache/catalog.ts",
+    find: "data = await store.read(o.name, MAX_MANIFEST_BYTES);",
+    replace: "data = await store.read(o.name);",
+    tests: ["test/cache/usage/prune-hostile.test.ts"],
+    testName: "no reader should take whole",
+  },
+  {
+    name: "a store folder past PATH_MAX fails the whole listing (every prune exits 3)",
+    file: "src/store/local.ts",
+    find: "        if (rel) return;\n",
+    replace: "",
+    tests: ["test/cache/usage/prune-hostile.test.ts"],
+    testName: "no reader should take whole",
+  },
 ];

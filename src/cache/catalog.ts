@@ -1,7 +1,10 @@
 import { IntegrityError } from "../errors.js";
 import { decodeManifest, type Manifest } from "../manifest/manifest.js";
 import { MANIFESTS, PACKS, parseManifestObject } from "../store/layout.js";
-import type { Store, StoredObject } from "../store/store.js";
+import { ObjectFault, type Store, type StoredObject } from "../store/store.js";
+
+/** The most a manifest may hold (a key of a million entries is well within it): what a reader allocates. */
+export const MAX_MANIFEST_BYTES = 256 * 1024 * 1024;
 
 /** One manifest as listed: where it is, when it was written, and what it references. */
 export interface CatalogItem {
@@ -32,7 +35,15 @@ async function readItems(store: Store, objects: StoredObject[]): Promise<Catalog
   for (const o of objects) {
     const where = parseManifestObject(o.name);
     if (!where) continue;
-    const data = await store.read(o.name);
+    let data: Buffer | null;
+    try {
+      data = await store.read(o.name, MAX_MANIFEST_BYTES);
+    } catch (e) {
+      // Refused for what it is (too large, not a file): damaged, as one that does not verify.
+      if (!(e instanceof ObjectFault)) throw e;
+      items.push({ object: o.name, ...where, modified: o.modified, manifest: null, damaged: e.message });
+      continue;
+    }
     if (!data) continue;
     try {
       items.push({

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import type { Manifest } from "../manifest/manifest.js";
 import { condemnedObject, LEASES, leaseObject } from "../store/layout.js";
-import type { Store } from "../store/store.js";
+import { ObjectFault, type Store } from "../store/store.js";
 
 /**
  * How a save and a prune that run at the same time never leave a manifest pointing at a deleted pack.
@@ -21,6 +21,8 @@ import type { Store } from "../store/store.js";
  * store kept, hours off).
  */
 export const LEASE_TTL_MS = 6 * 60 * 60 * 1000;
+/** The most a lease may hold: the names of the packs one save reuses (a real one is kilobytes). */
+const MAX_LEASE_BYTES = 16 * 1024 * 1024;
 
 export interface LeaseBody {
   id: string;
@@ -133,7 +135,14 @@ export async function readLeases(
       expired.push(o.name);
       continue;
     }
-    const data = await store.read(o.name);
+    let data: Buffer | null;
+    try {
+      data = await store.read(o.name, MAX_LEASE_BYTES);
+    } catch (e) {
+      // Too large or not a file: no save wrote it, so it protects nothing.
+      if (e instanceof ObjectFault) continue;
+      throw e;
+    }
     if (!data) continue;
     try {
       const b = JSON.parse(data.toString("utf8")) as LeaseBody;

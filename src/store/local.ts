@@ -217,6 +217,9 @@ class LocalFolder {
         items = fs.readdirSync(rel ? path.join(root, rel) : root, { withFileTypes: true });
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code === "ENOENT") return;
+        // A folder below the root that cannot be read (a name past PATH_MAX, no permission) holds no
+        // object kcache could read either: passed over, not the whole listing failed.
+        if (rel) return;
         throw e;
       }
       for (const d of items) {

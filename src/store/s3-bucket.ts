@@ -148,9 +148,24 @@ export class S3Bucket {
     return body;
   }
 
-  async read(name: string, where: string): Promise<Buffer | null> {
+  /** A small object whole; one past `maxBytes` is refused (ObjectFault) as its bytes come, never buffered. */
+  async read(name: string, where: string, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer | null> {
     const body = await this.body(name, where);
-    return body ? await buffer(body) : null;
+    if (!body) return null;
+    if (maxBytes === Number.POSITIVE_INFINITY) return await buffer(body);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) {
+        body.destroy();
+        throw new ObjectFault(
+          `${where}: ${name}: more than the ${maxBytes} bytes its reader allows; refused`,
+        );
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks);
   }
 
   async exists(name: string): Promise<boolean> {

@@ -39,7 +39,7 @@ export function s3Store(settings: S3Settings): Store {
     get: (name) => wrap(`reading ${name}`, (b) => b.get(name, where)),
     getRange: (name, offset, length) =>
       wrap(`reading ${name} at ${offset}`, (b) => b.get(name, where, [offset, length])),
-    read: (name) => wrap(`reading ${name}`, (b) => b.read(name, where)),
+    read: (name, maxBytes) => wrap(`reading ${name}`, (b) => b.read(name, where, maxBytes)),
     exists: (name) => wrap(`checking ${name}`, (b) => b.exists(name)),
     list: (prefix) => wrap(`listing ${prefix}`, (b) => b.list(prefix)),
     delete: (name) => wrap(`deleting ${name}`, (b) => b.delete(name)),

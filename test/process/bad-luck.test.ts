@@ -86,7 +86,10 @@ describe("a signal that ends kcache run ends the job's command too", () => {
     "%s (a cancelled job, timeout): the command, in a process group of its own, gets it; nothing more runs or is saved",
     async (signal) => {
       const pidFile = "command.pid";
-      const p = project(`echo $$ > ${pidFile}; sleep 30; touch late`);
+      // The command says which signal it got: the one kcache got, passed on (not the watchdog's TERM).
+      const p = project(
+        `trap 'echo INT > got; exit 130' INT; trap 'echo TERM > got; exit 143' TERM; echo $$ > ${pidFile}; sleep 30 & wait; touch late`,
+      );
       const run = startCli(["run", "-c", p.config, "-p", "job"], { env: p.env, cwd: p.dir });
       const pidAt = path.join(p.dir, pidFile);
       for (let i = 0; i < 600 && !fs.existsSync(pidAt); i++) await new Promise((r) => setTimeout(r, 50));
@@ -94,6 +97,7 @@ describe("a signal that ends kcache run ends the job's command too", () => {
       process.kill(run.pid, signal);
       const child = await run.promise;
       expect(child.code).toBeNull(); // ended by the signal, as a shell would be
+      expect(fs.readFileSync(path.join(p.dir, "got"), "utf8").trim()).toBe(signal.replace("SIG", ""));
       // The command's shell is gone at once (its sleep with it), not 30 s later.
       const alive = () => {
         try {

@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
@@ -154,4 +155,52 @@ describe("the local store's temporary folder replaced by another writer", () => 
       expect(JSON.parse(restored.stdout)).toMatchObject({ entriesRestored: 3, faults: [] });
     },
   );
+});
+
+describe("objects a scope's writer can leave that no reader should take whole", () => {
+  it("a 5 GB sparse manifest and lease, a folder chain past PATH_MAX, a file at .tmp: prune goes on (exit 0) and main's key restores whole", async () => {
+    const p = project();
+    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+    expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+    const pr = path.join(p.store, "manifests", "pr%2F7");
+    fs.mkdirSync(pr, { recursive: true });
+    fs.mkdirSync(path.join(p.store, "leases"), { recursive: true });
+    for (const f of [path.join(pr, "kp-big"), path.join(p.store, "leases", "x.json")]) {
+      fs.closeSync(fs.openSync(f, "w"));
+      fs.truncateSync(f, 5 * 1024 ** 3);
+    }
+    const long = "a".repeat(200);
+    execFileSync("bash", [
+      "-c",
+      `cd "$1" && for i in $(seq 25); do mkdir ${long} && cd ${long}; done && touch x`,
+      "bash",
+      pr,
+    ]);
+    fs.rmSync(path.join(p.store, ".tmp"), { recursive: true, force: true });
+    fs.writeFileSync(path.join(p.store, ".tmp"), "not a folder");
+    const pruned = await runCli(["prune", "--keep", "10", "--json"], { env: p.env, cwd: p.dir });
+    expect(pruned.code, pruned.stderr).toBe(0);
+    // The oversized manifest is damaged, so prune deletes it; the lease protects nothing.
+    expect(JSON.parse(pruned.stdout).manifestsDeleted).toEqual([
+      expect.objectContaining({
+        scope: "pr/7",
+        key: "kp-big",
+        reason: expect.stringMatching(/damaged: .*refused/),
+      }),
+    ]);
+    const fresh = {
+      ...p.env,
+      CACHE_ROOT: path.join(p.dir, "elsewhere"),
+      KCACHE_STATE_DIR: path.join(p.dir, "s2"),
+    };
+    const restored = await runCli(["restore", "--json"], { env: fresh, cwd: p.dir });
+    expect(restored.code, restored.stderr).toBe(0);
+    expect(JSON.parse(restored.stdout)).toMatchObject({ entriesRestored: 3, faults: [] });
+    generateTritonCache(p.cache, { entries: 1, totalBytes: 5_000, seed: 9, prefix: "new" });
+    expect((await runCli(["save"], { env: { ...p.env, GITHUB_SHA: "a".repeat(40) }, cwd: p.dir })).code).toBe(
+      0,
+    );
+    // Node's rm cannot name what lies past PATH_MAX; rm(1) walks it folder by folder.
+    execFileSync("rm", ["-rf", path.join(pr, long)]);
+  });
 });
