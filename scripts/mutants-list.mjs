@@ -1297,4 +1297,12 @@ export const MUTANTS = [
     tests: ["test/cache/usage/prune-hostile.test.ts"],
     testName: "no reader should take whole",
   },
+  {
+    name: "a working folder whose path is not UTF-8 runs on kcache's defaults, its kcache.yml passed over",
+    file: "src/config/resolve.ts",
+    find: 'if (opts.cwd.includes("\\uFFFD") && fs.existsSync(DEFAULT_CONFIG_FILE))',
+    replace: "if (false)",
+    tests: ["test/cli/misread-input.test.ts"],
+    testName: "not UTF-8",
+  },
 ];

@@ -72,7 +72,14 @@ export function configFile(opts: { file?: string; cwd: string; env: NodeJS.Proce
     return file;
   }
   const here = path.join(opts.cwd, DEFAULT_CONFIG_FILE);
-  return fs.existsSync(here) ? here : undefined;
+  if (fs.existsSync(here)) return here;
+  // Node gives a working folder whose path is not UTF-8 with U+FFFD in place of the bad bytes: a path
+  // that names nothing. Its kcache.yml, there by a relative name, would be passed over for the defaults.
+  if (opts.cwd.includes("\uFFFD") && fs.existsSync(DEFAULT_CONFIG_FILE))
+    throw new ConfigError(
+      `${opts.cwd}: the working folder's path is not valid UTF-8, so kcache cannot name its kcache.yml or the files under it; run kcache from a folder whose path is UTF-8 (rename or link it)`,
+    );
+  return undefined;
 }
 
 /** What keeps `file` from being read as a kcache.yml, with the fix; null when it is a file (or a link to one). */

@@ -1,10 +1,11 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { generateTritonCache } from "../fixtures/triton-cache.js";
-import { runCli } from "../helpers/cli.js";
+import { BIN, runCli } from "../helpers/cli.js";
 import { project } from "../helpers/project.js";
+import { tempDir } from "../helpers/sandbox.js";
 
 /*
  * Input kcache cannot use, as a user gets it wrong: each says what is wrong and the fix, and never
@@ -90,5 +91,24 @@ describe("what kcache says of input it cannot use", () => {
       /warning: restore skipped: ENOTDIR: .*\(this machine's filesystem refused it: a file where a folder is expected, or the other way round\)/,
     );
     expect(r.stderr).not.toMatch(/unexpected/);
+  });
+
+  it("a working folder whose path is not UTF-8: its kcache.yml is not passed over for the defaults, the error says why (exit 2)", () => {
+    const base = tempDir("non-utf8");
+    // The folder's name holds the byte 0xff, made by the shell: JavaScript strings cannot carry it.
+    const r = spawnSync(
+      "bash",
+      [
+        "-c",
+        `d="$(printf '%s/co\\377' "$1")"; mkdir "$d" && cd "$d" && printf 'caches:\\n  - {name: t, kind: triton, path: ./tc}\\n' > kcache.yml && exec "$2" "$3" key`,
+        "bash",
+        base,
+        process.execPath,
+        BIN,
+      ],
+      { env: { PATH: process.env.PATH, HOME: base }, encoding: "utf8" },
+    );
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/the working folder's path is not valid UTF-8/);
   });
 });
