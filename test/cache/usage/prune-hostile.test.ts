@@ -45,6 +45,18 @@ async function saved(sb: Sandbox, name: string, scope: "main" | "pr", hoursAgo: 
   return { key: r.primaryKey, file };
 }
 
+/** The default branch's key, restored on another runner (nothing of it on disk): every entry placed, no fault. */
+async function restoresWhole(p: ReturnType<typeof project>, entries: number): Promise<void> {
+  const fresh = {
+    ...p.env,
+    CACHE_ROOT: path.join(p.dir, "elsewhere"),
+    KCACHE_STATE_DIR: path.join(p.dir, "s2"),
+  };
+  const restored = await runCli(["restore", "--json"], { env: fresh, cwd: p.dir });
+  expect(restored.code, restored.stderr).toBe(0);
+  expect(JSON.parse(restored.stdout)).toMatchObject({ entriesRestored: entries, faults: [] });
+}
+
 describe("prune's size budget and what a scope's writer can forge", () => {
   it("a pull request's manifest claiming a petabyte pack: prune counts the store's sizes and deletes none of main's keys", async () => {
     const sb = sandbox();
@@ -145,14 +157,7 @@ describe("the local store's temporary folder replaced by another writer", () => 
       const env = { ...p.env, GITHUB_SHA: "a".repeat(40) };
       expect((await runCli(["save"], { env, cwd: p.dir })).code).toBe(0);
       for (const f of before) expect(fs.existsSync(path.join(p.store, f)), f).toBe(true);
-      const fresh = {
-        ...p.env,
-        CACHE_ROOT: path.join(p.dir, "elsewhere"),
-        KCACHE_STATE_DIR: path.join(p.dir, "s2"),
-      };
-      const restored = await runCli(["restore", "--json"], { env: fresh, cwd: p.dir });
-      expect(restored.code, restored.stderr).toBe(0);
-      expect(JSON.parse(restored.stdout)).toMatchObject({ entriesRestored: 3, faults: [] });
+      await restoresWhole(p, 3);
     },
   );
 });
@@ -188,14 +193,7 @@ describe("objects a scope's writer can leave that no reader should take whole", 
         reason: expect.stringMatching(/damaged: .*refused/),
       }),
     ]);
-    const fresh = {
-      ...p.env,
-      CACHE_ROOT: path.join(p.dir, "elsewhere"),
-      KCACHE_STATE_DIR: path.join(p.dir, "s2"),
-    };
-    const restored = await runCli(["restore", "--json"], { env: fresh, cwd: p.dir });
-    expect(restored.code, restored.stderr).toBe(0);
-    expect(JSON.parse(restored.stdout)).toMatchObject({ entriesRestored: 3, faults: [] });
+    await restoresWhole(p, 3);
     generateTritonCache(p.cache, { entries: 1, totalBytes: 5_000, seed: 9, prefix: "new" });
     expect((await runCli(["save"], { env: { ...p.env, GITHUB_SHA: "a".repeat(40) }, cwd: p.dir })).code).toBe(
       0,
