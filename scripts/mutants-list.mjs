@@ -1305,4 +1305,11 @@ export const MUTANTS = [
     tests: ["test/cli/misread-input.test.ts"],
     testName: "not UTF-8",
   },
+  {
+    name: "a pull request's key holding an entry makes prune delete the default branch's live object of it",
+    file: "src/cache/usage/prune-live.ts",
+    find: "held.add(isTrustedScope(i.scope) ? `*\\0${entryId(e)}` : `${i.scope}\\0${entryId(e)}`);",
+    replace: "held.add(`*\\0${entryId(e)}`);",
+    tests: ["test/cache/lazy/live-prune.test.ts"],
+  },
 ];

@@ -36,4 +36,28 @@ describe("kcache prune and live objects (store.live)", () => {
       for (const n of [o.pack, o.record]) expect(await store.exists(n)).toBe(false);
     for (const n of [young.pack, young.record]) expect(await store.exists(n)).toBe(true);
   });
+
+  it("spares the default branch's live object of an entry only a pull request's key holds (its jobs never read that key)", async () => {
+    const dir = tempDir("live-prune-pr");
+    const src = path.join(dir, "src");
+    const entries = generateTritonCache(src, { entries: 2, totalBytes: 20_000, seed: 3 });
+    const store = localStore(path.join(dir, "store"));
+    await save(await storeContext(store, src, path.join(dir, "s"), { ref: "refs/pull/9/merge" }));
+    expect((await store.list("manifests/")).map((o) => o.name.split("/")[1])).toEqual(["pr%2F9"]);
+    const live = async (scope: string) => {
+      const o = liveObjects(scope, "stack", "triton", entries[0]?.name as string);
+      for (const name of [o.pack, o.record]) {
+        await store.put(name, Readable.from([Buffer.from("x")]));
+        const t = new Date(Date.now() - 2 * 3600_000);
+        fs.utimesSync(path.join(dir, "store", name), t, t);
+      }
+      return o;
+    };
+    const mains = await live("branch/main");
+    const prs = await live("pr/9");
+    const r = await prune(store, { graceMs: 3600_000 }, silentLog());
+    expect(r.liveDeleted).toBe(2);
+    for (const n of [mains.pack, mains.record]) expect(await store.exists(n)).toBe(true);
+    for (const n of [prs.pack, prs.record]) expect(await store.exists(n)).toBe(false);
+  });
 });
