@@ -605,7 +605,7 @@ export const MUTANTS = [
   {
     name: "$KCACHE_THREADS not read into the job",
     file: "src/environment.ts",
-    find: "threads: Number.isInteger(asked) && asked > 0 ? asked : null,",
+    find: "threads: threadsAsked(env.KCACHE_THREADS),",
     replace: "threads: null,",
     tests: ["test/github/action.test.ts"],
   },
@@ -1177,8 +1177,8 @@ export const MUTANTS = [
   {
     name: "prune's size budget takes the oldest key of any scope first (a pull request's keys push main's out)",
     file: "src/cache/usage/prune.ts",
-    find: "        if (!isTrustedScope((kept[i] as CatalogItem).scope)) {",
-    replace: "        if (!isTrustedScope((kept[i] as CatalogItem).scope) && false) {",
+    find: "kept.findLastIndex((i) => !isTrustedScope(i.scope));",
+    replace: "-1;",
     tests: ["test/cache/usage/prune-hostile.test.ts"],
   },
   {

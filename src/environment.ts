@@ -175,10 +175,21 @@ export interface RuntimeSettings {
   persistent?: boolean;
 }
 
+/** $KCACHE_THREADS as a whole number above 0, or null (unset, or a value kcache does not understand). */
+function threadsAsked(value: string | undefined): number | null {
+  const asked = Number(value);
+  return Number.isInteger(asked) && asked > 0 ? asked : null;
+}
+
+/** $KCACHE_S3_PATH_STYLE: true for 1 or true, false for 0, false or unset, null for anything else. */
+function pathStyleAsked(value: string | undefined): boolean | null {
+  if (value === "1" || value === "true") return true;
+  return !value || value === "0" || value === "false" ? false : null;
+}
+
 export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
-  const asked = Number(env.KCACHE_THREADS);
   return {
-    threads: Number.isInteger(asked) && asked > 0 ? asked : null,
+    threads: threadsAsked(env.KCACHE_THREADS),
     zstd: env.KCACHE_ZSTD ?? "",
     ephemeral: env.RUNNER_ENVIRONMENT === "github-hosted",
     persistent: env.RUNNER_ENVIRONMENT === "self-hosted",
@@ -191,18 +202,15 @@ export function runtimeSettings(env: NodeJS.ProcessEnv): RuntimeSettings {
  */
 export function environmentMistakes(env: NodeJS.ProcessEnv): string[] {
   const out: string[] = [];
-  const threads = env.KCACHE_THREADS?.trim();
-  if (threads && !(Number.isInteger(Number(threads)) && Number(threads) > 0))
+  if (env.KCACHE_THREADS?.trim() && threadsAsked(env.KCACHE_THREADS) === null)
     out.push(
       `KCACHE_THREADS=${JSON.stringify(env.KCACHE_THREADS)} is not a whole number above 0: kcache uses one thread per core (capped); set it to a number such as 4, or unset it`,
     );
-  const pathStyle = env.KCACHE_S3_PATH_STYLE?.trim();
-  if (pathStyle && !/^(1|true|0|false)$/.test(pathStyle))
+  if (pathStyleAsked(env.KCACHE_S3_PATH_STYLE) === null)
     out.push(
       `KCACHE_S3_PATH_STYLE=${JSON.stringify(env.KCACHE_S3_PATH_STYLE)} is not 1, true, 0 or false: kcache uses virtual-hosted S3 URLs; set it to 1 for path-style URLs (MinIO, Ceph), or unset it`,
     );
-  const checksums = env.KCACHE_S3_CHECKSUMS?.trim();
-  if (checksums && checksums !== "when-required")
+  if (env.KCACHE_S3_CHECKSUMS && s3Environment(env).checksums === undefined)
     out.push(
       `KCACHE_S3_CHECKSUMS=${JSON.stringify(env.KCACHE_S3_CHECKSUMS)} is not when-required: kcache sends the SDK's optional checksums; set it to when-required for stores that refuse them, or unset it`,
     );
@@ -231,7 +239,7 @@ export function s3Environment(env: NodeJS.ProcessEnv): S3Environment {
   return {
     region: env.KCACHE_S3_REGION ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? "us-east-1",
     endpoint: env.KCACHE_S3_ENDPOINT || undefined,
-    pathStyle: env.KCACHE_S3_PATH_STYLE === "1" || env.KCACHE_S3_PATH_STYLE === "true",
+    pathStyle: pathStyleAsked(env.KCACHE_S3_PATH_STYLE) === true,
     checksums: env.KCACHE_S3_CHECKSUMS === "when-required" ? "when-required" : undefined,
   };
 }

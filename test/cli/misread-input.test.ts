@@ -27,6 +27,9 @@ describe("what kcache says of input it cannot use", () => {
     expect(r.stderr).toMatch(/warning: KCACHE_S3_CHECKSUMS="off" is not when-required/);
     const good = await runCli(["key"], { env: { ...p.env, KCACHE_THREADS: "4" }, cwd: p.dir });
     expect(good.stderr).not.toMatch(/KCACHE_THREADS/);
+    // A value S3's settings do not honour as given (" 1" is not "1") is said too: one parse serves both.
+    const spaced = await runCli(["key"], { env: { ...p.env, KCACHE_S3_PATH_STYLE: " 1" }, cwd: p.dir });
+    expect(spaced.stderr).toMatch(/warning: KCACHE_S3_PATH_STYLE=" 1" is not 1, true, 0 or false/);
   });
 
   it("a --config that is a FIFO, a loop of links or a link to nothing: named as what it is, at once (exit 2)", async () => {
