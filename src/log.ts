@@ -25,7 +25,7 @@ export function createLog(opts: { verbose?: boolean; quiet?: boolean; env?: Node
       warnings.push(msg);
       process.stderr.write(
         gha
-          ? `::warning title=kcache::${escapeAnnotation(msg)}\n`
+          ? `::warning title=kcache::${commandData(msg)}\n`
           : `kcache: warning: ${noWorkflowCommands(msg)}\n`,
       );
     },
@@ -54,7 +54,10 @@ export function noWorkflowCommands(s: string): string {
     .replaceAll("##[", "##\\[");
 }
 
-function escapeAnnotation(s: string): string {
-  // `##[` too: the runner's older command form, were the line ever read as no command of its own.
+/**
+ * Text as the data of a workflow command (`::warning ...::<data>`), escaped as the runner reads it
+ * (@actions/core's escapeData), and `##[` too: the runner's older command form.
+ */
+export function commandData(s: string): string {
   return s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A").replaceAll("##[", "##\\[");
 }

@@ -67,7 +67,12 @@ async function readItems(store: Store, objects: StoredObject[]): Promise<Catalog
  * whoever can write its scope, so a figure a user acts on (ls, stats, prune's budget) takes the store's.
  */
 export function manifestBytes(m: Manifest, stored?: Map<string, number>): number {
-  return m.packs.reduce((s, p) => s + (stored ? (stored.get(p.object) ?? 0) : p.size), 0);
+  return m.packs.reduce((s, p) => s + packBytes(p, stored), 0);
+}
+
+/** One pack's bytes: as the store lists it where `stored` is given (nothing if it holds none), else as claimed. */
+export function packBytes(pack: { object: string; size: number }, stored?: Map<string, number>): number {
+  return stored ? (stored.get(pack.object) ?? 0) : pack.size;
 }
 
 /** Every pack's size as the store lists it, or undefined where it cannot list them all (GitHub's cache). */

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { keyRecorded } from "../cache/save/save-report.js";
 import { hostEnvironment } from "../environment.js";
-import { noWorkflowCommands } from "../log.js";
+import { commandData, noWorkflowCommands } from "../log.js";
 import type { RunReport } from "../pipeline/run-profile.js";
 import { runMarkdown } from "../report/run-markdown.js";
 import { appendFileCommand } from "./file-commands.js";
@@ -94,8 +94,7 @@ export function publishRun(
 
 /** `::error file=…,title=…::message`, escaped as the runner expects (as @actions/core's issueCommand). */
 function workflowCommand(a: Annotation): string {
-  const data = (s: string) => s.replace(/%/g, "%25").replace(/\r/g, "%0D").replace(/\n/g, "%0A");
-  const prop = (s: string) => data(s).replace(/:/g, "%3A").replace(/,/g, "%2C");
+  const prop = (s: string) => commandData(s).replace(/:/g, "%3A").replace(/,/g, "%2C");
   const props = [a.file ? `file=${prop(a.file)}` : null, `title=${prop(a.title)}`].filter(Boolean);
-  return `::${a.level} ${props.join(",")}::${data(a.message)}`;
+  return `::${a.level} ${props.join(",")}::${commandData(a.message)}`;
 }

@@ -7,6 +7,16 @@ import { tempDir } from "../helpers/sandbox.js";
 
 const env = { HOME: "/home/ci", RUNNER_TEMP: "/runner/_temp" };
 
+/** The lines of the error loading the kcache.yml in `dir` gives (none where it loads). */
+function loadErrors(dir: string): string[] {
+  try {
+    loadConfig({ cwd: dir, env: {} });
+    return [];
+  } catch (e) {
+    return (e as Error).message.split("\n");
+  }
+}
+
 describe("kcache.yml", () => {
   it("expands ${VAR}, ${VAR:-default} and ~ in paths, and fills defaults", () => {
     const c = resolveConfig(
@@ -149,14 +159,8 @@ describe("kcache.yml", () => {
         "",
       ].join("\n"),
     );
-    let message = "";
-    try {
-      loadConfig({ cwd: dir, env: {} });
-    } catch (e) {
-      message = (e as Error).message;
-    }
     const file = path.join(dir, "kcache.yml");
-    expect(message.split("\n")).toEqual([
+    expect(loadErrors(dir)).toEqual([
       `${file}: caches: missing, and "cachs" is there: did you mean "caches"?`,
       `${file}: store.typ: not a setting kcache knows: did you mean "type"?`,
       `${file}: key.prefx: not a setting kcache knows: did you mean "prefix"?`,
@@ -177,14 +181,8 @@ describe("kcache.yml", () => {
         "",
       ].join("\n"),
     );
-    let message = "";
-    try {
-      loadConfig({ cwd: dir, env: {} });
-    } catch (e) {
-      message = (e as Error).message;
-    }
     const file = path.join(dir, "kcache.yml");
-    expect(message.split("\n")).toEqual([
+    expect(loadErrors(dir)).toEqual([
       `${file}: profiles.a-b: profiles "a.b" and "a-b" would name the same CI files, jobs or concurrency group (kcache-a-b: "." is written "-", and GitHub compares groups in any case); rename one`,
       `${file}: profiles.x-prewarm: profiles "x" and "x-prewarm" would name the same CI files, jobs or concurrency group (kcache-x-prewarm: "." is written "-", and GitHub compares groups in any case); rename one`,
       `${file}: profiles.kda: profiles "KDA" and "kda" would name the same CI files, jobs or concurrency group (kcache-kda: "." is written "-", and GitHub compares groups in any case); rename one`,

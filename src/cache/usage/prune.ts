@@ -148,13 +148,8 @@ function chooseManifests(
     };
     while (kept.length > 0 && packBytes(kept) > policy.maxBytes) {
       // `kept` is newest first: the last untrusted key, else the last of all.
-      let at = kept.length - 1;
-      for (let i = kept.length - 1; i >= 0; i--)
-        if (!isTrustedScope((kept[i] as CatalogItem).scope)) {
-          at = i;
-          break;
-        }
-      const [out] = kept.splice(at, 1);
+      const untrusted = kept.findLastIndex((i) => !isTrustedScope(i.scope));
+      const [out] = kept.splice(untrusted >= 0 ? untrusted : kept.length - 1, 1);
       doomed.set((out as CatalogItem).object, "over the size budget");
     }
   }

@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { readCatalog, storedPackSizes } from "../../cache/catalog.js";
+import { packBytes, readCatalog, storedPackSizes } from "../../cache/catalog.js";
 import { parseDuration } from "../../config/durations.js";
 import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
@@ -68,8 +68,7 @@ export async function statsCommand(
       if (counted.has(pack.object)) continue;
       counted.add(pack.object);
       // As the store lists the pack: a manifest claims what its writer likes.
-      const size = stored ? (stored.get(pack.object) ?? 0) : pack.size;
-      storeBytes[workloadOf(m.prefix)] = (storeBytes[workloadOf(m.prefix)] ?? 0) + size;
+      storeBytes[workloadOf(m.prefix)] = (storeBytes[workloadOf(m.prefix)] ?? 0) + packBytes(pack, stored);
     }
   }
   const scope = o.allScopes ? "every scope" : defaultScope;

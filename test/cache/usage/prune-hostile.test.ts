@@ -45,6 +45,14 @@ async function saved(sb: Sandbox, name: string, scope: "main" | "pr", hoursAgo: 
   return { key: r.primaryKey, file };
 }
 
+/** A project whose default branch saved one key of 3 entries into its local store. */
+async function savedProject(): Promise<ReturnType<typeof project>> {
+  const p = project();
+  generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
+  expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+  return p;
+}
+
 /** The default branch's key, restored on another runner (nothing of it on disk): every entry placed, no fault. */
 async function restoresWhole(p: ReturnType<typeof project>, entries: number): Promise<void> {
   const fresh = {
@@ -90,9 +98,7 @@ describe("prune's size budget and what a scope's writer can forge", () => {
 
 describe("sizes a manifest claims", () => {
   it("kcache ls and stats give a key's packs at the size the store holds them, not the petabyte its manifest claims", async () => {
-    const p = project();
-    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
-    expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+    const p = await savedProject();
     const dir = path.join(p.store, "manifests", "branch%2Fmain");
     const file = path.join(dir, fs.readdirSync(dir)[0] as string);
     const m = decodeManifest(fs.readFileSync(file), file);
@@ -108,9 +114,7 @@ describe("sizes a manifest claims", () => {
 
 describe("store objects whose names kcache never encoded (a malformed escape)", () => {
   it("stats, ls and prune go on (exit 0), as if the objects were not kcache's", async () => {
-    const p = project();
-    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
-    expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+    const p = await savedProject();
     const runs = path.join(p.store, "runs", "pr%2F12", "%E0%A4%A");
     fs.mkdirSync(runs, { recursive: true });
     fs.writeFileSync(path.join(runs, "x.json"), "{}");
@@ -135,9 +139,7 @@ describe("the local store's temporary folder replaced by another writer", () => 
   ])(
     "%s: prune and the next save delete nothing of it, and the key restores whole",
     async (_label, target) => {
-      const p = project();
-      generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
-      expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+      const p = await savedProject();
       const old = new Date(Date.now() - 2 * 86_400_000);
       const objects = () =>
         fs
@@ -164,9 +166,7 @@ describe("the local store's temporary folder replaced by another writer", () => 
 
 describe("objects a scope's writer can leave that no reader should take whole", () => {
   it("a 5 GB sparse manifest and lease, a folder chain past PATH_MAX, a file at .tmp: prune goes on (exit 0) and main's key restores whole", async () => {
-    const p = project();
-    generateTritonCache(p.cache, { entries: 3, totalBytes: 30_000 });
-    expect((await runCli(["save"], { env: p.env, cwd: p.dir })).code).toBe(0);
+    const p = await savedProject();
     const pr = path.join(p.store, "manifests", "pr%2F7");
     fs.mkdirSync(pr, { recursive: true });
     fs.mkdirSync(path.join(p.store, "leases"), { recursive: true });
