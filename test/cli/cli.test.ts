@@ -59,6 +59,21 @@ describe("kcache CLI", () => {
     expect(r.stderr).toMatch(/use one of "triton", "inductor", "dir"/);
   });
 
+  it("--help, help and no command list every command; a command's --help its own options", async () => {
+    const p = project();
+    const commands = ["restore", "save", "stack", "key", "ls", "inspect", "prune", "trim", "run", "prewarm"];
+    for (const args of [["--help"], ["help"], []]) {
+      const r = await runCli(args, { env: p.env, cwd: p.dir });
+      const listing = `${r.stdout}${r.stderr}`;
+      for (const c of [...commands, "workflow", "compare", "stats", "diff"])
+        expect(listing, `kcache ${args.join(" ")}`).toMatch(new RegExp(`^  ${c}\\b`, "m"));
+    }
+    const key = await runCli(["key", "--help"], { env: p.env, cwd: p.dir });
+    expect(key.code).toBe(0);
+    expect(key.stdout).toMatch(/Usage: kcache key \[options\]/);
+    expect(key.stdout).toContain("--revision <rev>");
+  });
+
   it("answers a mistyped command or option with the suggestion and a pointer to --help, not the whole help (exit 2)", async () => {
     const p = project();
     for (const args of [["restor"], ["restore", "--restore-keys", "x"]]) {
