@@ -1,17 +1,20 @@
 #!/usr/bin/env node
 // Builds kcache as a single executable for linux-x64 or linux-arm64 (`npm run build:sea`; docs/releasing.md):
-// Node.js's single executable application, the CLI bundled into one CommonJS script and injected
-// into a copy of the node binary with postject, and beside it its bill of materials.
+// Node.js's single executable application, the CLI bundled into two CommonJS scripts and injected
+// into a copy of the node binary with postject, and beside it its bill of materials. The main script
+// is the CLI's start-up part (src/cli/single-executable/entry.ts: `key`, `stack`, `--version`,
+// `--help`); the whole CLI is an asset beside it (full-cli.ts), compiled by the other commands.
 //
 //   node scripts/build-sea.mjs [--arch x64|arm64] [--node <node binary>] [--out build/sea]
 //
 // The node binary must be this Node's version (the blob's format is the version's): by default this
 // one for its own architecture, else node-linux-<arch>@<this version> from the npm registry (the
 // official binaries, repacked). Built for this machine's architecture, the blob is made by that
-// binary and carries a start-up snapshot: the CLI's modules loaded, Node's built-in modules they use
-// compiled (src/cli/single-executable/snapshot.ts), so `kcache key` starts in ~1.45x the time of
-// `node -e 0` (bench/run-sea-bench.ts). Built for another architecture it cannot (V8 makes a snapshot,
-// as a code cache, on the machine it will run on): the script is compiled and loaded as it starts.
+// binary and carries a start-up snapshot of the start-up part: its modules loaded, Node's built-in
+// modules they use compiled (src/cli/single-executable/snapshot.ts), and the whole CLI a V8 code cache
+// (bench/run-sea-bench.ts measures `kcache key` against `node -e 0`). Built for another architecture
+// it cannot (V8 makes a snapshot, as a code cache, on the machine it will run on): the scripts are
+// compiled and loaded as they start.
 //
 // Writes to --out: kcache-linux-<arch> (the executable), kcache-linux-<arch>.cdx.json (CycloneDX:
 // every bundled npm package with its version and license, and Node.js) and
@@ -41,6 +44,48 @@ const LIBRARIES = {
   azure: { "@azure/storage-blob": "blob" },
   actions: { "@actions/core": "core" },
 };
+/** The whole CLI's script and its code cache, as src/cli/single-executable/full-cli-loader.ts names them. */
+const FULL_CLI_ASSET = "full-cli.cjs";
+const FULL_CLI_CACHE_ASSET = "full-cli.cache";
+/**
+ * Compiles the script at argv[1] as full-cli-loader.ts does, runs its warmUp (the placed files'
+ * cli/main.js at argv[3]) and writes V8's code cache of it, with what that compiled, to argv[2].
+ */
+const CODE_CACHE =
+  "const fs = require('node:fs'), vm = require('node:vm'); const [file, out, main] = process.argv.slice(1);" +
+  "const script = new vm.Script(fs.readFileSync(file, 'utf8'), { filename: file }); const m = { exports: {} };" +
+  "script.runInThisContext()(m.exports, require, m);" +
+  "m.exports.warmUp(main).then(() => fs.writeFileSync(out, script.createCachedData()));";
+/**
+ * The start-up part's lazy imports that it runs: the CLI, `kcache key` and `kcache stack`, kcache.yml's
+ * validation where no answer is kept, and env-ci for CIs kcache does not read itself. Its other lazy
+ * imports (the other commands, the store SDKs) run in the whole CLI only: the build leaves them out
+ * of the start-up part, and fails where that part gains a lazy import not named here or there.
+ */
+const STARTUP_IMPORTS = [
+  "src/cli/main.ts",
+  "src/cli/commands/key.ts",
+  "src/cli/commands/stack.ts",
+  "src/config/load.ts",
+  "env-ci",
+];
+const WHOLE_CLI_IMPORTS = /^(src\/cli\/commands\/[a-z-]+\.ts|@aws-sdk\/.*|@azure\/.*|@smithy\/.*)$/;
+/**
+ * esbuild's __toESM, as it writes it minified: the view an ES module's import takes of a CommonJS
+ * module (Node's built-in modules among them), each a new object with a getter per export, made at
+ * every import: 214 imports, ~3,400 getters that every run deserialized from the snapshot.
+ */
+const ESBUILD_TO_ESM =
+  'var __toESM=(mod,isNodeMode,target)=>(target=mod!=null?__create(__getProtoOf(mod)):{},__copyProps(isNodeMode||!mod||!mod.__esModule?__defProp(target,"default",{value:mod,enumerable:!0}):target,mod))';
+/**
+ * The same view, one per module and kind, a Proxy reading the module's exports as they are (live, as
+ * the getters did): `default` the module itself where esbuild's was, any other name the module's own.
+ * Where the module has a `default` of its own that a Proxy may not answer otherwise (not configurable),
+ * esbuild's copy serves.
+ */
+const ONE_VIEW_PER_MODULE =
+  'var __kcacheViews=new WeakMap,__toESMCopy=(mod,isNodeMode,target)=>(target=mod!=null?__create(__getProtoOf(mod)):{},__copyProps(isNodeMode||!mod||!mod.__esModule?__defProp(target,"default",{value:mod,enumerable:!0}):target,mod)),__toESM=(mod,isNodeMode)=>{if(mod==null||typeof mod!="object"&&typeof mod!="function"||__getOwnPropDesc(mod,"default")?.configurable===!1)return __toESMCopy(mod,isNodeMode);let d=isNodeMode||!mod.__esModule?1:0,v=__kcacheViews.get(mod);v||__kcacheViews.set(mod,v=[]);return v[d]??=new Proxy(mod,{get:(t,k)=>d&&k==="default"?mod:t[k]})}';
+
 /** ELF e_machine of each architecture: the binary given must be the one asked for. */
 const ELF_MACHINE = { x64: 0x3e, arm64: 0xb7 };
 /** What Node says as it builds a snapshot with built-in modules it has not tested in one (snapshot.ts's tests run them). */
@@ -91,29 +136,33 @@ const libraries = await Promise.all(
   Object.entries(LIBRARIES).map(([name, exports]) => buildLibrary(name, exports)),
 );
 
-const main = await build({
-  bundle: true,
-  platform: "node",
-  target: "node20",
-  format: "cjs",
-  entryPoints: ["src/cli/single-executable/entry.ts"],
-  outfile: path.join(work, "main.cjs"),
-  // Where the npm package finds it installed: a native addon cannot load from inside the executable.
-  external: ["zstd-napi"],
-  legalComments: "none",
-  minifyWhitespace: true,
-  minifySyntax: true,
-  // The executable's script has no file: these read where its files were placed (import-meta-url.ts).
-  inject: [IMPORT_META_URL],
-  define: {
-    "import.meta.url": "seaImportMetaUrl",
-    __filename: "seaFilename",
-    __dirname: "seaDirname",
-  },
-  plugins: [libraryStubs()],
-  logLevel: "warning",
-  metafile: true,
+// The start-up part (entry.ts), the main script the snapshot is made of; and the whole CLI
+// (full-cli.ts), an asset of its own, compiled by the commands that need it.
+const startup = await build({
+  ...cliBundle("src/cli/single-executable/entry.ts", path.join(work, "main.cjs")),
+  plugins: [startupPart(), packagesWrapped()],
 });
+const full = await build({
+  ...cliBundle("src/cli/single-executable/full-cli.ts", path.join(work, FULL_CLI_ASSET)),
+  plugins: [libraryStubs()],
+  // A CommonJS module's function, as full-cli-loader.ts compiles and calls it.
+  banner: { js: "(function (exports, require, module) {" },
+  footer: { js: "})" },
+});
+for (const script of [path.join(work, "main.cjs"), path.join(work, FULL_CLI_ASSET)]) oneViewPerModule(script);
+// V8's code cache of it, made by the executable's own Node as a snapshot is: the ~1 MB parsed once, here.
+const fullCache = path.join(work, FULL_CLI_CACHE_ASSET);
+if (native) {
+  const made = spawnSync(
+    node,
+    ["-e", CODE_CACHE, path.join(work, FULL_CLI_ASSET), fullCache, path.join(files, "cli", "main.js")],
+    {
+      encoding: "utf8",
+      env: withoutNodeOptions(process.env),
+    },
+  );
+  if (made.status !== 0) throw new Error(`the whole CLI's code cache was not made:\n${made.stderr}`);
+} else fs.writeFileSync(fullCache, "");
 
 const listed = {};
 const sha256 = {};
@@ -135,6 +184,8 @@ const config = {
   useSnapshot: native,
   assets: {
     "runtime-files.json": path.join(work, "runtime-files.json"),
+    [FULL_CLI_ASSET]: path.join(work, FULL_CLI_ASSET),
+    [FULL_CLI_CACHE_ASSET]: fullCache,
     ...Object.fromEntries(Object.keys(listed).map((rel) => [rel, path.join(files, rel)])),
   },
 };
@@ -143,10 +194,7 @@ fs.writeFileSync(path.join(work, "sea-config.json"), JSON.stringify(config, null
 const made = spawnSync(
   native ? node : process.execPath,
   ["--experimental-sea-config", path.join(work, "sea-config.json")],
-  {
-    cwd: files,
-    encoding: "utf8",
-  },
+  { cwd: files, encoding: "utf8", env: withoutNodeOptions(process.env) },
 );
 const said = made.stderr
   .split("\n")
@@ -165,7 +213,7 @@ const { inject } = createRequire(import.meta.url)("postject");
 await inject(exe, "NODE_SEA_BLOB", blobBytes, { sentinelFuse: FUSE });
 checkInjected(exe, blobBytes);
 
-const metafiles = [main.metafile, worker.metafile, ...libraries.map((l) => l.metafile)];
+const metafiles = [startup.metafile, full.metafile, worker.metafile, ...libraries.map((l) => l.metafile)];
 const packages = bundledPackages(bundledPackageDirs(metafiles));
 const sbom = cycloneDx({
   version: pkg.version,
@@ -242,6 +290,136 @@ function libraryStubs() {
       });
     },
   };
+}
+
+/** esbuild's options for one of the executable's two CLI scripts. */
+function cliBundle(entry, outfile) {
+  return {
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "cjs",
+    entryPoints: [entry],
+    outfile,
+    // Where the npm package finds it installed: a native addon cannot load from inside the executable.
+    external: ["zstd-napi"],
+    legalComments: "none",
+    minifyWhitespace: true,
+    minifySyntax: true,
+    // The executable's scripts have no file: these read where its files were placed (import-meta-url.ts).
+    inject: [IMPORT_META_URL],
+    define: {
+      "import.meta.url": "seaImportMetaUrl",
+      __filename: "seaFilename",
+      __dirname: "seaDirname",
+    },
+    logLevel: "warning",
+    metafile: true,
+  };
+}
+
+/**
+ * The start-up part's lazy imports of what only the whole CLI runs, each a module that throws: the
+ * start-up part never runs them (entry.ts sends their commands to the whole CLI), and one that did
+ * would be a bug to report, not a command run half.
+ */
+function startupPart() {
+  return {
+    name: "sea-startup-part",
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, (args) => {
+        if (args.kind !== "dynamic-import") return undefined;
+        // A module of kcache's as its source file, a package by its name.
+        const id = args.path.startsWith(".")
+          ? path.relative(process.cwd(), path.resolve(args.resolveDir, args.path)).replace(/\.js$/, ".ts")
+          : args.path;
+        if (STARTUP_IMPORTS.includes(id)) return undefined;
+        if (!WHOLE_CLI_IMPORTS.test(id))
+          return {
+            errors: [
+              {
+                text: `${id} (imported lazily by ${path.relative(process.cwd(), args.importer)}): name it in build-sea.mjs's STARTUP_IMPORTS if the start-up part's commands run it, else in WHOLE_CLI_IMPORTS`,
+              },
+            ],
+          };
+        return { path: args.path, namespace: "sea-whole-cli-only" };
+      });
+      b.onLoad({ filter: /.*/, namespace: "sea-whole-cli-only" }, (args) => ({
+        contents: `throw new Error(${JSON.stringify(`${args.path} is not in the single executable's start-up part (scripts/build-sea.mjs)`)});`,
+        loader: "js",
+      }));
+    },
+  };
+}
+
+/** Replaces esbuild's __toESM in `file` with ONE_VIEW_PER_MODULE; fails where esbuild writes it otherwise. */
+function oneViewPerModule(file) {
+  const text = fs.readFileSync(file, "utf8");
+  if (text.split(ESBUILD_TO_ESM).length !== 2)
+    throw new Error(
+      `${file}: esbuild's __toESM is not as build-sea.mjs's ESBUILD_TO_ESM has it (another esbuild?): update it and ONE_VIEW_PER_MODULE`,
+    );
+  fs.writeFileSync(file, text.replace(ESBUILD_TO_ESM, ONE_VIEW_PER_MODULE));
+}
+
+/**
+ * Each package the start-up part imports, bundled on its own into one CommonJS module: esbuild
+ * hoists an ES module's functions to the top of the script, so packages the start-up part loads only
+ * now and then (env-ci for CIs kcache does not read itself; YAML and zod where kcache.yml's answer is
+ * not kept) put their functions into every run's snapshot. A CommonJS module's stay in its function.
+ */
+function packagesWrapped() {
+  const bundles = new Map();
+  const libraries = new Set(Object.values(LIBRARIES).flatMap((exports) => Object.keys(exports)));
+  return {
+    name: "sea-packages-wrapped",
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, (args) => {
+        if (args.path.startsWith("node:") || args.namespace !== "file") return undefined;
+        // Loaded from the placed files, which the start-up part neither places nor checks.
+        if (libraries.has(args.path))
+          return {
+            errors: [
+              {
+                text: `${args.path} (imported by ${path.relative(process.cwd(), args.importer)}): a library of the whole CLI's, which the start-up part cannot load; import it lazily, where only the whole CLI's commands reach it`,
+              },
+            ],
+          };
+        return { path: args.path, namespace: "sea-package", pluginData: { resolveDir: args.resolveDir } };
+      });
+      b.onLoad({ filter: /.*/, namespace: "sea-package" }, async (args) => {
+        if (!bundles.has(args.path))
+          bundles.set(
+            args.path,
+            build({
+              stdin: {
+                contents: `module.exports = require(${JSON.stringify(args.path)});`,
+                resolveDir: args.pluginData.resolveDir,
+              },
+              bundle: true,
+              platform: "node",
+              target: "node20",
+              format: "cjs",
+              write: false,
+              external: ["zstd-napi"],
+              legalComments: "none",
+              // A script of its own: its names can be shortened, and the snapshot's copy of its text is smaller.
+              minify: true,
+              logLevel: "warning",
+              metafile: true,
+            }),
+          );
+        const r = await bundles.get(args.path);
+        return { contents: r.outputFiles[0].text, loader: "js", resolveDir: args.pluginData.resolveDir };
+      });
+    },
+  };
+}
+
+/** The environment without NODE_OPTIONS: V8 flags there would make a code cache or snapshot no run can use. */
+function withoutNodeOptions(env) {
+  const { NODE_OPTIONS: _, ...rest } = env;
+  return rest;
 }
 
 /** Every file under `dir`, as paths relative to it with forward slashes, sorted. */

@@ -38,6 +38,10 @@ import sys
 
 def main():
     exe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "kcache")
+    # Node reads NODE_OPTIONS as the executable starts, and V8 flags there (--max-old-space-size)
+    # stop it loading its start-up snapshot: moved aside, the commands kcache runs get it back.
+    if "NODE_OPTIONS" in os.environ and "KCACHE_NODE_OPTIONS" not in os.environ:
+        os.environ["KCACHE_NODE_OPTIONS"] = os.environ.pop("NODE_OPTIONS")
     os.execv(exe, ["kcache"] + sys.argv[1:])
 
 

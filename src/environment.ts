@@ -28,6 +28,8 @@ export const ENVIRONMENT_VARIABLES = {
     "set beside KCACHE_LAZY_SOCKET: the seconds the hook waits for a lookup (the store's idle timeout and a little)",
   KCACHE_LIVE:
     "set beside KCACHE_LAZY_SOCKET under store.live: the hook tells kcache of each entry the job writes",
+  KCACHE_NODE_OPTIONS:
+    "set by the wheel's launcher: the job's NODE_OPTIONS, which the commands kcache runs get back (the single executable cannot start under V8 flags there)",
   KCACHE_LOOKUP_DAEMON:
     "set by the action's restore step for the process it starts to serve the job's lookups until the save step",
   // GitHub Actions'.
@@ -156,6 +158,19 @@ export type EnvironmentVariable = keyof typeof ENVIRONMENT_VARIABLES;
 /** The process's environment, for job/ to read into the job and for what runs before a job exists. */
 export function hostEnvironment(): NodeJS.ProcessEnv {
   return process.env;
+}
+
+/**
+ * NODE_OPTIONS as the job had it, where a launcher moved it aside: Node reads NODE_OPTIONS before
+ * any of kcache's code runs, and V8 flags there (--max-old-space-size, common in CI) stop the single
+ * executable from loading its start-up snapshot. The wheel's launcher moves it into
+ * KCACHE_NODE_OPTIONS; the commands kcache runs get it back as NODE_OPTIONS.
+ */
+export function restoreMovedNodeOptions(): void {
+  const moved = process.env.KCACHE_NODE_OPTIONS;
+  if (moved === undefined) return;
+  delete process.env.KCACHE_NODE_OPTIONS;
+  process.env.NODE_OPTIONS = moved;
 }
 
 /** The AWS SDK's notice that Node 20 is old: kcache supports Node 20 on purpose, it is not the user's to act on. */

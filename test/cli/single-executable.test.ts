@@ -73,23 +73,30 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) {
 }
 
 describe("the single executable, on a PATH with no node and no zstd", () => {
-  it("answers --version and `kcache key` with the key the npm package gives", () => {
+  it("answers --version, `kcache key` and `kcache stack` as the npm package does, and places no file for them", () => {
     const p = project();
+    const env = { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "s1") };
     expect(spawnSync("sh", ["-c", "command -v node"], { env: { PATH: bare } }).status).not.toBe(0);
-    const version = run(exe, ["--version"], p.dir, { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "s1") });
+    const version = run(exe, ["--version"], p.dir, env);
     expect(version.code, version.both).toBe(0);
     expect(version.stdout.trim()).toBe(
       JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")).version,
     );
-    const key = run(exe, ["key"], p.dir, { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "s1") });
-    expect(key.code, key.both).toBe(0);
-    expect(key.stdout).toMatch(/^sea-[0-9a-f]{12}-e{40}\n/);
-    const npm = run(process.execPath, [path.join(ROOT, "bin", "kcache.js"), "key"], p.dir, {
-      ...p.env,
-      KCACHE_STATE_DIR: path.join(p.dir, "s2"),
-    });
-    expect(npm.code, npm.both).toBe(0);
-    expect(key.stdout).toBe(npm.stdout);
+    const npmEnv = { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "s2") };
+    const npm = (args: string[]) =>
+      run(process.execPath, [path.join(ROOT, "bin", "kcache.js"), ...args], p.dir, npmEnv);
+    // The first answers validate kcache.yml and probe the stack; the second read what the first kept.
+    for (const round of ["first", "kept"])
+      for (const args of [["key"], ["stack", "--json"]]) {
+        const r = run(exe, args, p.dir, env);
+        expect(r.code, `${round} ${args[0]}: ${r.both}`).toBe(0);
+        if (args[0] === "key") expect(r.stdout).toMatch(/^sea-[0-9a-f]{12}-e{40}\n/);
+        // The stack's JSON says how long the probe took: every other field the same.
+        const answer = (text: string) => (args[0] === "key" ? text : { ...JSON.parse(text), probeMs: 0 });
+        expect(answer(r.stdout), `${round} ${args[0]}`).toEqual(answer(npm(args).stdout));
+      }
+    // The start-up part's commands use none of the executable's files: none were written.
+    expect(fs.existsSync(path.join(p.dir, "s1", "single-executable"))).toBe(false);
   });
 
   it("runs a simulated Triton job cold on runner A, saves, and restores it warm at another path on runner B (the hook from its own files)", () => {
@@ -114,19 +121,18 @@ describe("the single executable, on a PATH with no node and no zstd", () => {
   it("a hook of the right size with other content left in its placed files (a planted file) is replaced before a run's Python reads it", () => {
     const p = project();
     const env = { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "state") };
-    expect(run(exe, ["--version"], p.dir, env).code).toBe(0);
+    const first = run(exe, ["run", "--profile", "sim"], p.dir, env);
+    expect(first.code, first.both).toBe(0);
     const placed = path.join(p.dir, "state", "single-executable");
     const root = path.join(placed, fs.readdirSync(placed)[0] as string);
     const hook = path.join(root, "python", "kcache_hook", "sitecustomize.py");
     const marker = path.join(p.dir, "planted-ran");
     const evil = `open(${JSON.stringify(marker)}, "w").write("ran")\n`;
     fs.writeFileSync(hook, evil.padEnd(fs.statSync(hook).size, "#"));
-    // --version uses none of the files: sizes alone are checked, the planted file stays.
-    expect(run(exe, ["--version"], p.dir, env).code).toBe(0);
-    expect(fs.readFileSync(hook, "utf8")).toMatch(/planted-ran/);
     const r = run(exe, ["run", "--profile", "sim"], p.dir, env);
     expect(r.code, r.both).toBe(0);
     expect(fs.existsSync(marker), "the planted hook ran in the job's Python").toBe(false);
+    expect(fs.readFileSync(hook, "utf8")).not.toMatch(/planted-ran/);
     expect(r.both).toMatch(/kernels loaded from cache, \d+ compiled/);
   });
 
@@ -185,6 +191,38 @@ describe("the wheel", () => {
     expect(key.stdout).toMatch(/^sea-[0-9a-f]{12}-e{40}\n/);
     const module = run(path.join(venv, "bin", "python"), ["-m", "kcache", "--version"], p.dir, env);
     expect(module.stdout).toBe(version.stdout);
+  });
+
+  it("runs under a V8 flag in NODE_OPTIONS, which the bare executable cannot start under, and the job's commands get it", () => {
+    const venv = path.join(tempDir("sea-venv"), "venv");
+    execFileSync("python3", ["-m", "venv", venv]);
+    const [wheel] = fs.readdirSync(built).filter((f) => f.endsWith(".whl"));
+    execFileSync(path.join(venv, "bin", "pip"), [
+      "install",
+      "--no-index",
+      "-q",
+      path.join(built, wheel as string),
+    ]);
+    const p = project();
+    const seen = path.join(p.dir, "node-options-seen");
+    fs.appendFileSync(
+      path.join(p.dir, "kcache.yml"),
+      `  options:\n    commands:\n      - name: options\n        run: sh -c 'printf %s "$NODE_OPTIONS" > ${seen}'\n`,
+    );
+    const env = {
+      ...p.env,
+      PATH: `${path.join(venv, "bin")}${path.delimiter}${bare}`,
+      KCACHE_STATE_DIR: path.join(p.dir, "s"),
+      NODE_OPTIONS: "--max-old-space-size=4096",
+    };
+    const bareExe = run(exe, ["--version"], p.dir, env);
+    expect(bareExe.code, "Node refuses the snapshot under V8 flags it was not made with").not.toBe(0);
+    const key = run("kcache", ["key"], p.dir, env);
+    expect(key.code, key.both).toBe(0);
+    expect(key.stdout).toMatch(/^sea-[0-9a-f]{12}-e{40}\n/);
+    const job = run("kcache", ["run", "--profile", "options", "--no-save"], p.dir, env);
+    expect(job.code, job.both).toBe(0);
+    expect(fs.readFileSync(seen, "utf8")).toBe("--max-old-space-size=4096");
   });
 });
 

@@ -1,22 +1,28 @@
 import path from "node:path";
 import sea from "node:sea";
 import v8 from "node:v8";
-import { hostEnvironment } from "../../environment.js";
+import { hostEnvironment, restoreMovedNodeOptions } from "../../environment.js";
 import { settleStandardStreams } from "../../process/standard-streams.js";
+import { FULL_CLI_ASSET, FULL_CLI_CACHE_ASSET, loadFullCli } from "./full-cli-loader.js";
 import { locateSeaMain } from "./import-meta-url.js";
-import { placeRuntimeFiles } from "./runtime-files.js";
+import { placedRoot, placeRuntimeFiles } from "./runtime-files.js";
 import { loadAhead } from "./snapshot.js";
 
 /*
- * The single executable's main script (scripts/build-sea.mjs bundles it into one CommonJS file).
- * Built with a start-up snapshot, the CLI's modules are loaded as the snapshot is made and each run
- * starts from there; built without (for another architecture), they load as it starts. Either way the
- * files kcache needs as files are placed first, then the CLI runs as bin/kcache.js runs it.
+ * The single executable's main script (scripts/build-sea.mjs bundles it into one CommonJS file): the
+ * start-up part of the CLI. Built with a start-up snapshot, its modules are loaded as the snapshot is
+ * made and each run starts from there; built without (for another architecture), they load as it
+ * starts. The commands whose start-up is most of their time run here; every other command loads the
+ * whole CLI (full-cli.ts) from its asset, after the files kcache needs as files are placed.
  */
 type Cli = typeof import("../main.js");
 
-/** Commands that run and load none of the placed files (start-up time matters most to them): the rest verify them. */
-const USES_NO_PLACED_FILE = new Set(["key", "stack", "--version", "-V", "--help", "-h", "help"]);
+/**
+ * What the start-up part runs: commands that place and load none of the files (`key` and `stack`
+ * read the kept answers, print and exit), and what commander answers alone (help, the version, a
+ * usage error with no command). The build bundles every other command's module out of this part.
+ */
+const STARTUP_COMMANDS = new Set(["key", "stack", "--version", "-V", "--help", "-h", "help", ""]);
 
 if (v8.startupSnapshot.isBuildingSnapshot()) {
   const cli = loadAhead();
@@ -24,12 +30,22 @@ if (v8.startupSnapshot.isBuildingSnapshot()) {
 } else start(import("../main.js"));
 
 function start(cli: Promise<Cli>): void {
+  restoreMovedNodeOptions();
   settleStandardStreams();
-  const root = placeRuntimeFiles(
-    hostEnvironment(),
-    (name) => Buffer.from(sea.getAsset(name)),
-    !USES_NO_PLACED_FILE.has(process.argv[2] ?? ""),
+  const env = hostEnvironment();
+  const asset = (name: string) => Buffer.from(sea.getAsset(name));
+  if (STARTUP_COMMANDS.has(process.argv[2] ?? "")) {
+    // Where the files would be placed: kcache.yml's kept answer is named by it, as for every command.
+    locateSeaMain(path.join(placedRoot(env, asset), "cli", "main.js"));
+    cli.then((m) => m.runToEnd(process.argv, m.main));
+    return;
+  }
+  const root = placeRuntimeFiles(env, asset);
+  const full = loadFullCli(
+    asset(FULL_CLI_ASSET).toString("utf8"),
+    asset(FULL_CLI_CACHE_ASSET),
+    path.join(root, "cli", FULL_CLI_ASSET),
+    require,
   );
-  locateSeaMain(path.join(root, "cli", "main.js"));
-  cli.then((m) => m.runToEnd(process.argv, m.main));
+  void full.runCli(path.join(root, "cli", "main.js"));
 }

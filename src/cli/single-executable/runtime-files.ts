@@ -30,25 +30,37 @@ export type AssetReader = (name: string) => Buffer;
 
 /**
  * The folder holding the executable's files: the state folder's, placed there if it is missing or
- * damaged; where the state folder cannot be written, a folder of this process's own, removed as it exits.
- * `verify`: each file's content checked against its digest, so that a file another process left there
- * at the right size (a leftover, a planted hook or library) is replaced before kcache runs or loads it;
- * off only for the commands that use none of them (`key`, `stack`, `--version`: start-up time).
+ * damaged; where the state folder cannot be written, a folder of this process's own, removed as it
+ * exits. Each file's content is checked against its digest, so that a file another process left
+ * there at the right size (a leftover, a planted hook or library) is replaced before kcache runs or
+ * loads it.
  */
-export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader, verify = true): string {
-  const list = JSON.parse(asset(RUNTIME_FILES_ASSET).toString("utf8")) as RuntimeFiles;
+export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader): string {
+  const list = listed(asset);
   try {
-    return placedIn(path.join(stateDir(env), "single-executable"), list, asset, verify);
+    return placedIn(path.join(stateDir(env), "single-executable"), list, asset);
   } catch {
     const own = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-files-"));
     process.on("exit", () => fs.rmSync(own, { recursive: true, force: true }));
-    return placedIn(own, list, asset, verify);
+    return placedIn(own, list, asset);
   }
 }
 
-function placedIn(base: string, list: RuntimeFiles, asset: AssetReader, verify: boolean): string {
+/**
+ * Where placeRuntimeFiles places the files in the state folder, touching nothing: the commands that
+ * use none of them (entry.ts's start-up part) read their code's location from it, as the rest do.
+ */
+export function placedRoot(env: NodeJS.ProcessEnv, asset: AssetReader): string {
+  return path.join(stateDir(env), "single-executable", listed(asset).id);
+}
+
+function listed(asset: AssetReader): RuntimeFiles {
+  return JSON.parse(asset(RUNTIME_FILES_ASSET).toString("utf8")) as RuntimeFiles;
+}
+
+function placedIn(base: string, list: RuntimeFiles, asset: AssetReader): string {
   const root = path.join(base, list.id);
-  if (isWhole(root, list, verify)) return root;
+  if (isWhole(root, list)) return root;
   fs.mkdirSync(base, { recursive: true });
   const aside = fs.mkdtempSync(path.join(base, `.${list.id}-`));
   try {
@@ -63,7 +75,7 @@ function placedIn(base: string, list: RuntimeFiles, asset: AssetReader, verify: 
     return root;
   } catch (e) {
     // Another kcache placed the same folder first: its rename won, and this one's files are not needed.
-    if (isWhole(root, list, verify)) return root;
+    if (isWhole(root, list)) return root;
     throw e;
   } finally {
     fs.rmSync(aside, { recursive: true, force: true });
@@ -71,13 +83,13 @@ function placedIn(base: string, list: RuntimeFiles, asset: AssetReader, verify: 
   }
 }
 
-/** Whether `root` holds every listed file as a regular file of its listed size (and, verified, digest). */
-function isWhole(root: string, list: RuntimeFiles, verify: boolean): boolean {
+/** Whether `root` holds every listed file as a regular file of its listed size and digest. */
+function isWhole(root: string, list: RuntimeFiles): boolean {
   return Object.entries(list.files).every(([rel, size]) => {
     const file = path.join(root, rel);
     const st = fs.lstatSync(file, { throwIfNoEntry: false });
     if (st?.isFile() !== true || st.size !== size) return false;
-    const want = verify ? list.sha256?.[rel] : undefined;
+    const want = list.sha256?.[rel];
     return want === undefined || createHash("sha256").update(fs.readFileSync(file)).digest("hex") === want;
   });
 }

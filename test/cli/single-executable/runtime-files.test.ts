@@ -4,6 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   type AssetReader,
+  placedRoot,
   placeRuntimeFiles,
   RUNTIME_FILES_ASSET,
 } from "../../../src/cli/single-executable/runtime-files.js";
@@ -62,20 +63,26 @@ describe("the single executable's files placed from its assets", () => {
     expect(fs.readFileSync(path.join(a, "cli/pack-worker.js"), "utf8")).toBe("export {};\n");
   });
 
-  it("a file of the right size with other content (a leftover, a planted hook) is placed again before a command that runs it; key and stack, which run none, only check sizes", () => {
+  it("a file of the right size with other content (a leftover, a planted hook) is placed again", () => {
     const state = tempDir("sea-state");
     const root = placeRuntimeFiles({ KCACHE_STATE_DIR: state }, assets(FILES).read);
     const hook = path.join(root, "python/kcache_hook/sitecustomize.py");
     const planted = "print('evil')\n".padEnd(FILES["python/kcache_hook/sitecustomize.py"].length, "#");
     fs.writeFileSync(hook, planted.slice(0, FILES["python/kcache_hook/sitecustomize.py"].length));
     expect(fs.statSync(hook).size).toBe(Buffer.byteLength(FILES["python/kcache_hook/sitecustomize.py"]));
-    const quick = assets(FILES);
-    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, quick.read, false)).toBe(root);
-    expect(quick.reads).toEqual([RUNTIME_FILES_ASSET]);
-    const verified = assets(FILES);
-    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, verified.read)).toBe(root);
-    expect(verified.reads.length).toBeGreaterThan(1);
+    const again = assets(FILES);
+    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, again.read)).toBe(root);
+    expect(again.reads.length).toBeGreaterThan(1);
     expect(fs.readFileSync(hook, "utf8")).toBe(FILES["python/kcache_hook/sitecustomize.py"]);
+  });
+
+  it("the start-up part's commands learn where the files go and place nothing", () => {
+    const state = tempDir("sea-state");
+    const quick = assets(FILES);
+    const root = placedRoot({ KCACHE_STATE_DIR: state }, quick.read);
+    expect(quick.reads).toEqual([RUNTIME_FILES_ASSET]);
+    expect(fs.readdirSync(state)).toEqual([]);
+    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, assets(FILES).read)).toBe(root);
   });
 
   it.each([
@@ -88,22 +95,19 @@ describe("the single executable's files placed from its assets", () => {
         fs.symlinkSync("/etc/hostname", f);
       },
     ],
-  ])(
-    "a folder left damaged (%s) is placed again whole, by key's start too (sizes alone)",
-    (_label, damage) => {
-      const state = tempDir("sea-state");
-      const root = placeRuntimeFiles({ KCACHE_STATE_DIR: state }, assets(FILES).read);
-      damage(path.join(root, "python/kcache_hook/sitecustomize.py"));
-      const again = assets(FILES);
-      expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, again.read, false)).toBe(root);
-      expect(again.reads.length).toBeGreaterThan(1);
-      expect(fs.readFileSync(path.join(root, "python/kcache_hook/sitecustomize.py"), "utf8")).toBe(
-        "print('hook')\n",
-      );
-      expect(fs.lstatSync(path.join(root, "python/kcache_hook/sitecustomize.py")).isFile()).toBe(true);
-      expect(fs.readdirSync(path.dirname(root))).toEqual(["0.1.0-abc"]);
-    },
-  );
+  ])("a folder left damaged (%s) is placed again whole", (_label, damage) => {
+    const state = tempDir("sea-state");
+    const root = placeRuntimeFiles({ KCACHE_STATE_DIR: state }, assets(FILES).read);
+    damage(path.join(root, "python/kcache_hook/sitecustomize.py"));
+    const again = assets(FILES);
+    expect(placeRuntimeFiles({ KCACHE_STATE_DIR: state }, again.read)).toBe(root);
+    expect(again.reads.length).toBeGreaterThan(1);
+    expect(fs.readFileSync(path.join(root, "python/kcache_hook/sitecustomize.py"), "utf8")).toBe(
+      "print('hook')\n",
+    );
+    expect(fs.lstatSync(path.join(root, "python/kcache_hook/sitecustomize.py")).isFile()).toBe(true);
+    expect(fs.readdirSync(path.dirname(root))).toEqual(["0.1.0-abc"]);
+  });
 
   it("where the state folder cannot be written, a folder of this process's own serves", () => {
     const dir = tempDir("sea-state");
