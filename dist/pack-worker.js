@@ -1556,9 +1556,16 @@ function relocateText(data, root) {
 }
 
 // src/kinds/pickle-rewriter.ts
-var current = { python: "python3", source: "stack.python (default python3)" };
+var current = {
+  python: "python3",
+  source: "stack.python (default python3)"
+};
 function usePickleInterpreter(i) {
   current = i;
+}
+function pickleInterpreter() {
+  if (typeof current === "function") current = current();
+  return current;
 }
 var RelocationError = class extends KcacheError {
   constructor(message) {
@@ -1587,7 +1594,7 @@ function outputBound(size, shortestMatch, longestReplacement) {
 }
 function rewriteInto(data, args, out, bound) {
   try {
-    execFileSync(current.python, [rewriterScript(), args[0], "--out", out, ...args.slice(1)], {
+    execFileSync(pickleInterpreter().python, [rewriterScript(), args[0], "--out", out, ...args.slice(1)], {
       input: data,
       // Linear in the pickle's size (seconds for 64 MB): minutes mean something is wrong.
       timeout: 3e5,
@@ -1602,13 +1609,14 @@ function rewriteInto(data, args, out, bound) {
 }
 function rewriterFailure(e2) {
   const err2 = e2;
-  if (err2.code === "ENOENT" && err2.path === current.python)
+  const { python, source } = pickleInterpreter();
+  if (err2.code === "ENOENT" && err2.path === python)
     return new RelocationError(
-      `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`
+      `no Python interpreter "${python}" to rewrite torch.compile's pickled entries (${source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`
     );
   const said = err2.stderr?.toString().trim().split("\n").pop();
   return new RelocationError(
-    err2.status === 3 ? `${said ?? "not a pickle kcache can rewrite"}` : `the pickle rewriter (${current.python}) failed: ${said || err2.message}`
+    err2.status === 3 ? `${said ?? "not a pickle kcache can rewrite"}` : `the pickle rewriter (${python}) failed: ${said || err2.message}`
   );
 }
 function rewritten(data, args, bound) {
@@ -1675,7 +1683,9 @@ function batchResults(jobs, stdout) {
       r = {};
     }
     if (typeof r.size !== "number")
-      return new RelocationError(r.error ?? `the pickle rewriter (${current.python}) gave no result`);
+      return new RelocationError(
+        r.error ?? `the pickle rewriter (${pickleInterpreter().python}) gave no result`
+      );
     if (r.size > j2.bound)
       return new RelocationError(`the rewrite gave ${r.size} bytes, more than it can (${j2.bound})`);
     return r.size;
@@ -1685,13 +1695,18 @@ function runRewritesInBackground(jobs) {
   if (jobs.length === 0) return Promise.resolve([]);
   const { args, input, ...opts } = batchRequest(jobs);
   return new Promise((resolve) => {
-    const child = execFile(current.python, args, { ...opts, encoding: "utf8" }, (e2, stdout, stderr) => {
-      if (!e2) return resolve(batchResults(jobs, stdout));
-      const code = e2.code;
-      const status = typeof code === "number" ? code : void 0;
-      const err2 = rewriterFailure(Object.assign(e2, { status, stderr }));
-      resolve(jobs.map(() => err2));
-    });
+    const child = execFile(
+      pickleInterpreter().python,
+      args,
+      { ...opts, encoding: "utf8" },
+      (e2, stdout, stderr) => {
+        if (!e2) return resolve(batchResults(jobs, stdout));
+        const code = e2.code;
+        const status = typeof code === "number" ? code : void 0;
+        const err2 = rewriterFailure(Object.assign(e2, { status, stderr }));
+        resolve(jobs.map(() => err2));
+      }
+    );
     child.stdin?.on("error", () => {
     });
     child.stdin?.end(input);

@@ -21,13 +21,30 @@ export async function main(argv: string[]): Promise<void> {
   }
 }
 
+/** Programs declared ahead (prepareCommands), by the command each is for; each serves one command line. */
+const prepared = new Map<string, Command>();
+
+/**
+ * Declares the programs of `names` ahead of their command lines: the single executable does as its
+ * start-up snapshot is made (snapshot.ts), so that `kcache key` and `kcache stack` find theirs made.
+ */
+export function prepareCommands(names: string[]): void {
+  for (const name of names) prepared.set(name, declareCommands(name));
+}
+
 /**
  * The program with only the command the line names declared: declaring every command with its
  * options was a share of `kcache key`'s start-up. Every command where the line names none that
  * exists (help, the version, a mistyped one: commander lists them, or suggests one).
  */
 function commandsFor(argv: string[]): Command {
-  const program = declareCommands(argv[2]);
+  const named = argv[2];
+  const ahead = named === undefined ? undefined : prepared.get(named);
+  if (ahead) {
+    prepared.delete(named as string);
+    return ahead;
+  }
+  const program = declareCommands(named);
   return program.commands.length ? program : declareCommands();
 }
 

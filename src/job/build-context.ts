@@ -102,10 +102,10 @@ export async function jobContext(opts: JobContextOptions): Promise<JobContext> {
   // The stack the key names: this machine's, or the one a resolved key was made with.
   const keyStack = explicit?.stackId ?? stack.stackId;
   // torch.compile's pickles are rewritten by the interpreter the stack names, as the job's PATH finds it.
-  usePickleInterpreter({
+  usePickleInterpreter(() => ({
     python: findOnPath(config.stack.python, env) ?? config.stack.python,
     source: `stack.python${config.stack.python === "python3" ? ", default python3," : ` ${config.stack.python}`} in ${config.source}`,
-  });
+  }));
   return {
     caches: config.caches,
     prefix,

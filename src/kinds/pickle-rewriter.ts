@@ -18,14 +18,22 @@ export interface PickleInterpreter {
   source: string;
 }
 
-let current: PickleInterpreter = { python: "python3", source: "stack.python (default python3)" };
+let current: PickleInterpreter | (() => PickleInterpreter) = {
+  python: "python3",
+  source: "stack.python (default python3)",
+};
 
-export function usePickleInterpreter(i: PickleInterpreter): void {
+/**
+ * Sets the interpreter, or how to find it: found at the first rewrite, so that a command that
+ * rewrites none (`kcache key`) never looks it up.
+ */
+export function usePickleInterpreter(i: PickleInterpreter | (() => PickleInterpreter)): void {
   current = i;
 }
 
 /** The interpreter set for this command (pack workers are given it with each job). */
 export function pickleInterpreter(): PickleInterpreter {
+  if (typeof current === "function") current = current();
   return current;
 }
 
@@ -71,7 +79,7 @@ function outputBound(size: number, shortestMatch: number, longestReplacement: nu
  */
 function rewriteInto(data: Buffer, args: [string, ...string[]], out: string, bound: number): number {
   try {
-    execFileSync(current.python, [rewriterScript(), args[0], "--out", out, ...args.slice(1)], {
+    execFileSync(pickleInterpreter().python, [rewriterScript(), args[0], "--out", out, ...args.slice(1)], {
       input: data,
       // Linear in the pickle's size (seconds for 64 MB): minutes mean something is wrong.
       timeout: 300_000,
@@ -88,15 +96,16 @@ function rewriteInto(data: Buffer, args: [string, ...string[]], out: string, bou
 /** Why the rewriter process failed, as the entry's reason. */
 function rewriterFailure(e: unknown): RelocationError {
   const err = e as NodeJS.ErrnoException & { status?: number; stderr?: Buffer | string };
-  if (err.code === "ENOENT" && err.path === current.python)
+  const { python, source } = pickleInterpreter();
+  if (err.code === "ENOENT" && err.path === python)
     return new RelocationError(
-      `no Python interpreter "${current.python}" to rewrite torch.compile's pickled entries (${current.source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`,
+      `no Python interpreter "${python}" to rewrite torch.compile's pickled entries (${source}): install Python 3 or set stack.python in kcache.yml to the job's interpreter`,
     );
   const said = err.stderr?.toString().trim().split("\n").pop();
   return new RelocationError(
     err.status === 3
       ? `${said ?? "not a pickle kcache can rewrite"}`
-      : `the pickle rewriter (${current.python}) failed: ${said || err.message}`,
+      : `the pickle rewriter (${python}) failed: ${said || err.message}`,
   );
 }
 
@@ -193,7 +202,9 @@ function batchResults(jobs: RewriteJob[], stdout: string): (number | RelocationE
       r = {};
     }
     if (typeof r.size !== "number")
-      return new RelocationError(r.error ?? `the pickle rewriter (${current.python}) gave no result`);
+      return new RelocationError(
+        r.error ?? `the pickle rewriter (${pickleInterpreter().python}) gave no result`,
+      );
     if (r.size > j.bound)
       return new RelocationError(`the rewrite gave ${r.size} bytes, more than it can (${j.bound})`);
     return r.size;
@@ -210,7 +221,7 @@ export function runRewrites(jobs: RewriteJob[]): (number | RelocationError)[] {
   const { args, ...opts } = batchRequest(jobs);
   let stdout: string;
   try {
-    stdout = execFileSync(current.python, args, {
+    stdout = execFileSync(pickleInterpreter().python, args, {
       ...opts,
       stdio: ["pipe", "pipe", "pipe"],
       encoding: "utf8",
@@ -230,14 +241,19 @@ export function runRewritesInBackground(jobs: RewriteJob[]): Promise<(number | R
   if (jobs.length === 0) return Promise.resolve([]);
   const { args, input, ...opts } = batchRequest(jobs);
   return new Promise((resolve) => {
-    const child = execFile(current.python, args, { ...opts, encoding: "utf8" }, (e, stdout, stderr) => {
-      if (!e) return resolve(batchResults(jobs, stdout));
-      // As execFileSync reports it: the exit status apart from a failure to start (ENOENT).
-      const code = (e as NodeJS.ErrnoException).code;
-      const status = typeof code === "number" ? code : undefined;
-      const err = rewriterFailure(Object.assign(e, { status, stderr }));
-      resolve(jobs.map(() => err));
-    });
+    const child = execFile(
+      pickleInterpreter().python,
+      args,
+      { ...opts, encoding: "utf8" },
+      (e, stdout, stderr) => {
+        if (!e) return resolve(batchResults(jobs, stdout));
+        // As execFileSync reports it: the exit status apart from a failure to start (ENOENT).
+        const code = (e as NodeJS.ErrnoException).code;
+        const status = typeof code === "number" ? code : undefined;
+        const err = rewriterFailure(Object.assign(e, { status, stderr }));
+        resolve(jobs.map(() => err));
+      },
+    );
     // A rewriter that dies early closes its stdin: its exit says why, not the broken pipe.
     child.stdin?.on("error", () => {});
     child.stdin?.end(input);

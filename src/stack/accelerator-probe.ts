@@ -82,24 +82,37 @@ interface NvidiaFacts {
   seen?: string;
 }
 
+/**
+ * The NVIDIA kernel module's files: read synchronously, as every command's stack probe starts (a few
+ * small files the kernel answers at once; each read through the thread pool cost a command's start
+ * a round trip, ten on an eight-GPU machine).
+ */
 async function nvidiaFromProc(dir: string): Promise<NvidiaFacts | null> {
-  let versionText: string;
-  try {
-    versionText = await fs.promises.readFile(path.join(dir, "version"), "utf8");
-  } catch {
-    return null;
-  }
+  const versionText = readOr(path.join(dir, "version"), null);
+  if (versionText === null) return null;
   const driver = /Kernel Module(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+)+)/.exec(versionText)?.[1] ?? null;
   const models = new Set<string>();
-  const gpus = (await fs.promises.readdir(path.join(dir, "gpus")).catch(() => [] as string[])).sort();
+  let gpus: string[] = [];
+  try {
+    gpus = fs.readdirSync(path.join(dir, "gpus")).sort();
+  } catch {}
   const seen = [versionText];
   for (const g of gpus) {
-    const info = await fs.promises.readFile(path.join(dir, "gpus", g, "information"), "utf8").catch(() => "");
+    const info = readOr(path.join(dir, "gpus", g, "information"), "");
     seen.push(g, info);
     const model = /^Model:\s*(.+)$/m.exec(info)?.[1]?.trim();
     if (model) models.add(model);
   }
   return { models: [...models].sort(), driver, seen: seen.join("\0") };
+}
+
+/** A driver's small text file, or `otherwise` where it cannot be read. */
+function readOr<T>(file: string, otherwise: T): string | T {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch {
+    return otherwise;
+  }
 }
 
 /** Runs a tool with a timeout; null when it is missing or fails. */
@@ -193,9 +206,7 @@ async function ascendFacts(
   roots: AcceleratorProbeRoots,
   hasCann: boolean,
 ): Promise<{ models: string[]; driver: string | null } | null> {
-  const info = await fs.promises
-    .readFile(path.join(roots.ascend, "driver", "version.info"), "utf8")
-    .catch(() => null);
+  const info = readOr(path.join(roots.ascend, "driver", "version.info"), null);
   const driver = info === null ? null : (ascendDriverVersion(info) ?? "unknown");
   // Neither an Ascend driver nor CANN: not an Ascend machine, and npu-smi need not be started.
   if (info === null && !hasCann) return null;

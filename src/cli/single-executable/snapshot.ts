@@ -46,9 +46,9 @@ export function loadAhead(): Promise<Cli> {
     import("../commands/key.js"),
     import("../commands/stack.js"),
   ]).then(([cli]) => {
-    // Compiled now and kept: the declarations every run makes first, the promise API of node:fs that
-    // the stack's probes load, and what Node makes process.stdout and stderr of (a pipe, a terminal).
-    cli.declareCommands();
+    // Made now and kept: the programs of the start-up part's commands, the promise API of node:fs, and
+    // what Node makes process.stdout and stderr of (a pipe, a terminal).
+    cli.prepareCommands(["key", "stack"]);
     void fs.promises;
     require("node:net");
     require("node:tty");
