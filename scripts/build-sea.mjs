@@ -32,6 +32,12 @@ import { bundledPackageDirs, bundledPackages, cycloneDx, noticesText } from "./s
 /** The fuse Node.js checks to know it carries a blob (Node's docs name it; postject flips its last byte). */
 const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 const IMPORT_META_URL = path.resolve("src/cli/single-executable/import-meta-url.ts");
+const SCRIPT_ASSETS = path.resolve("src/cli/single-executable/script-assets.ts");
+/**
+ * The packages the start-up part's snapshot loads (snapshot.ts's loadAhead), bundled into its main
+ * script; its other packages are assets of their own (packagesWrapped).
+ */
+const STARTUP_PACKAGES = ["commander"];
 /**
  * Libraries kept out of the main script, each a CommonJS file of its own among the placed files,
  * loaded when a module first imports it (import-meta-url.ts's seaLibrary): the S3 and Azure SDKs and
@@ -44,11 +50,11 @@ const LIBRARIES = {
   azure: { "@azure/storage-blob": "blob" },
   actions: { "@actions/core": "core" },
 };
-/** The whole CLI's script and its code cache, as src/cli/single-executable/full-cli-loader.ts names them. */
+/** The whole CLI's script and its code cache, as src/cli/single-executable/script-assets.ts names them. */
 const FULL_CLI_ASSET = "full-cli.cjs";
 const FULL_CLI_CACHE_ASSET = "full-cli.cache";
 /**
- * Compiles the script at argv[1] as full-cli-loader.ts does, runs its warmUp (the placed files'
+ * Compiles the script at argv[1] as script-assets.ts does, runs its warmUp (the placed files'
  * cli/main.js at argv[3]) and writes V8's code cache of it, with what that compiled, to argv[2].
  */
 const CODE_CACHE =
@@ -86,6 +92,10 @@ const ESBUILD_TO_ESM =
 const ONE_VIEW_PER_MODULE =
   'var __kcacheViews=new WeakMap,__toESMCopy=(mod,isNodeMode,target)=>(target=mod!=null?__create(__getProtoOf(mod)):{},__copyProps(isNodeMode||!mod||!mod.__esModule?__defProp(target,"default",{value:mod,enumerable:!0}):target,mod)),__toESM=(mod,isNodeMode)=>{if(mod==null||typeof mod!="object"&&typeof mod!="function"||__getOwnPropDesc(mod,"default")?.configurable===!1)return __toESMCopy(mod,isNodeMode);let d=isNodeMode||!mod.__esModule?1:0,v=__kcacheViews.get(mod);v||__kcacheViews.set(mod,v=[]);return v[d]??=new Proxy(mod,{get:(t,k)=>d&&k==="default"?mod:t[k]})}';
 
+/** Built-in modules the start-up part's commands use only now and then, loaded at first use (builtinsOnFirstUse). */
+const LAZY_BUILTINS = ["node:child_process"];
+const ON_FIRST_USE =
+  "var __kcacheOnFirstUse=(id,m)=>new Proxy({},{get:(_,k)=>(m??=require(id))[k],has:(_,k)=>k in(m??=require(id))});";
 /** ELF e_machine of each architecture: the binary given must be the one asked for. */
 const ELF_MACHINE = { x64: 0x3e, arm64: 0xb7 };
 /** What Node says as it builds a snapshot with built-in modules it has not tested in one (snapshot.ts's tests run them). */
@@ -138,18 +148,20 @@ const libraries = await Promise.all(
 
 // The start-up part (entry.ts), the main script the snapshot is made of; and the whole CLI
 // (full-cli.ts), an asset of its own, compiled by the commands that need it.
+const packageAssets = new Map();
 const startup = await build({
   ...cliBundle("src/cli/single-executable/entry.ts", path.join(work, "main.cjs")),
-  plugins: [startupPart(), packagesWrapped()],
+  plugins: [startupPart(), packagesWrapped(packageAssets)],
 });
 const full = await build({
   ...cliBundle("src/cli/single-executable/full-cli.ts", path.join(work, FULL_CLI_ASSET)),
   plugins: [libraryStubs()],
-  // A CommonJS module's function, as full-cli-loader.ts compiles and calls it.
+  // A CommonJS module's function, as script-assets.ts compiles and calls it.
   banner: { js: "(function (exports, require, module) {" },
   footer: { js: "})" },
 });
 for (const script of [path.join(work, "main.cjs"), path.join(work, FULL_CLI_ASSET)]) oneViewPerModule(script);
+builtinsOnFirstUse(path.join(work, "main.cjs"));
 // V8's code cache of it, made by the executable's own Node as a snapshot is: the ~1 MB parsed once, here.
 const fullCache = path.join(work, FULL_CLI_CACHE_ASSET);
 if (native) {
@@ -186,6 +198,7 @@ const config = {
     "runtime-files.json": path.join(work, "runtime-files.json"),
     [FULL_CLI_ASSET]: path.join(work, FULL_CLI_ASSET),
     [FULL_CLI_CACHE_ASSET]: fullCache,
+    ...Object.fromEntries(packageAssets),
     ...Object.fromEntries(Object.keys(listed).map((rel) => [rel, path.join(files, rel)])),
   },
 };
@@ -352,6 +365,20 @@ function startupPart() {
   };
 }
 
+/**
+ * Makes each require of LAZY_BUILTINS in `file` a view that loads the module at its first use: the
+ * start-up part's snapshot then holds none of them (commander and the stack probes import
+ * node:child_process as they load; `kcache key` with the stack's answer kept starts no process).
+ */
+function builtinsOnFirstUse(file) {
+  let text = fs.readFileSync(file, "utf8");
+  for (const id of LAZY_BUILTINS)
+    text = text.replaceAll(`require(${JSON.stringify(id)})`, `__kcacheOnFirstUse(${JSON.stringify(id)})`);
+  const strict = '"use strict";';
+  const at = text.startsWith(strict) ? strict.length : 0;
+  fs.writeFileSync(file, text.slice(0, at) + ON_FIRST_USE + text.slice(at));
+}
+
 /** Replaces esbuild's __toESM in `file` with ONE_VIEW_PER_MODULE; fails where esbuild writes it otherwise. */
 function oneViewPerModule(file) {
   const text = fs.readFileSync(file, "utf8");
@@ -366,9 +393,11 @@ function oneViewPerModule(file) {
  * Each package the start-up part imports, bundled on its own into one CommonJS module: esbuild
  * hoists an ES module's functions to the top of the script, so packages the start-up part loads only
  * now and then (env-ci for CIs kcache does not read itself; YAML and zod where kcache.yml's answer is
- * not kept) put their functions into every run's snapshot. A CommonJS module's stay in its function.
+ * not kept) put their functions into every run's snapshot. Those (all but STARTUP_PACKAGES) are
+ * assets of their own, loaded as they are first imported (script-assets.ts's seaPackage), so that
+ * their text is not in the snapshot either: `packageAssets` gets each one's file.
  */
-function packagesWrapped() {
+function packagesWrapped(packageAssets) {
   const bundles = new Map();
   const libraries = new Set(Object.values(LIBRARIES).flatMap((exports) => Object.keys(exports)));
   return {
@@ -403,14 +432,24 @@ function packagesWrapped() {
               write: false,
               external: ["zstd-napi"],
               legalComments: "none",
-              // A script of its own: its names can be shortened, and the snapshot's copy of its text is smaller.
+              // A script of its own: its names can be shortened, and its text is smaller.
               minify: true,
               logLevel: "warning",
               metafile: true,
             }),
           );
-        const r = await bundles.get(args.path);
-        return { contents: r.outputFiles[0].text, loader: "js", resolveDir: args.pluginData.resolveDir };
+        const text = (await bundles.get(args.path)).outputFiles[0].text;
+        if (STARTUP_PACKAGES.includes(args.path))
+          return { contents: text, loader: "js", resolveDir: args.pluginData.resolveDir };
+        const file = path.join(work, "package", `${args.path.replace(/\//g, "+")}.cjs`);
+        fs.mkdirSync(path.dirname(file), { recursive: true });
+        fs.writeFileSync(file, `(function (exports, require, module) {${text}\n})`);
+        packageAssets.set(`package/${path.basename(file)}`, file);
+        return {
+          contents: `module.exports = require(${JSON.stringify(SCRIPT_ASSETS)}).seaPackage(${JSON.stringify(args.path)});`,
+          loader: "js",
+          resolveDir: process.cwd(),
+        };
       });
     },
   };

@@ -299,7 +299,7 @@ describe("BENCHMARKS.md's single-executable start-up tables match bench/results/
     .readdirSync(path.join(ROOT, "bench/results"))
     .filter((f) => /^bench-sea(-[a-z0-9-]+)?\.json$/.test(f));
   it.each(files)(
-    "%s: each environment's node -e 0, the executable's and the npm package's kcache key",
+    "%s: each environment's node -e 0, the executable's and the npm package's kcache key (and ls), and the bound's verdict",
     (f) => {
       const { name, rows } = JSON.parse(fs.readFileSync(path.join(ROOT, "bench/results", f), "utf8")) as {
         name: string;
@@ -313,11 +313,13 @@ describe("BENCHMARKS.md's single-executable start-up tables match bench/results/
           cpuRatio: number;
         }[];
       };
-      expect(rows.filter((r) => r.environment === "clean").map((r) => r.command)).toEqual([
-        "node -e 0",
-        "kcache key",
-        "node bin/kcache.js key",
-      ]);
+      // The whole CLI's `kcache ls` beside them where the run measured it (runs before it did not).
+      expect(
+        rows
+          .filter((r) => r.environment === "clean")
+          .map((r) => r.command)
+          .slice(0, 3),
+      ).toEqual(["node -e 0", "kcache key", "node bin/kcache.js key"]);
       const text = doc();
       const section = text.slice(
         text.indexOf(`<!-- bench:${name}:start -->`),
@@ -329,11 +331,10 @@ describe("BENCHMARKS.md's single-executable start-up tables match bench/results/
         expect(lines).toContain(
           `| ${r.environment} | ${r.what} | \`${r.command}\` | ${(r.seconds * 1000).toFixed(1)} ms | ${r.ratio.toFixed(2)}x | ${(r.cpu * 1000).toFixed(1)} ms | ${r.cpuRatio.toFixed(2)}x |`,
         );
-      if (name !== "sea")
-        for (const r of rows.filter((x) => x.what === "the single executable"))
-          expect(lines).toContain(
-            `Issue 50's bound (1.5x \`node -e 0\`), ${r.environment}: ${r.ratio.toFixed(2)}x in wall time, ${r.cpuRatio.toFixed(2)}x in CPU time, ${r.ratio <= 1.5 ? "within it" : "over it"}.`,
-          );
+      for (const r of rows.filter((x) => x.what === "the single executable"))
+        expect(lines).toContain(
+          `Issue 50's bound (1.5x \`node -e 0\`), ${r.environment}: ${r.ratio.toFixed(2)}x in wall time, ${r.cpuRatio.toFixed(2)}x in CPU time, ${r.ratio <= 1.5 ? "within it" : "over it"}.`,
+        );
     },
   );
 });

@@ -3,7 +3,7 @@ import sea from "node:sea";
 import v8 from "node:v8";
 import { hostEnvironment, restoreMovedNodeOptions } from "../../environment.js";
 import { settleStandardStreams } from "../../process/standard-streams.js";
-import { FULL_CLI_ASSET, FULL_CLI_CACHE_ASSET, loadFullCli } from "./full-cli-loader.js";
+import { FULL_CLI_ASSET, FULL_CLI_CACHE_ASSET, type FullCli, loadScript } from "./script-assets.js";
 import { locateSeaMain } from "./import-meta-url.js";
 import { placedRoot, placeRuntimeFiles } from "./runtime-files.js";
 import { loadAhead } from "./snapshot.js";
@@ -41,11 +41,11 @@ function start(cli: Promise<Cli>): void {
     return;
   }
   const root = placeRuntimeFiles(env, asset);
-  const full = loadFullCli(
+  const full = loadScript(
     asset(FULL_CLI_ASSET).toString("utf8"),
     asset(FULL_CLI_CACHE_ASSET),
     path.join(root, "cli", FULL_CLI_ASSET),
     require,
-  );
+  ) as FullCli;
   void full.runCli(path.join(root, "cli", "main.js"));
 }

@@ -2,7 +2,7 @@ import { locateSeaMain } from "./import-meta-url.js";
 
 /*
  * The single executable's whole CLI: scripts/build-sea.mjs bundles this into a script of its own,
- * carried as an asset and compiled when a command needs it (full-cli-loader.ts). The start-up
+ * carried as an asset and compiled when a command needs it (script-assets.ts). The start-up
  * snapshot holds only the part that `kcache key`, `stack`, `--version` and `--help` run (entry.ts):
  * every run reads the whole snapshot in, and a snapshot of the whole CLI had those quick commands
  * deserialize ~1,700 functions and their scope that they never call. Every other command runs here,
