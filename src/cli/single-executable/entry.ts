@@ -3,9 +3,9 @@ import sea from "node:sea";
 import v8 from "node:v8";
 import { hostEnvironment, restoreMovedNodeOptions } from "../../environment.js";
 import { settleStandardStreams } from "../../process/standard-streams.js";
-import { FULL_CLI_ASSET, FULL_CLI_CACHE_ASSET, type FullCli, loadScript } from "./script-assets.js";
 import { locateSeaMain } from "./import-meta-url.js";
 import { placedRoot, placeRuntimeFiles } from "./runtime-files.js";
+import { FULL_CLI_ASSET, FULL_CLI_CACHE_ASSET, type FullCli, loadScript } from "./script-assets.js";
 import { loadAhead } from "./snapshot.js";
 
 /*

@@ -39,7 +39,10 @@ const packages = new Map<string, unknown>();
 export function seaPackage(name: string): unknown {
   if (!packages.has(name)) {
     const file = `package/${name.replace(/\//g, "+")}.cjs`;
-    packages.set(name, loadScript(Buffer.from(sea.getAsset(file)).toString("utf8"), Buffer.alloc(0), file, require));
+    packages.set(
+      name,
+      loadScript(Buffer.from(sea.getAsset(file)).toString("utf8"), Buffer.alloc(0), file, require),
+    );
   }
   return packages.get(name);
 }
