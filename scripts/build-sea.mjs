@@ -87,10 +87,11 @@ const ESBUILD_TO_ESM =
  * The same view, one per module and kind, a Proxy reading the module's exports as they are (live, as
  * the getters did): `default` the module itself where esbuild's was, any other name the module's own.
  * Where the module has a `default` of its own that a Proxy may not answer otherwise (not configurable),
- * esbuild's copy serves.
+ * esbuild's copy serves. An ES package's namespace loaded from its asset (script-assets.ts's
+ * seaPackage marks it) is its own view: its `default` is the package's default export.
  */
 const ONE_VIEW_PER_MODULE =
-  'var __kcacheViews=new WeakMap,__toESMCopy=(mod,isNodeMode,target)=>(target=mod!=null?__create(__getProtoOf(mod)):{},__copyProps(isNodeMode||!mod||!mod.__esModule?__defProp(target,"default",{value:mod,enumerable:!0}):target,mod)),__toESM=(mod,isNodeMode)=>{if(mod==null||typeof mod!="object"&&typeof mod!="function"||__getOwnPropDesc(mod,"default")?.configurable===!1)return __toESMCopy(mod,isNodeMode);let d=isNodeMode||!mod.__esModule?1:0,v=__kcacheViews.get(mod);v||__kcacheViews.set(mod,v=[]);return v[d]??=new Proxy(mod,{get:(t,k)=>d&&k==="default"?mod:t[k]})}';
+  'var __kcacheViews=new WeakMap,__toESMCopy=(mod,isNodeMode,target)=>(target=mod!=null?__create(__getProtoOf(mod)):{},__copyProps(isNodeMode||!mod||!mod.__esModule?__defProp(target,"default",{value:mod,enumerable:!0}):target,mod)),__toESM=(mod,isNodeMode)=>{if(mod!=null&&mod[Symbol.for("kcache.esModuleNamespace")])return mod;if(mod==null||typeof mod!="object"&&typeof mod!="function"||__getOwnPropDesc(mod,"default")?.configurable===!1)return __toESMCopy(mod,isNodeMode);let d=isNodeMode||!mod.__esModule?1:0,v=__kcacheViews.get(mod);v||__kcacheViews.set(mod,v=[]);return v[d]??=new Proxy(mod,{get:(t,k)=>d&&k==="default"?mod:t[k]})}';
 
 /** Built-in modules the start-up part's commands use only now and then, loaded at first use (builtinsOnFirstUse). */
 const LAZY_BUILTINS = ["node:child_process"];
@@ -458,7 +459,11 @@ function packagesWrapped(packageAssets) {
               metafile: true,
             }),
           );
-        const text = (await bundles.get(args.path)).outputFiles[0].text;
+        const bundled = await bundles.get(args.path);
+        const text = bundled.outputFiles[0].text;
+        // An ES package (env-ci, leven): its CommonJS bundle's exports are its namespace, default and all.
+        const entry = bundled.metafile.inputs["<stdin>"]?.imports[0]?.path;
+        const esm = bundled.metafile.inputs[entry]?.format === "esm";
         if (STARTUP_PACKAGES.includes(args.path))
           return { contents: text, loader: "js", resolveDir: args.pluginData.resolveDir };
         const file = path.join(work, "package", `${args.path.replace(/\//g, "+")}.cjs`);
@@ -466,7 +471,7 @@ function packagesWrapped(packageAssets) {
         fs.writeFileSync(file, `(function (exports, require, module) {${text}\n})`);
         packageAssets.set(`package/${path.basename(file)}`, file);
         return {
-          contents: `module.exports = require(${JSON.stringify(SCRIPT_ASSETS)}).seaPackage(${JSON.stringify(args.path)});`,
+          contents: `module.exports = require(${JSON.stringify(SCRIPT_ASSETS)}).seaPackage(${JSON.stringify(args.path)}, ${esm});`,
           loader: "js",
           resolveDir: process.cwd(),
         };

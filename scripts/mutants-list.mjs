@@ -1212,6 +1212,14 @@ export const MUTANTS = [
     testName: "mistyped command",
   },
   {
+    name: "an ES package loaded from the single executable's assets hands a default import its namespace (leven, env-ci)",
+    file: "src/cli/single-executable/script-assets.ts",
+    find: 'if (esm && exports && typeof exports === "object")',
+    replace: "if (false)",
+    tests: ["test/cli/single-executable.test.ts"],
+    testName: "package from its assets",
+  },
+  {
     name: "the single executable runs every command in its start-up part (the other commands' modules are not there)",
     file: "src/cli/single-executable/entry.ts",
     find: 'if (STARTUP_COMMANDS.has(process.argv[2] ?? "")) {',

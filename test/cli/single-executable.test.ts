@@ -99,6 +99,37 @@ describe("the single executable, on a PATH with no node and no zstd", () => {
     expect(fs.existsSync(path.join(p.dir, "s1", "single-executable"))).toBe(false);
   });
 
+  it("answers as the npm package does where the start-up part loads a package from its assets: a mistyped setting, another CI", () => {
+    const p = project();
+    fs.writeFileSync(
+      path.join(p.dir, "typo.yml"),
+      "caches:\n  - name: t\n    kind: triton\n    path: /tmp/x\nkey:\n  prefx: a\n",
+    );
+    const { GITHUB_REF: _, GITHUB_SHA: __, ...noGithub } = p.env;
+    const cases: [string, string[], NodeJS.ProcessEnv][] = [
+      ["a mistyped setting (leven's suggestion)", ["key", "-c", "typo.yml"], p.env],
+      ["an unknown CI (env-ci)", ["key"], { ...noGithub, CI: "true", BUILD_ID: "77" }],
+      [
+        "CircleCI (env-ci)",
+        ["key", "--json"],
+        { ...noGithub, CI: "true", CIRCLECI: "true", CIRCLE_BUILD_NUM: "5" },
+      ],
+    ];
+    for (const [label, args, env] of cases) {
+      const sea = run(exe, args, p.dir, { ...env, KCACHE_STATE_DIR: path.join(p.dir, "s1") });
+      const npm = run(process.execPath, [path.join(ROOT, "bin", "kcache.js"), ...args], p.dir, {
+        ...env,
+        KCACHE_STATE_DIR: path.join(p.dir, "s2"),
+      });
+      expect(sea.code, `${label}: ${sea.both}`).toBe(npm.code);
+      expect(sea.stdout, label).toBe(npm.stdout);
+      expect(sea.stderr, label).not.toMatch(/internal error/);
+    }
+    expect(run(exe, ["key", "-c", "typo.yml"], p.dir, p.env).stderr).toMatch(
+      /key\.prefx: .*did you mean "prefix"/,
+    );
+  });
+
   it("runs a simulated Triton job cold on runner A, saves, and restores it warm at another path on runner B (the hook from its own files)", () => {
     const p = project();
     const job = (runner: string) =>

@@ -35,14 +35,26 @@ export function loadScript(source: string, cache: Buffer, filename: string, req:
 
 const packages = new Map<string, unknown>();
 
-/** The package `name` of the start-up part, from its asset (the build names it package/<name>.cjs), once. */
-export function seaPackage(name: string): unknown {
+/**
+ * Marks an ES package's namespace for the build's __toESM (build-sea.mjs's ONE_VIEW_PER_MODULE): an
+ * import of it takes the namespace as it is, `default` its default export. Node's view of a
+ * CommonJS module (the module itself as `default`) would hand `import leven from "leven"` the
+ * namespace, not the function.
+ */
+const ES_MODULE_NAMESPACE = Symbol.for("kcache.esModuleNamespace");
+
+/**
+ * The package `name` of the start-up part, from its asset (the build names it package/<name>.cjs),
+ * once; `esm`: an ES package, whose exports are its namespace.
+ */
+export function seaPackage(name: string, esm = false): unknown {
   if (!packages.has(name)) {
     const file = `package/${name.replace(/\//g, "+")}.cjs`;
-    packages.set(
-      name,
-      loadScript(Buffer.from(sea.getAsset(file)).toString("utf8"), Buffer.alloc(0), file, require),
-    );
+    const source = Buffer.from(sea.getAsset(file)).toString("utf8");
+    const exports = loadScript(source, Buffer.alloc(0), file, require);
+    if (esm && exports && typeof exports === "object")
+      Object.defineProperty(exports, ES_MODULE_NAMESPACE, { value: true });
+    packages.set(name, exports);
   }
   return packages.get(name);
 }
