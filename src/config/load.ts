@@ -50,7 +50,14 @@ function readYaml(text: string, file: string): unknown {
       `${file}${where}: invalid YAML: ${e?.message.split("\n")[0]}; fix the syntax there`,
     );
   }
-  return doc.toJS() ?? {};
+  try {
+    // yaml bounds what aliases may expand to (a "billion laughs" document): its error, the file's.
+    return doc.toJS({ maxAliasCount: 100 }) ?? {};
+  } catch (e) {
+    throw new ConfigError(
+      `${file}: invalid YAML: ${(e as Error).message.split("\n")[0]}; kcache.yml needs no aliases that expand this far`,
+    );
+  }
 }
 
 function validate(raw: unknown, source: string): ParsedConfig {

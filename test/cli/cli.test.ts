@@ -133,6 +133,23 @@ describe("kcache CLI", () => {
     expect(r.stderr).toMatch(/no policy given \(--keep, --older-than or --max-size\): no key is deleted/);
   });
 
+  it("refuses a kcache.yml whose aliases expand without bound (a billion laughs) as a config error, exit 2", async () => {
+    const levels = Array.from({ length: 6 }, (_, i) =>
+      i === 0
+        ? "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"
+        : `a${i}: &a${i} [${Array(10)
+            .fill(`*a${i - 1}`)
+            .join(", ")}]`,
+    );
+    const p = cliProject(`${levels.join("\n")}\ncaches: []\n`);
+    for (const cmd of ["key", "ls"]) {
+      const r = await runCli([cmd], { env: p.env, cwd: p.dir });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/kcache\.yml: invalid YAML: .*alias/i);
+      expect(r.stderr).not.toMatch(/internal error/);
+    }
+  });
+
   it("reports YAML syntax errors with their line", async () => {
     const p = cliProject("caches:\n  - name: [unclosed\n");
     const r = await runCli(["save"], { env: p.env, cwd: p.dir });

@@ -128,6 +128,17 @@ describe("the single executable, on a PATH with no node and no zstd", () => {
     expect(run(exe, ["key", "-c", "typo.yml"], p.dir, p.env).stderr).toMatch(
       /key\.prefx: .*did you mean "prefix"/,
     );
+    // No folder to place its files in: the error and exit code of a config error, not a crash.
+    fs.writeFileSync(path.join(p.dir, "state-file"), "");
+    const nowhere = run(exe, ["ls"], p.dir, {
+      ...p.env,
+      KCACHE_STATE_DIR: path.join(p.dir, "state-file"),
+      TMPDIR: path.join(p.dir, "no-such-folder"),
+    });
+    expect(nowhere.code, nowhere.both).toBe(2);
+    expect(nowhere.stderr).toMatch(
+      /^kcache: error: the single executable cannot place the files .*set KCACHE_STATE_DIR/,
+    );
   });
 
   it("runs a simulated Triton job cold on runner A, saves, and restores it warm at another path on runner B (the hook from its own files)", () => {

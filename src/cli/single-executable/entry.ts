@@ -2,6 +2,7 @@ import path from "node:path";
 import sea from "node:sea";
 import v8 from "node:v8";
 import { hostEnvironment, restoreMovedNodeOptions } from "../../environment.js";
+import { KcacheError } from "../../errors.js";
 import { settleStandardStreams } from "../../process/standard-streams.js";
 import { locateSeaMain } from "./import-meta-url.js";
 import { placedRoot, placeRuntimeFiles } from "./runtime-files.js";
@@ -40,7 +41,16 @@ function start(cli: Promise<Cli>): void {
     cli.then((m) => m.runToEnd(process.argv, m.main));
     return;
   }
-  const root = placeRuntimeFiles(env, asset);
+  let root: string;
+  try {
+    root = placeRuntimeFiles(env, asset);
+  } catch (e) {
+    // Before the whole CLI's error boundary: its message and exit code, as it would give them.
+    if (!(e instanceof KcacheError)) throw e;
+    process.stderr.write(`kcache: error: ${e.message}\n`);
+    process.exitCode = e.exitCode;
+    return;
+  }
   const full = loadScript(
     asset(FULL_CLI_ASSET).toString("utf8"),
     asset(FULL_CLI_CACHE_ASSET),

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { ConfigError } from "../../errors.js";
 import { stateDir } from "../../state-dir.js";
 
 /**
@@ -37,12 +38,19 @@ export type AssetReader = (name: string) => Buffer;
  */
 export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader): string {
   const list = listed(asset);
+  const state = path.join(stateDir(env), "single-executable");
   try {
-    return placedIn(path.join(stateDir(env), "single-executable"), list, asset);
-  } catch {
-    const own = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-files-"));
-    process.on("exit", () => fs.rmSync(own, { recursive: true, force: true }));
-    return placedIn(own, list, asset);
+    return placedIn(state, list, asset);
+  } catch (first) {
+    try {
+      const own = fs.mkdtempSync(path.join(os.tmpdir(), "kcache-files-"));
+      process.on("exit", () => fs.rmSync(own, { recursive: true, force: true }));
+      return placedIn(own, list, asset);
+    } catch (e) {
+      throw new ConfigError(
+        `the single executable cannot place the files it runs (the Python hook, the pack worker): not in ${state} (${(first as Error).message}), nor in the temporary folder ${os.tmpdir()} (${(e as Error).message}); set KCACHE_STATE_DIR (or TMPDIR) to a folder kcache can write`,
+      );
+    }
   }
 }
 

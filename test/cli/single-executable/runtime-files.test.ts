@@ -117,4 +117,23 @@ describe("the single executable's files placed from its assets", () => {
     expect(root.startsWith(notAFolder)).toBe(false);
     expect(fs.readFileSync(path.join(root, "package.json"), "utf8")).toBe(FILES["package.json"]);
   });
+
+  it("where neither the state folder nor the temporary folder can be written, a config error names both and the fix", () => {
+    const dir = tempDir("sea-state");
+    const notAFolder = path.join(dir, "state");
+    fs.writeFileSync(notAFolder, "a file where the state folder would be");
+    const tmp = process.env.TMPDIR;
+    process.env.TMPDIR = path.join(dir, "no-such-folder");
+    try {
+      expect(() => placeRuntimeFiles({ KCACHE_STATE_DIR: notAFolder }, assets(FILES).read)).toThrow(
+        expect.objectContaining({
+          exitCode: 2,
+          message: expect.stringMatching(/no-such-folder.*set KCACHE_STATE_DIR \(or TMPDIR\)/),
+        }),
+      );
+    } finally {
+      if (tmp === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = tmp;
+    }
+  });
 });
