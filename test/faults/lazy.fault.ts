@@ -94,7 +94,16 @@ function lazyProject(store: "local" | "local-live" | { prefix: string; live?: bo
  * kcache run keeps as a tripwire at $TRITON_CACHE_DIR/cache (a killed run leaves it).
  */
 function corrupt(seed: string, job: string): string[] {
-  const lines = corruptEntries(seed, job).filter((l) => !l.startsWith("cache: "));
+  // An empty entry folder is Triton's own: its FileCacheManager makes the folder as it looks a kernel
+  // up, so a job stopped before it compiled (kcache's watchdog ends the job once kcache is killed)
+  // leaves one. It holds no kernel, and Triton compiles into it: not an entry placed half.
+  const emptyFolder = (line: string) => {
+    const folder = path.join(job, line.split(":")[0] as string);
+    return (
+      fs.statSync(folder, { throwIfNoEntry: false })?.isDirectory() && fs.readdirSync(folder).length === 0
+    );
+  };
+  const lines = corruptEntries(seed, job).filter((l) => !l.startsWith("cache: ") && !emptyFolder(l));
   if (lines.length) console.error(lines.join("\n"));
   return lines;
 }
