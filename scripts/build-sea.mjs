@@ -50,6 +50,12 @@ const LIBRARIES = {
   azure: { "@azure/storage-blob": "blob" },
   actions: { "@actions/core": "core" },
 };
+/**
+ * What makes a script of the executable's assets a CommonJS module's function, as script-assets.ts's
+ * loadScript compiles and calls it: the whole CLI and the start-up part's packages.
+ */
+const SCRIPT_WRAPPER = { js: "(function (exports, require, module) {" };
+const SCRIPT_WRAPPER_END = { js: "})" };
 /** The whole CLI's script and its code cache, as src/cli/single-executable/script-assets.ts names them. */
 const FULL_CLI_ASSET = "full-cli.cjs";
 const FULL_CLI_CACHE_ASSET = "full-cli.cache";
@@ -157,9 +163,8 @@ const startup = await build({
 const full = await build({
   ...cliBundle("src/cli/single-executable/full-cli.ts", path.join(work, FULL_CLI_ASSET)),
   plugins: [libraryStubs()],
-  // A CommonJS module's function, as script-assets.ts compiles and calls it.
-  banner: { js: "(function (exports, require, module) {" },
-  footer: { js: "})" },
+  banner: SCRIPT_WRAPPER,
+  footer: SCRIPT_WRAPPER_END,
 });
 for (const script of [path.join(work, "main.cjs"), path.join(work, FULL_CLI_ASSET)]) oneViewPerModule(script);
 builtinsOnFirstUse(path.join(work, "main.cjs"));
@@ -468,7 +473,7 @@ function packagesWrapped(packageAssets) {
           return { contents: text, loader: "js", resolveDir: args.pluginData.resolveDir };
         const file = path.join(work, "package", `${args.path.replace(/\//g, "+")}.cjs`);
         fs.mkdirSync(path.dirname(file), { recursive: true });
-        fs.writeFileSync(file, `(function (exports, require, module) {${text}\n})`);
+        fs.writeFileSync(file, `${SCRIPT_WRAPPER.js}${text}\n${SCRIPT_WRAPPER_END.js}`);
         packageAssets.set(`package/${path.basename(file)}`, file);
         return {
           contents: `module.exports = require(${JSON.stringify(SCRIPT_ASSETS)}).seaPackage(${JSON.stringify(args.path)}, ${esm});`,

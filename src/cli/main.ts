@@ -38,13 +38,10 @@ export function prepareCommands(names: string[]): void {
  * exists (help, the version, a mistyped one: commander lists them, or suggests one).
  */
 function commandsFor(argv: string[]): Command {
-  const named = argv[2];
-  const ahead = named === undefined ? undefined : prepared.get(named);
-  if (ahead) {
-    prepared.delete(named as string);
-    return ahead;
-  }
-  const program = declareCommands(named);
+  const named = argv[2] ?? "";
+  const ahead = prepared.get(named);
+  prepared.delete(named);
+  const program = ahead ?? declareCommands(named);
   return program.commands.length ? program : declareCommands();
 }
 

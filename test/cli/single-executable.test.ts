@@ -209,20 +209,26 @@ describe("the single executable, on a PATH with no node and no zstd", () => {
   });
 });
 
+/** A fresh venv with this machine's wheel installed from its file alone (no index). */
+function venvWithWheel(): string {
+  const [wheel] = fs
+    .readdirSync(built)
+    .filter((f) => f.endsWith(`${ARCH === "x64" ? "x86_64" : "aarch64"}.whl`));
+  expect(wheel).toMatch(/^kcache-\d+\.\d+\.\d+\S*-py3-none-manylinux_2_28_(x86_64|aarch64)\.whl$/);
+  const venv = path.join(tempDir("sea-venv"), "venv");
+  execFileSync("python3", ["-m", "venv", venv]);
+  execFileSync(path.join(venv, "bin", "pip"), [
+    "install",
+    "--no-index",
+    "-q",
+    path.join(built, wheel as string),
+  ]);
+  return venv;
+}
+
 describe("the wheel", () => {
   it("installs into a fresh venv with no index, and its `kcache` runs with no node on PATH", () => {
-    const [wheel] = fs
-      .readdirSync(built)
-      .filter((f) => f.endsWith(`${ARCH === "x64" ? "x86_64" : "aarch64"}.whl`));
-    expect(wheel).toMatch(/^kcache-\d+\.\d+\.\d+\S*-py3-none-manylinux_2_28_(x86_64|aarch64)\.whl$/);
-    const venv = path.join(tempDir("sea-venv"), "venv");
-    execFileSync("python3", ["-m", "venv", venv]);
-    execFileSync(path.join(venv, "bin", "pip"), [
-      "install",
-      "--no-index",
-      "-q",
-      path.join(built, wheel as string),
-    ]);
+    const venv = venvWithWheel();
     const p = project();
     const env = { ...p.env, PATH: `${path.join(venv, "bin")}${path.delimiter}${bare}` };
     const version = run("kcache", ["--version"], p.dir, { ...env, KCACHE_STATE_DIR: path.join(p.dir, "s") });
@@ -236,15 +242,7 @@ describe("the wheel", () => {
   });
 
   it("runs under a V8 flag in NODE_OPTIONS, which the bare executable cannot start under, and the job's commands get it", () => {
-    const venv = path.join(tempDir("sea-venv"), "venv");
-    execFileSync("python3", ["-m", "venv", venv]);
-    const [wheel] = fs.readdirSync(built).filter((f) => f.endsWith(".whl"));
-    execFileSync(path.join(venv, "bin", "pip"), [
-      "install",
-      "--no-index",
-      "-q",
-      path.join(built, wheel as string),
-    ]);
+    const venv = venvWithWheel();
     const p = project();
     const seen = path.join(p.dir, "node-options-seen");
     fs.appendFileSync(

@@ -11,8 +11,7 @@ import { locateSeaMain } from "./import-meta-url.js";
 
 /** Runs the command line, kcache's code reading `mainFile` (cli/main.js among the placed files) as its own. */
 export function runCli(mainFile: string): Promise<void> {
-  locateSeaMain(mainFile);
-  return import("../main.js").then((m) => m.runToEnd(process.argv, m.main));
+  return cli(mainFile).then((m) => m.runToEnd(process.argv, m.main));
 }
 
 /**
@@ -20,6 +19,11 @@ export function runCli(mainFile: string): Promise<void> {
  * the script's code cache, so that the cache holds the code every command runs first, compiled.
  */
 export async function warmUp(mainFile: string): Promise<void> {
+  (await cli(mainFile)).declareCommands();
+}
+
+/** The CLI's modules, loaded where their code reads `mainFile` as its own location. */
+function cli(mainFile: string): Promise<typeof import("../main.js")> {
   locateSeaMain(mainFile);
-  (await import("../main.js")).declareCommands();
+  return import("../main.js");
 }

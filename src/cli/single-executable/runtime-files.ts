@@ -38,7 +38,7 @@ export type AssetReader = (name: string) => Buffer;
  */
 export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader): string {
   const list = listed(asset);
-  const state = path.join(stateDir(env), "single-executable");
+  const state = stateFolder(env);
   try {
     return placedIn(state, list, asset);
   } catch (first) {
@@ -59,7 +59,12 @@ export function placeRuntimeFiles(env: NodeJS.ProcessEnv, asset: AssetReader): s
  * use none of them (entry.ts's start-up part) read their code's location from it, as the rest do.
  */
 export function placedRoot(env: NodeJS.ProcessEnv, asset: AssetReader): string {
-  return path.join(stateDir(env), "single-executable", listed(asset).id);
+  return path.join(stateFolder(env), listed(asset).id);
+}
+
+/** The state folder's folder of placed files, each build's in a folder of its id. */
+function stateFolder(env: NodeJS.ProcessEnv): string {
+  return path.join(stateDir(env), "single-executable");
 }
 
 function listed(asset: AssetReader): RuntimeFiles {
