@@ -105,18 +105,22 @@ function main() {
 /** What this development machine's rows show, measured on it (the profile and the variants tried). */
 const ANALYSIS = [
   "The executable's main script is the CLI's start-up part (`key`, `stack`, `--version`, `--help`:",
-  "180 KB), and its snapshot holds that part loaded; the other commands compile the whole CLI (1.2 MB)",
+  "240 KB), and its snapshot holds that part loaded; the other commands compile the whole CLI (1.2 MB)",
   "from a V8 code cache as they start (`kcache ls` above). Measured here in the same way, one change at",
   "a time, `kcache key` against `node -e 0`: the whole CLI in the snapshot 1.9x; its start-up part alone",
   "1.75x (~1,700 functions of other commands no longer deserialized by every run); esbuild's getters",
   "for CommonJS imports (~3,400) as one Proxy per module, the program of the command named declared",
   "alone and ahead, 1.6x; the start-up part's occasional packages (YAML, zod, env-ci: 730 KB) as assets",
-  "loaded at first import, node:child_process and node:fs's promise API out of the snapshot, ~1.5x;",
-  "short names in the start-up part (V8 compiles each function at its first call: a snapshot keeps no",
-  "compiled code) ~0.05x less. A snapshot of nothing starts at 1.05x. Tried and dropped: the start-up",
-  "part compiled from a code cache made after rehearsing `key` (its modules loaded at each start, not",
-  "from the snapshot) 1.9x; every package as its CommonJS build in the whole CLI, `kcache ls` 27 ms",
-  "slower; V8's code cache alone (`useCodeCache`) 3.0x.",
+  "loaded at first import, node:child_process and node:fs's promise API out of the snapshot, ~1.45x;",
+  "the functions `key` calls compiled in the snapshot (the start-up part compiled, as the snapshot is",
+  "made, from the code cache of a rehearsed `key`: scripts/sea-startup-cache.mjs) ~1.3x: each run had",
+  "compiled ~240 functions at their first call. A snapshot of nothing starts at 1.0x; `--version`, which",
+  "runs little of kcache's, ~1.27x. Tried and dropped: the start-up part compiled from a code cache",
+  "after rehearsing `key` with its modules loaded at each start, not from the snapshot, 1.9x; every",
+  "function compiled as the snapshot is made (V8's --no-lazy) 1.4x; short names in the start-up part",
+  "(V8 parses less of a function compiled at its first call) no longer measurable once `key`'s are",
+  "compiled ahead; every package as its CommonJS build in the whole CLI, `kcache ls` 27 ms slower;",
+  "V8's code cache alone (`useCodeCache`) 3.0x.",
 ];
 
 /** The rows against issue 50's bound, as they are. */

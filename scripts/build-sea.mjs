@@ -11,7 +11,8 @@
 // one for its own architecture, else node-linux-<arch>@<this version> from the npm registry (the
 // official binaries, repacked). Built for this machine's architecture, the blob is made by that
 // binary and carries a start-up snapshot of the start-up part: its modules loaded, Node's built-in
-// modules they use compiled (src/cli/single-executable/snapshot.ts), and the whole CLI a V8 code cache
+// modules they use compiled (src/cli/single-executable/snapshot.ts), the functions a rehearsed
+// `kcache key` called compiled (scripts/sea-startup-cache.mjs), and the whole CLI a V8 code cache
 // (bench/run-sea-bench.ts measures `kcache key` against `node -e 0`). Built for another architecture
 // it cannot (V8 makes a snapshot, as a code cache, on the machine it will run on): the scripts are
 // compiled and loaded as they start.
@@ -28,6 +29,7 @@ import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { copyZstdWasm, nodeEsm } from "./esbuild-node.mjs";
 import { bundledPackageDirs, bundledPackages, cycloneDx, noticesText } from "./sea-sbom.mjs";
+import { rehearsedCache, startupLoader } from "./sea-startup-cache.mjs";
 
 /** The fuse Node.js checks to know it carries a blob (Node's docs name it; postject flips its last byte). */
 const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
@@ -168,7 +170,6 @@ const full = await build({
 });
 for (const script of [path.join(work, "main.cjs"), path.join(work, FULL_CLI_ASSET)]) oneViewPerModule(script);
 builtinsOnFirstUse(path.join(work, "main.cjs"));
-await shortNames(path.join(work, "main.cjs"));
 // V8's code cache of it, made by the executable's own Node as a snapshot is: the ~1 MB parsed once, here.
 const fullCache = path.join(work, FULL_CLI_CACHE_ASSET);
 if (native) {
@@ -195,20 +196,27 @@ for (const rel of walk(files)) {
 const runtimeFiles = { id: `${pkg.version}-${digest.digest("hex").slice(0, 16)}`, files: listed, sha256 };
 fs.writeFileSync(path.join(work, "runtime-files.json"), JSON.stringify(runtimeFiles));
 
-const blob = path.join(work, "sea-prep.blob");
-const config = {
-  main: path.join(work, "main.cjs"),
-  output: blob,
-  disableExperimentalSEAWarning: true,
-  useSnapshot: native,
-  assets: {
-    "runtime-files.json": path.join(work, "runtime-files.json"),
-    [FULL_CLI_ASSET]: path.join(work, FULL_CLI_ASSET),
-    [FULL_CLI_CACHE_ASSET]: fullCache,
-    ...Object.fromEntries(packageAssets),
-    ...Object.fromEntries(Object.keys(listed).map((rel) => [rel, path.join(files, rel)])),
-  },
+const assets = {
+  "runtime-files.json": path.join(work, "runtime-files.json"),
+  [FULL_CLI_ASSET]: path.join(work, FULL_CLI_ASSET),
+  [FULL_CLI_CACHE_ASSET]: fullCache,
+  ...Object.fromEntries(packageAssets),
+  ...Object.fromEntries(Object.keys(listed).map((rel) => [rel, path.join(files, rel)])),
 };
+// With a snapshot, the main script compiles the start-up part from the code cache of a rehearsed
+// `kcache key` (scripts/sea-startup-cache.mjs), so the snapshot keeps key's functions compiled.
+let main = path.join(work, "main.cjs");
+if (native) {
+  const script = path.join(work, "startup.cjs");
+  fs.writeFileSync(script, `${SCRIPT_WRAPPER.js}${fs.readFileSync(main, "utf8")}\n${SCRIPT_WRAPPER_END.js}`);
+  const cache = path.join(work, "startup.cache");
+  rehearsedCache({ node, script, assets, cache, folder: work });
+  main = path.join(work, "loader.cjs");
+  fs.writeFileSync(main, startupLoader(script, cache));
+}
+
+const blob = path.join(work, "sea-prep.blob");
+const config = { main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: native, assets };
 fs.writeFileSync(path.join(work, "sea-config.json"), JSON.stringify(config, null, 2));
 // By the binary it goes into, in the folder of the files: the snapshot's modules load as if from there.
 const made = spawnSync(
@@ -384,25 +392,6 @@ function builtinsOnFirstUse(file) {
   const strict = '"use strict";';
   const at = text.startsWith(strict) ? strict.length : 0;
   fs.writeFileSync(file, text.slice(0, at) + ON_FIRST_USE + text.slice(at));
-}
-
-/**
- * Shortens the names in `file`, the start-up part's script (after the replacements above, which
- * find esbuild's helpers by their names): V8 compiles each function a command calls as it first
- * calls it (a snapshot keeps no compiled code), and reads fewer characters (~1 ms of `kcache
- * key`'s start measured here). Its internal errors' stacks then name functions shortly; no output
- * of kcache's depends on a function's or class's name.
- */
-async function shortNames(file) {
-  const { transform } = await import("esbuild");
-  const r = await transform(fs.readFileSync(file, "utf8"), {
-    minifyIdentifiers: true,
-    minifyWhitespace: true,
-    format: "cjs",
-    platform: "node",
-    target: "node20",
-  });
-  fs.writeFileSync(file, r.code);
 }
 
 /** Replaces esbuild's __toESM in `file` with ONE_VIEW_PER_MODULE; fails where esbuild writes it otherwise. */

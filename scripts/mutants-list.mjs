@@ -1229,6 +1229,27 @@ export const MUTANTS = [
     testName: "places no file",
   },
   {
+    name: "the single executable's snapshot is made from a start-up code cache V8 refused (every function compiled again as it starts, silently)",
+    file: "scripts/sea-startup-cache.mjs",
+    find: "if (script.cachedDataRejected) throw new Error(${JSON.stringify(refused)});",
+    replace: "",
+    tests: ["test/cli/sea-startup-cache.test.ts"],
+  },
+  {
+    name: "the start-up part's rehearsal runs once, on answers nobody kept (the code cache holds the probe's path, not a job's)",
+    file: "scripts/sea-startup-cache.mjs",
+    find: "for (const out of [null, cache]) {",
+    replace: "for (const out of [cache]) {",
+    tests: ["test/cli/sea-startup-cache.test.ts"],
+  },
+  {
+    name: "the start-up part's rehearsal runs in the build machine's environment (its CI, state folder, NODE_OPTIONS)",
+    file: "scripts/sea-startup-cache.mjs",
+    find: 'PATH: process.env.PATH ?? "",',
+    replace: "...process.env,",
+    tests: ["test/cli/sea-startup-cache.test.ts"],
+  },
+  {
     name: "the job's NODE_OPTIONS, moved aside by the wheel's launcher, never reaches the commands kcache runs",
     file: "src/environment.ts",
     find: "  process.env.NODE_OPTIONS = moved;",
