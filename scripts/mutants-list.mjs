@@ -1243,6 +1243,13 @@ export const MUTANTS = [
     tests: ["test/cli/sea-startup-cache.test.ts"],
   },
   {
+    name: "a stalled rehearsal of the start-up part hangs the build",
+    file: "scripts/sea-startup-cache.mjs",
+    find: "      timeout: timeoutMs,\n",
+    replace: "",
+    tests: ["test/cli/sea-startup-cache.test.ts"],
+  },
+  {
     name: "the start-up part's rehearsal runs in the build machine's environment (its CI, state folder, NODE_OPTIONS)",
     file: "scripts/sea-startup-cache.mjs",
     find: 'PATH: process.env.PATH ?? "",',

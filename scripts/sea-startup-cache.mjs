@@ -50,9 +50,10 @@ key:
  * executable's own) after it ran `kcache key` in a made-up job under `folder`; `assets` maps the
  * executable's asset names to their files. Two runs: the first keeps the answers a job's first
  * command keeps (the Python probe's, kcache.yml's validation), the second reads them as every later
- * command does, and its code is the one kept. A rehearsal that fails fails the build.
+ * command does, and its code is the one kept. A rehearsal that fails, or runs past `timeoutMs`,
+ * fails the build.
  */
-export function rehearsedCache({ node, script, assets, cache, folder }) {
+export function rehearsedCache({ node, script, assets, cache, folder, timeoutMs = 60_000 }) {
   const home = path.join(folder, "rehearsal");
   fs.rmSync(home, { recursive: true, force: true });
   fs.mkdirSync(home, { recursive: true });
@@ -77,10 +78,13 @@ export function rehearsedCache({ node, script, assets, cache, folder }) {
       cwd: home,
       env,
       encoding: "utf8",
+      // Twice the Python probe's own limit (30 s): a rehearsal that stalls fails the build, never hangs it.
+      timeout: timeoutMs,
+      killSignal: "SIGKILL",
     });
     if (r.status !== 0)
       throw new Error(
-        `the start-up part's rehearsal (kcache key in ${home}) failed (${r.status ?? r.signal}):\n${r.stderr}`,
+        `the start-up part's rehearsal (kcache key in ${home}) failed (${r.error?.code === "ETIMEDOUT" ? `stopped after ${timeoutMs / 1000} s` : (r.status ?? r.signal)}):\n${r.stderr}`,
       );
   }
   fs.rmSync(home, { recursive: true, force: true });

@@ -107,4 +107,20 @@ describe("the start-up part's rehearsed code cache", () => {
     ).toThrow(/rehearsal \(kcache key in .*\) failed \(4\):\nkcache: error: no stack/);
     expect(fs.existsSync(path.join(dir, "startup.cache"))).toBe(false);
   });
+
+  it("fails the build, never hangs it, where the rehearsal stalls", () => {
+    const dir = tempDir("sea-startup-stalled");
+    // Stalls for 20 s, then ends as a rehearsal that passed would: only the limit makes it a failure.
+    const script = startupScript(dir, "setTimeout(() => {}, 20_000);");
+    expect(() =>
+      rehearsedCache({
+        node: process.execPath,
+        script,
+        assets: {},
+        cache: path.join(dir, "startup.cache"),
+        folder: dir,
+        timeoutMs: 1000,
+      }),
+    ).toThrow(/rehearsal \(kcache key in .*\) failed \(stopped after 1 s\)/);
+  });
 });
