@@ -27,10 +27,14 @@ const STARTUP_COMMANDS = new Set(["key", "stack", "--version", "-V", "--help", "
 
 if (v8.startupSnapshot.isBuildingSnapshot()) {
   const cli = loadAhead();
-  v8.startupSnapshot.setDeserializeMainFunction(() => start(cli));
-} else start(import("../main.js"));
+  v8.startupSnapshot.setDeserializeMainFunction(() => start(() => cli));
+} else start(() => import("../main.js"));
 
-function start(cli: Promise<Cli>): void {
+/**
+ * Runs the command line; `cli` gives the start-up part's CLI, loaded only for its commands and
+ * only once its location is known (without a snapshot it loads here, its modules reading it).
+ */
+function start(cli: () => Promise<Cli>): void {
   restoreMovedNodeOptions();
   settleStandardStreams();
   const env = hostEnvironment();
@@ -38,7 +42,7 @@ function start(cli: Promise<Cli>): void {
   if (STARTUP_COMMANDS.has(process.argv[2] ?? "")) {
     // Where the files would be placed: kcache.yml's kept answer is named by it, as for every command.
     locateSeaMain(path.join(placedRoot(env, asset), "cli", "main.js"));
-    cli.then((m) => m.runToEnd(process.argv, m.main));
+    cli().then((m) => m.runToEnd(process.argv, m.main));
     return;
   }
   let root: string;
