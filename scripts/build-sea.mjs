@@ -12,8 +12,8 @@
 // official binaries, repacked). Built for this machine's architecture, the blob is made by that
 // binary and carries a start-up snapshot of the start-up part: its modules loaded, Node's built-in
 // modules they use compiled (src/cli/single-executable/snapshot.ts), the functions a rehearsed
-// `kcache key` called compiled (scripts/sea-startup-cache.mjs), and the whole CLI a V8 code cache
-// (bench/run-sea-bench.ts measures `kcache key` against `node -e 0`). Built for another architecture
+// `kcache key` called compiled, and the whole CLI a V8 code cache of a rehearsed `kcache restore`
+// (scripts/sea-rehearsal.mjs; bench/run-sea-bench.ts measures `kcache key` against `node -e 0`). Built for another architecture
 // it cannot (V8 makes a snapshot, as a code cache, on the machine it will run on): the scripts are
 // compiled and loaded as they start.
 //
@@ -28,8 +28,8 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { build } from "esbuild";
 import { copyZstdWasm, nodeEsm } from "./esbuild-node.mjs";
+import { rehearsedCache, startupLoader } from "./sea-rehearsal.mjs";
 import { bundledPackageDirs, bundledPackages, cycloneDx, noticesText } from "./sea-sbom.mjs";
-import { rehearsedCache, startupLoader } from "./sea-startup-cache.mjs";
 
 /** The fuse Node.js checks to know it carries a blob (Node's docs name it; postject flips its last byte). */
 const FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
@@ -61,15 +61,6 @@ const SCRIPT_WRAPPER_END = { js: "})" };
 /** The whole CLI's script and its code cache, as src/cli/single-executable/script-assets.ts names them. */
 const FULL_CLI_ASSET = "full-cli.cjs";
 const FULL_CLI_CACHE_ASSET = "full-cli.cache";
-/**
- * Compiles the script at argv[1] as script-assets.ts does, runs its warmUp (the placed files'
- * cli/main.js at argv[3]) and writes V8's code cache of it, with what that compiled, to argv[2].
- */
-const CODE_CACHE =
-  "const fs = require('node:fs'), vm = require('node:vm'); const [file, out, main] = process.argv.slice(1);" +
-  "const script = new vm.Script(fs.readFileSync(file, 'utf8'), { filename: file }); const m = { exports: {} };" +
-  "script.runInThisContext()(m.exports, require, m);" +
-  "m.exports.warmUp(main).then(() => fs.writeFileSync(out, script.createCachedData()));";
 /**
  * The start-up part's lazy imports that it runs: the CLI, `kcache key` and `kcache stack`, kcache.yml's
  * validation where no answer is kept, and env-ci for CIs kcache does not read itself. Its other lazy
@@ -170,19 +161,9 @@ const full = await build({
 });
 for (const script of [path.join(work, "main.cjs"), path.join(work, FULL_CLI_ASSET)]) oneViewPerModule(script);
 builtinsOnFirstUse(path.join(work, "main.cjs"));
-// V8's code cache of it, made by the executable's own Node as a snapshot is: the ~1 MB parsed once, here.
+// V8's code cache of the whole CLI, made below by the executable's own Node (none when cross-built).
 const fullCache = path.join(work, FULL_CLI_CACHE_ASSET);
-if (native) {
-  const made = spawnSync(
-    node,
-    ["-e", CODE_CACHE, path.join(work, FULL_CLI_ASSET), fullCache, path.join(files, "cli", "main.js")],
-    {
-      encoding: "utf8",
-      env: withoutNodeOptions(process.env),
-    },
-  );
-  if (made.status !== 0) throw new Error(`the whole CLI's code cache was not made:\n${made.stderr}`);
-} else fs.writeFileSync(fullCache, "");
+if (!native) fs.writeFileSync(fullCache, "");
 
 const listed = {};
 const sha256 = {};
@@ -203,14 +184,20 @@ const assets = {
   ...Object.fromEntries(packageAssets),
   ...Object.fromEntries(Object.keys(listed).map((rel) => [rel, path.join(files, rel)])),
 };
-// With a snapshot, the main script compiles the start-up part from the code cache of a rehearsed
-// `kcache key` (scripts/sea-startup-cache.mjs), so the snapshot keeps key's functions compiled.
+// Each script's code cache from a rehearsed command (scripts/sea-rehearsal.mjs), by the executable's
+// own Node: the whole CLI's from `kcache restore` missing; the start-up part's from `kcache key`, its
+// main script compiling it from that cache as the snapshot is made, so the snapshot keeps key's
+// functions compiled.
 let main = path.join(work, "main.cjs");
 if (native) {
+  const mainFile = path.join(files, "cli", "main.js");
+  const rehearse = (script, command, cache) =>
+    rehearsedCache({ node, script, assets, command, mainFile, cache, folder: work });
+  rehearse(path.join(work, FULL_CLI_ASSET), "restore", fullCache);
   const script = path.join(work, "startup.cjs");
   fs.writeFileSync(script, `${SCRIPT_WRAPPER.js}${fs.readFileSync(main, "utf8")}\n${SCRIPT_WRAPPER_END.js}`);
   const cache = path.join(work, "startup.cache");
-  rehearsedCache({ node, script, assets, cache, folder: work });
+  rehearse(script, "key", cache);
   main = path.join(work, "loader.cjs");
   fs.writeFileSync(main, startupLoader(script, cache));
 }

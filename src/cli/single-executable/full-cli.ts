@@ -14,14 +14,6 @@ export function runCli(mainFile: string): Promise<void> {
   return cli(mainFile).then((m) => m.runToEnd(process.argv, m.main));
 }
 
-/**
- * Loads the CLI and declares its commands, and nothing else: the build runs this before it makes
- * the script's code cache, so that the cache holds the code every command runs first, compiled.
- */
-export async function warmUp(mainFile: string): Promise<void> {
-  (await cli(mainFile)).declareCommands();
-}
-
 /** The CLI's modules, loaded where their code reads `mainFile` as its own location. */
 function cli(mainFile: string): Promise<typeof import("../main.js")> {
   locateSeaMain(mainFile);

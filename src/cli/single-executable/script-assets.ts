@@ -9,7 +9,10 @@ import vm from "node:vm";
  * start-up snapshot.
  */
 
-/** The whole CLI's script, and V8's code cache of it made by the build with the executable's own Node (empty when cross-built). */
+/**
+ * The whole CLI's script, and V8's code cache of it made by the build with the executable's own Node
+ * after a rehearsed `kcache restore` (scripts/sea-rehearsal.mjs; empty when cross-built).
+ */
 export const FULL_CLI_ASSET = "full-cli.cjs";
 export const FULL_CLI_CACHE_ASSET = "full-cli.cache";
 

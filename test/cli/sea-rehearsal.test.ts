@@ -3,14 +3,14 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs script without types
-import { rehearsedCache, startupLoader } from "../../scripts/sea-startup-cache.mjs";
+import { rehearsedCache, startupLoader } from "../../scripts/sea-rehearsal.mjs";
 import { tempDir } from "../helpers/sandbox.js";
 
 /**
- * The single executable's start-up part compiled ahead (scripts/sea-startup-cache.mjs), on scripts
- * of the tests' own: the build (test/cli/single-executable.test.ts runs the real one) fails where
- * the rehearsal fails or V8 refuses its cache, instead of shipping an executable that compiles
- * every function again as it starts, or none of kcache's code.
+ * The single executable's scripts compiled ahead from rehearsed commands (scripts/sea-rehearsal.mjs),
+ * on scripts of the tests' own: the build (test/cli/single-executable.test.ts runs the real one)
+ * fails where a rehearsal fails or V8 refuses its cache, instead of shipping an executable that
+ * compiles every function again as it starts, or none of kcache's code.
  */
 
 /** A start-up script as the build wraps it: a CommonJS module's function, `body` its text. */
@@ -20,7 +20,21 @@ function startupScript(dir: string, body: string): string {
   return file;
 }
 
-describe("the start-up part's rehearsed code cache", () => {
+/** rehearsedCache's arguments for `script` in `dir`, as the build gives them for the start-up part. */
+function rehearsal(dir: string, script: string, more: Record<string, unknown> = {}) {
+  return {
+    node: process.execPath,
+    script,
+    assets: {},
+    command: "key",
+    mainFile: path.join(dir, "files", "cli", "main.js"),
+    cache: path.join(dir, "startup.cache"),
+    folder: dir,
+    ...more,
+  };
+}
+
+describe("the single executable's rehearsed code caches", () => {
   it("is made by running the script as `kcache key` in a made-up job, and the snapshot's main script loads the script from it", () => {
     const dir = tempDir("sea-startup");
     const asset = path.join(dir, "runtime-files.json");
@@ -36,13 +50,7 @@ describe("the start-up part's rehearsed code cache", () => {
          JSON.stringify({ args: process.argv.slice(2), asset, env, cwd: process.cwd() }) + "\\n");`,
     );
     const cache = path.join(dir, "startup.cache");
-    rehearsedCache({
-      node: process.execPath,
-      script,
-      assets: { "runtime-files.json": asset },
-      cache,
-      folder: dir,
-    });
+    rehearsedCache(rehearsal(dir, script, { assets: { "runtime-files.json": asset } }));
     const rehearsals = fs
       .readFileSync(said, "utf8")
       .trim()
@@ -96,15 +104,9 @@ describe("the start-up part's rehearsed code cache", () => {
   it("fails the build with what the rehearsal said where `kcache key` fails in it", () => {
     const dir = tempDir("sea-startup-failed");
     const script = startupScript(dir, 'process.stderr.write("kcache: error: no stack\\n"); process.exit(4);');
-    expect(() =>
-      rehearsedCache({
-        node: process.execPath,
-        script,
-        assets: {},
-        cache: path.join(dir, "startup.cache"),
-        folder: dir,
-      }),
-    ).toThrow(/rehearsal \(kcache key in .*\) failed \(4\):\nkcache: error: no stack/);
+    expect(() => rehearsedCache(rehearsal(dir, script))).toThrow(
+      /startup\.cjs's rehearsal \(kcache key in .*\) failed \(4\):\nkcache: error: no stack/,
+    );
     expect(fs.existsSync(path.join(dir, "startup.cache"))).toBe(false);
   });
 
@@ -112,15 +114,44 @@ describe("the start-up part's rehearsed code cache", () => {
     const dir = tempDir("sea-startup-stalled");
     // Stalls for 20 s, then ends as a rehearsal that passed would: only the limit makes it a failure.
     const script = startupScript(dir, "setTimeout(() => {}, 20_000);");
-    expect(() =>
-      rehearsedCache({
-        node: process.execPath,
-        script,
-        assets: {},
-        cache: path.join(dir, "startup.cache"),
-        folder: dir,
-        timeoutMs: 1000,
-      }),
-    ).toThrow(/rehearsal \(kcache key in .*\) failed \(stopped after 1 s\)/);
+    expect(() => rehearsedCache(rehearsal(dir, script, { timeoutMs: 1000 }))).toThrow(
+      /rehearsal \(kcache key in .*\) failed \(stopped after 1 s\)/,
+    );
+  });
+
+  it("runs the whole CLI's command through its runCli, with the placed files' main, and keeps its cache", () => {
+    const dir = tempDir("sea-whole-cli");
+    const said = path.join(dir, "said.jsonl");
+    const script = startupScript(
+      dir,
+      `exports.runCli = (main) => require("node:fs").appendFileSync(${JSON.stringify(said)},
+         JSON.stringify({ args: process.argv.slice(2), main }) + "\\n");`,
+    );
+    const cache = path.join(dir, "full-cli.cache");
+    rehearsedCache(rehearsal(dir, script, { command: "restore", cache }));
+    const runs = fs
+      .readFileSync(said, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(runs).toEqual([
+      { args: ["restore"], main: path.join(dir, "files", "cli", "main.js") },
+      { args: ["restore"], main: path.join(dir, "files", "cli", "main.js") },
+    ]);
+    expect(fs.statSync(cache).size).toBeGreaterThan(0);
+  });
+
+  it("fails the build, naming the cache, where V8 refuses the cache a rehearsal left", () => {
+    const dir = tempDir("sea-refused-after");
+    const cache = path.join(dir, "full-cli.cache");
+    // Damages its cache after the rehearsal wrote it, as the process ends.
+    const script = startupScript(
+      dir,
+      `process.on("exit", () => { const fs = require("node:fs"); const c = ${JSON.stringify(cache)};
+         if (fs.existsSync(c)) fs.writeFileSync(c, Buffer.alloc(4096, 7)); });`,
+    );
+    expect(() => rehearsedCache(rehearsal(dir, script, { command: "restore", cache }))).toThrow(
+      `${cache}: V8 refused the code cache of startup.cjs's rehearsal (kcache restore in`,
+    );
   });
 });
