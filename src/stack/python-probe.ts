@@ -244,8 +244,9 @@ function runProbe(python: string, env: NodeJS.ProcessEnv): Promise<PythonFacts> 
       python,
       ["-S", "-c", SCRIPT, STACK_DISTRIBUTIONS.join(",")],
       // 30 s: a probe that fails is stack-incomplete (exit 4 under --strict), and on a loaded runner
-      // (32 kcache processes starting at once) an import of torch's metadata took over 10 s.
-      { env, timeout: PROBE_TIMEOUT_MS, maxBuffer: 1 << 20 },
+      // (32 kcache processes starting at once) an import of torch's metadata took over 10 s. Killed
+      // outright: an interpreter (or a wrapper script) that ignores SIGTERM held kcache for good.
+      { env, timeout: PROBE_TIMEOUT_MS, killSignal: "SIGKILL", maxBuffer: 1 << 20 },
       (err, stdout, stderr) => {
         if (err) {
           // Node's own message repeats the command line, the whole probe script with it: say how it ended.

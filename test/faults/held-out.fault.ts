@@ -74,15 +74,22 @@ describe("kept answers in the state folder", () => {
 });
 
 describe("a Python stack probe that hangs", () => {
-  it("gives up after its timeout: a warning without --strict, exit 4 with it", async () => {
+  it("gives up after its timeout: a warning without --strict, exit 4 with it; an interpreter that ignores SIGTERM too", async () => {
     const tally = new Tally("Python stack probe hangs (stack.python sleeps)");
     const dir = tempDir("hung-python");
-    const python = path.join(dir, "python3");
-    fs.writeFileSync(python, "#!/bin/sh\nsleep 120\n", { mode: 0o755 });
-    const p = project({
-      yml: `caches:\n  - {name: triton, kind: triton, path: "\${CACHE_ROOT}"}\nstack: { python: ${python} }\n`,
-    });
-    for (const strict of [false, true]) {
+    const sleeps = path.join(dir, "python3");
+    fs.writeFileSync(sleeps, "#!/bin/sh\nsleep 120\n", { mode: 0o755 });
+    // A wrapper that outlives SIGTERM, waiting on its child: once it held `kcache key` for good.
+    const deaf = path.join(dir, "python3-deaf");
+    fs.writeFileSync(deaf, '#!/bin/sh\ntrap "" TERM\nsleep 120 &\nwait\n', { mode: 0o755 });
+    for (const [python, strict] of [
+      [sleeps, false],
+      [sleeps, true],
+      [deaf, false],
+    ] as const) {
+      const p = project({
+        yml: `caches:\n  - {name: triton, kind: triton, path: "\${CACHE_ROOT}"}\nstack: { python: ${python} }\n`,
+      });
       const r = await runMeasured(["key", ...(strict ? ["--strict"] : [])], {
         env: { ...p.env, PYTHONPATH: installedStack(), KCACHE_STATE_DIR: path.join(p.dir, `s-${strict}`) },
         cwd: p.dir,
