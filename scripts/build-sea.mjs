@@ -209,7 +209,7 @@ fs.writeFileSync(path.join(work, "sea-config.json"), JSON.stringify(config, null
 const made = spawnSync(
   native ? node : process.execPath,
   ["--experimental-sea-config", path.join(work, "sea-config.json")],
-  { cwd: files, encoding: "utf8", env: withoutNodeOptions(process.env) },
+  { cwd: files, encoding: "utf8", env: snapshotEnvironment(process.env) },
 );
 const said = made.stderr
   .split("\n")
@@ -461,9 +461,13 @@ function packagesWrapped(packageAssets) {
   };
 }
 
-/** The environment without NODE_OPTIONS: V8 flags there would make a code cache or snapshot no run can use. */
-function withoutNodeOptions(env) {
-  const { NODE_OPTIONS: _, ...rest } = env;
+/**
+ * The environment the snapshot is made in: without NODE_OPTIONS (V8 flags there would make a
+ * snapshot no run can use) and NODE_DEBUG (Node decides each debug section as it is first used, and
+ * one first used as the snapshot is made would stay as the build machine had it in every run).
+ */
+function snapshotEnvironment(env) {
+  const { NODE_OPTIONS: _, NODE_DEBUG: __, ...rest } = env;
   return rest;
 }
 

@@ -30,7 +30,13 @@ beforeAll(() => {
     ? path.resolve(ROOT, process.env.KCACHE_TEST_SEA)
     : path.join(shared, "sea");
   if (!process.env.KCACHE_TEST_SEA) {
-    execFileSync(process.execPath, ["scripts/build-sea.mjs", "--out", built], { cwd: ROOT, stdio: "pipe" });
+    // As CI workflows often build: colours forced (Node reads NO_COLOR then, as the snapshot is
+    // made), and Node's debug output on, which no run of the executable may inherit.
+    execFileSync(process.execPath, ["scripts/build-sea.mjs", "--out", built], {
+      cwd: ROOT,
+      stdio: "pipe",
+      env: { ...process.env, FORCE_COLOR: "1", NODE_DEBUG: "net,child_process" },
+    });
     execFileSync(
       "python3",
       ["scripts/build-wheel.py", path.join(built, `kcache-linux-${ARCH}`), "--out", built],

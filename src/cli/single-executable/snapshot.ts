@@ -10,6 +10,9 @@ const MACHINE = ["hostname", "homedir", "userInfo", "cpus", "availableParallelis
 /** Variables read as the modules load that are harmless to keep, and why. */
 const HARMLESS: Record<string, string> = {
   FORCE_COLOR: "Node's own, as it prints its warnings about the snapshot's built-in modules",
+  NO_COLOR:
+    "Node's own, read with FORCE_COLOR set as it prints those warnings (colours are decided again as a run starts)",
+  NODE_DISABLE_COLORS: "Node's own, as NO_COLOR",
   TESTING_TAR_FAKE_PLATFORM:
     "node-tar's test hook for the platform: unset, process.platform, linux at build and run",
   __FAKE_PLATFORM__: "node-tar's test hook, as TESTING_TAR_FAKE_PLATFORM",
