@@ -39,8 +39,9 @@ import sys
 def main():
     exe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", "kcache")
     # Node reads NODE_OPTIONS as the executable starts, and V8 flags there (--max-old-space-size)
-    # stop it loading its start-up snapshot: moved aside, the commands kcache runs get it back.
-    if "NODE_OPTIONS" in os.environ and "KCACHE_NODE_OPTIONS" not in os.environ:
+    # stop it loading its start-up snapshot: moved aside, the commands kcache runs get it back
+    # (the job's NODE_OPTIONS, over any KCACHE_NODE_OPTIONS it also set).
+    if "NODE_OPTIONS" in os.environ:
         os.environ["KCACHE_NODE_OPTIONS"] = os.environ.pop("NODE_OPTIONS")
     os.execv(exe, ["kcache"] + sys.argv[1:])
 

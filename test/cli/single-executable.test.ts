@@ -79,7 +79,7 @@ function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv) {
 }
 
 describe("the single executable, on a PATH with no node and no zstd", () => {
-  it("answers --version, `kcache key` and `kcache stack` as the npm package does, and places no file for them", () => {
+  it("answers --version, help, `kcache key` and `kcache stack` as the npm package does, and places no file for them", () => {
     const p = project();
     const env = { ...p.env, KCACHE_STATE_DIR: path.join(p.dir, "s1") };
     expect(spawnSync("sh", ["-c", "command -v node"], { env: { PATH: bare } }).status).not.toBe(0);
@@ -101,6 +101,11 @@ describe("the single executable, on a PATH with no node and no zstd", () => {
         const answer = (text: string) => (args[0] === "key" ? text : { ...JSON.parse(text), probeMs: 0 });
         expect(answer(r.stdout), `${round} ${args[0]}`).toEqual(answer(npm(args).stdout));
       }
+    // Help, of any command, is commander's before any command runs: the start-up part's too.
+    for (const args of [["--help"], ["restore", "--help"], ["run", "-h"], ["help", "save"]]) {
+      const [r, n] = [run(exe, args, p.dir, env), npm(args)];
+      expect([r.code, r.stdout, r.stderr], args.join(" ")).toEqual([n.code, n.stdout, n.stderr]);
+    }
     // The start-up part's commands use none of the executable's files: none were written.
     expect(fs.existsSync(path.join(p.dir, "s1", "single-executable"))).toBe(false);
   });
@@ -268,6 +273,12 @@ describe("the wheel", () => {
     expect(key.stdout).toMatch(/^sea-[0-9a-f]{12}-e{40}\n/);
     const job = run("kcache", ["run", "--profile", "options", "--no-save"], p.dir, env);
     expect(job.code, job.both).toBe(0);
+    expect(fs.readFileSync(seen, "utf8")).toBe("--max-old-space-size=4096");
+    // A KCACHE_NODE_OPTIONS the job set too: NODE_OPTIONS is still moved aside, and it is what the
+    // job's commands get.
+    const both = { ...env, KCACHE_NODE_OPTIONS: "--no-warnings" };
+    expect(run("kcache", ["key"], p.dir, both).code).toBe(0);
+    expect(run("kcache", ["run", "--profile", "options", "--no-save"], p.dir, both).code).toBe(0);
     expect(fs.readFileSync(seen, "utf8")).toBe("--max-old-space-size=4096");
   });
 });

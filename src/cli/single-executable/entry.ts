@@ -24,6 +24,18 @@ type Cli = typeof import("../main.js");
  * usage error with no command). The build bundles every other command's module out of this part.
  */
 const STARTUP_COMMANDS = new Set(["key", "stack", "--version", "-V", "--help", "-h", "help", ""]);
+const HELP = new Set(["--help", "-h"]);
+
+/**
+ * Whether the start-up part answers the command line: its commands, and a command's help alone
+ * (`kcache restore --help`), which commander gives before any command runs.
+ */
+function startupAnswers(argv: string[]): boolean {
+  const [first = "", ...rest] = argv.slice(2);
+  return (
+    STARTUP_COMMANDS.has(first) || (rest.length === 1 && HELP.has(rest[0] ?? "") && !first.startsWith("-"))
+  );
+}
 
 if (v8.startupSnapshot.isBuildingSnapshot()) {
   const cli = loadAhead();
@@ -39,7 +51,7 @@ function start(cli: () => Promise<Cli>): void {
   settleStandardStreams();
   const env = hostEnvironment();
   const asset = (name: string) => Buffer.from(sea.getAsset(name));
-  if (STARTUP_COMMANDS.has(process.argv[2] ?? "")) {
+  if (startupAnswers(process.argv)) {
     // Where the files would be placed: kcache.yml's kept answer is named by it, as for every command.
     locateSeaMain(path.join(placedRoot(env, asset), "cli", "main.js"));
     cli().then((m) => m.runToEnd(process.argv, m.main));
