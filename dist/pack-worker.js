@@ -2085,7 +2085,7 @@ function cacheKind(kind) {
 
 // src/pack/read/pack-reader.ts
 import { createHash as createHash2 } from "node:crypto";
-import fs13 from "node:fs";
+import fs14 from "node:fs";
 import { Transform as Transform2, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { setImmediate } from "node:timers/promises";
@@ -2751,8 +2751,33 @@ var DeferredRewrites = class {
 };
 
 // src/pack/read/entry-stager.ts
-import fs12 from "node:fs";
-import path10 from "node:path";
+import fs13 from "node:fs";
+import path11 from "node:path";
+
+// src/make-folders.ts
+import fs10 from "node:fs";
+import path8 from "node:path";
+function makeFolders(dir) {
+  const missing = [];
+  for (let at2 = path8.resolve(dir); ; at2 = path8.dirname(at2)) {
+    if (made(at2)) break;
+    if (path8.dirname(at2) === at2) break;
+    missing.push(at2);
+  }
+  for (const at2 of missing.reverse()) if (!made(at2)) fs10.mkdirSync(at2);
+}
+function made(at2) {
+  if (fs10.statSync(at2, { throwIfNoEntry: false })?.isDirectory()) return true;
+  try {
+    fs10.mkdirSync(at2);
+    return true;
+  } catch (e2) {
+    const code = e2.code;
+    if (code === "EEXIST" && fs10.statSync(at2, { throwIfNoEntry: false })?.isDirectory()) return true;
+    if (code === "ENOENT") return false;
+    throw e2;
+  }
+}
 
 // src/pack/entry-digest.ts
 import { createHash } from "node:crypto";
@@ -2775,27 +2800,27 @@ var EntryDigest = class {
 
 // src/pack/read/entry-place.ts
 import { randomBytes as randomBytes2 } from "node:crypto";
-import fs11 from "node:fs";
-import path9 from "node:path";
+import fs12 from "node:fs";
+import path10 from "node:path";
 
 // src/pack/read/real-dirs.ts
-import fs10 from "node:fs";
-import path8 from "node:path";
+import fs11 from "node:fs";
+import path9 from "node:path";
 function ensureRealDirs(root, rel) {
   let at2 = root;
   for (const part of rel.split("/").filter(Boolean)) {
-    at2 = path8.join(at2, part);
+    at2 = path9.join(at2, part);
     let st2;
     try {
-      st2 = fs10.lstatSync(at2);
+      st2 = fs11.lstatSync(at2);
     } catch (e2) {
       if (e2.code !== "ENOENT") throw e2;
       try {
-        fs10.mkdirSync(at2);
+        fs11.mkdirSync(at2);
       } catch (m2) {
         if (m2.code !== "EEXIST") throw m2;
       }
-      st2 = fs10.lstatSync(at2);
+      st2 = fs11.lstatSync(at2);
     }
     if (st2.isSymbolicLink())
       throw new Error(`${at2} is a symlink in the cache folder; not writing through it`);
@@ -2805,40 +2830,40 @@ function ensureRealDirs(root, rel) {
 
 // src/pack/read/entry-place.ts
 function place(staged, root, entryName, staging, keepExisting = false) {
-  ensureRealDirs(root, path9.posix.dirname(entryName) === "." ? "" : path9.posix.dirname(entryName));
-  const dest = path9.join(root, entryName);
+  ensureRealDirs(root, path10.posix.dirname(entryName) === "." ? "" : path10.posix.dirname(entryName));
+  const dest = path10.join(root, entryName);
   for (let attempt = 0; ; attempt++) {
     try {
-      fs11.renameSync(staged, dest);
+      fs12.renameSync(staged, dest);
       return;
     } catch (e2) {
       const code = e2.code;
       if (code !== "ENOTEMPTY" && code !== "EEXIST" && code !== "EISDIR" && code !== "ENOTDIR") throw e2;
     }
     if (keepExisting || sameTree(staged, dest)) {
-      fs11.rmSync(staged, { recursive: true, force: true });
+      fs12.rmSync(staged, { recursive: true, force: true });
       return;
     }
     if (attempt === 3) throw new Error(`${dest} keeps changing under another writer`);
-    const aside = path9.join(staging, `old-${randomBytes2(6).toString("hex")}`);
+    const aside = path10.join(staging, `old-${randomBytes2(6).toString("hex")}`);
     try {
-      fs11.renameSync(dest, aside);
+      fs12.renameSync(dest, aside);
     } catch (e2) {
       if (e2.code !== "ENOENT") throw e2;
       continue;
     }
-    fs11.rmSync(aside, { recursive: true, force: true });
+    fs12.rmSync(aside, { recursive: true, force: true });
   }
 }
 function sameTree(a, b2) {
   try {
-    const sa = fs11.statSync(a);
-    const sb = fs11.statSync(b2);
+    const sa = fs12.statSync(a);
+    const sb = fs12.statSync(b2);
     if (sa.isDirectory() !== sb.isDirectory()) return false;
-    if (!sa.isDirectory()) return sa.size === sb.size && fs11.readFileSync(a).equals(fs11.readFileSync(b2));
-    const na = fs11.readdirSync(a).sort();
-    const nb = fs11.readdirSync(b2).sort();
-    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path9.join(a, n), path9.join(b2, n)));
+    if (!sa.isDirectory()) return sa.size === sb.size && fs12.readFileSync(a).equals(fs12.readFileSync(b2));
+    const na = fs12.readdirSync(a).sort();
+    const nb = fs12.readdirSync(b2).sort();
+    return na.join("\0") === nb.join("\0") && na.every((n) => sameTree(path10.join(a, n), path10.join(b2, n)));
   } catch {
     return false;
   }
@@ -2852,7 +2877,7 @@ var StagedEntry = class {
     this.entryName = entryName;
     this.target = target;
     this.bad = bad;
-    this.staged = path10.join(target.staging, "e", entryName);
+    this.staged = path11.join(target.staging, "e", entryName);
   }
   wanted;
   entryName;
@@ -2905,7 +2930,7 @@ var StagedEntry = class {
     this.written.set(rel, size);
     try {
       this.prepare();
-      this.fd = fs12.openSync(dest, "wx");
+      this.fd = fs13.openSync(dest, "wx");
     } catch (e2) {
       this.fail(`could not be written: ${e2.message}`);
     }
@@ -2996,21 +3021,21 @@ var StagedEntry = class {
   discard() {
     this.closeFile();
     this.held.length = 0;
-    fs12.rmSync(this.staged, { recursive: true, force: true });
+    fs13.rmSync(this.staged, { recursive: true, force: true });
   }
   /** Why the staged files on disk are not exactly the ones written, or null when they are. */
   stagedDiffers() {
     if (this.target.kind.entryShape !== "folder") {
       const size = this.written.get("");
       try {
-        return fs12.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
+        return fs13.statSync(this.staged).size === size ? null : "staged file changed on disk before placing";
       } catch {
         return "staged file vanished before placing";
       }
     }
     let names;
     try {
-      names = fs12.readdirSync(this.staged);
+      names = fs13.readdirSync(this.staged);
     } catch {
       return "staged entry vanished before placing";
     }
@@ -3019,7 +3044,7 @@ var StagedEntry = class {
       const want = this.written.get(n);
       let size;
       try {
-        size = fs12.statSync(path10.join(this.staged, n)).size;
+        size = fs13.statSync(path11.join(this.staged, n)).size;
       } catch {
         return `staged ${n} vanished before placing`;
       }
@@ -3028,12 +3053,12 @@ var StagedEntry = class {
     return null;
   }
   dest(rel) {
-    return rel ? path10.join(this.staged, rel) : this.staged;
+    return rel ? path11.join(this.staged, rel) : this.staged;
   }
   prepare() {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs12.mkdirSync(isDir ? this.staged : path10.dirname(this.staged), { recursive: true });
+    makeFolders(isDir ? this.staged : path11.dirname(this.staged));
     this.created = true;
   }
   closeFile() {
@@ -3042,7 +3067,7 @@ var StagedEntry = class {
     this.fd = null;
     try {
       if (!this.bad) stampOpenFile(fd);
-      fs12.closeSync(fd);
+      fs13.closeSync(fd);
     } catch (e2) {
       this.bad ??= `could not be written: ${e2.message}`;
     }
@@ -3367,19 +3392,19 @@ var PackRestorer = class {
   }
 };
 async function* packFileChunks(file, reuse) {
-  const fd = fs13.openSync(file, fs13.constants.O_RDONLY | fs13.constants.O_NONBLOCK | fs13.constants.O_NOFOLLOW);
+  const fd = fs14.openSync(file, fs14.constants.O_RDONLY | fs14.constants.O_NONBLOCK | fs14.constants.O_NOFOLLOW);
   try {
-    if (!fs13.fstatSync(fd).isFile()) throw new Error(`${file}: not a regular file`);
+    if (!fs14.fstatSync(fd).isFile()) throw new Error(`${file}: not a regular file`);
     let buf = Buffer.allocUnsafe(1 << 20);
     for (; ; ) {
-      const n = fs13.readSync(fd, buf, 0, buf.length, null);
+      const n = fs14.readSync(fd, buf, 0, buf.length, null);
       if (n === 0) return;
       yield buf.subarray(0, n);
       if (!reuse) buf = Buffer.allocUnsafe(1 << 20);
       await setImmediate();
     }
   } finally {
-    fs13.closeSync(fd);
+    fs14.closeSync(fd);
   }
 }
 async function readPack(read) {
@@ -3434,12 +3459,12 @@ async function readPack(read) {
 }
 
 // src/pack/write/pack-builder.ts
-import fs16 from "node:fs";
+import fs17 from "node:fs";
 
 // src/pack/write/entry-source.ts
-import fs14 from "node:fs";
+import fs15 from "node:fs";
 import os2 from "node:os";
-import path11 from "node:path";
+import path12 from "node:path";
 function openEntry(kind, root, entry, stored) {
   const opened = [];
   try {
@@ -3447,7 +3472,7 @@ function openEntry(kind, root, entry, stored) {
       const p2 = entryFilePath(root, entry, f2.rel);
       const written = stored?.[f2.rel];
       if (written) {
-        opened.push({ rel: f2.rel, size: written[1], data: null, fd: fs14.openSync(written[0], "r") });
+        opened.push({ rel: f2.rel, size: written[1], data: null, fd: fs15.openSync(written[0], "r") });
         continue;
       }
       if (kind.isRelocatable(entry.name, f2.rel)) {
@@ -3462,7 +3487,7 @@ function openEntry(kind, root, entry, stored) {
         continue;
       }
       const fd = openUnseen(p2);
-      opened.push({ rel: f2.rel, size: fs14.fstatSync(fd).size, data: null, fd });
+      opened.push({ rel: f2.rel, size: fs15.fstatSync(fd).size, data: null, fd });
     }
     return opened;
   } catch (e2) {
@@ -3472,18 +3497,18 @@ function openEntry(kind, root, entry, stored) {
   }
 }
 function normalizedFile(kind, root, entry, rel, raw) {
-  const dir = fs14.mkdtempSync(path11.join(os2.tmpdir(), "kcache-stored-"));
+  const dir = fs15.mkdtempSync(path12.join(os2.tmpdir(), "kcache-stored-"));
   try {
-    const out = path11.join(dir, "stored");
+    const out = path12.join(dir, "stored");
     const size = kind.normalizeInto?.(root, entry.name, rel, raw, out) ?? null;
-    return size === null ? null : { rel, size, data: null, fd: fs14.openSync(out, "r") };
+    return size === null ? null : { rel, size, data: null, fd: fs15.openSync(out, "r") };
   } finally {
-    fs14.rmSync(dir, { recursive: true, force: true });
+    fs15.rmSync(dir, { recursive: true, force: true });
   }
 }
 function closeEntry(files) {
   for (const f2 of files) {
-    if (f2.fd !== null) fs14.closeSync(f2.fd);
+    if (f2.fd !== null) fs15.closeSync(f2.fd);
     f2.fd = null;
   }
 }
@@ -5425,7 +5450,7 @@ var hr = /* @__PURE__ */ Symbol("entry");
 var cs = /* @__PURE__ */ Symbol("entryOpt");
 var ui = /* @__PURE__ */ Symbol("writeEntryClass");
 var lr = /* @__PURE__ */ Symbol("write");
-var fs15 = /* @__PURE__ */ Symbol("ondrain");
+var fs16 = /* @__PURE__ */ Symbol("ondrain");
 var wt = class extends A {
   sync = false;
   opt;
@@ -5459,8 +5484,8 @@ var wt = class extends A {
       if ((t2.gzip ? 1 : 0) + (t2.brotli ? 1 : 0) + (t2.zstd ? 1 : 0) > 1) throw new TypeError("gzip, brotli, zstd are mutually exclusive");
       if (t2.gzip && (typeof t2.gzip != "object" && (t2.gzip = {}), this.portable && (t2.gzip.portable = true), this.zip = new ze(t2.gzip)), t2.brotli && (typeof t2.brotli != "object" && (t2.brotli = {}), this.zip = new We(t2.brotli)), t2.zstd && (typeof t2.zstd != "object" && (t2.zstd = {}), this.zip = new Ye(t2.zstd)), !this.zip) throw new Error("impossible");
       let e2 = this.zip;
-      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs15]()), this.on("resume", () => e2.resume());
-    } else this.on("drain", this[fs15]);
+      e2.on("data", (i) => super.write(i)), e2.on("end", () => super.end()), e2.on("drain", () => this[fs16]()), this.on("resume", () => e2.resume());
+    } else this.on("drain", this[fs16]);
     this.noDirRecurse = !!t2.noDirRecurse, this.follow = !!t2.follow, this.noMtime = !!t2.noMtime, t2.mtime && (this.mtime = t2.mtime), this.filter = typeof t2.filter == "function" ? t2.filter : () => true, this[W] = new hi(), this[G] = 0, this.jobs = Number(t2.jobs) || 4, this[Ee] = false, this[me] = false;
   }
   [lr](t2) {
@@ -5573,7 +5598,7 @@ var wt = class extends A {
       this.emit("error", e2);
     }
   }
-  [fs15]() {
+  [fs16]() {
     this[Et] && this[Et].entry && this[Et].entry.resume();
   }
   [di](t2) {
@@ -6535,7 +6560,7 @@ var TarBatches = class {
     let pos = 0;
     while (pos < f2.size) {
       const want = Math.min(BATCH - this.fill, f2.size - pos);
-      const n = fs16.readSync(f2.fd, this.batch, this.fill, want, pos);
+      const n = fs17.readSync(f2.fd, this.batch, this.fill, want, pos);
       if (n === 0) throw new Error(`${what} shrank while being packed`);
       digest.update(this.batch.subarray(this.fill, this.fill + n));
       this.fill += n;
@@ -6574,7 +6599,7 @@ function* buildPack(inputs, kindOf, compressor, result, frames = false) {
           yield* tar.put(f2.data);
         } else {
           yield* tar.putFile(f2, digest, `${input.entry.name}/${f2.rel}`);
-          fs16.closeSync(f2.fd);
+          fs17.closeSync(f2.fd);
           f2.fd = null;
         }
         const pad = padding(f2.size);

@@ -1272,6 +1272,14 @@ export const MUTANTS = [
     tests: ["test/cli/sea-rehearsal.test.ts"],
   },
   {
+    name: "kcache makes folders with Node's recursive mkdir, which spins for ever where a filesystem refuses them (/proc)",
+    file: "src/make-folders.ts",
+    find: "    fs.mkdirSync(at);\n    return true;",
+    replace: "    fs.mkdirSync(at, { recursive: true });\n    return true;",
+    tests: ["test/make-folders.test.ts"],
+    testName: "instead of spinning",
+  },
+  {
     name: "the job's NODE_OPTIONS, moved aside by the wheel's launcher, never reaches the commands kcache runs",
     file: "src/environment.ts",
     find: "  process.env.NODE_OPTIONS = moved;",

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { readBoundedFile } from "./bounded-file.js";
+import { makeFolders } from "./make-folders.js";
 
 /** $KCACHE_STATE_DIR, else $RUNNER_TEMP/kcache-state on GitHub runners, else ~/.cache/kcache-state. */
 export function stateDir(env: NodeJS.ProcessEnv): string {
@@ -46,7 +47,7 @@ function digestOf(value: unknown): string {
 /** Keeps `value` in `file` with its digest, whole or not at all (a temp file renamed in); a failure is ignored. */
 export function keepAnswer(file: string, value: unknown): void {
   try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
+    makeFolders(path.dirname(file));
     const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
     fs.writeFileSync(tmp, JSON.stringify({ sha256: digestOf(value), value }));
     fs.renameSync(tmp, file);

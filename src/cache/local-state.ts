@@ -4,6 +4,7 @@ import path from "node:path";
 import { readBoundedFile } from "../bounded-file.js";
 import type { CacheFolder } from "../kinds/kind.js";
 import { createLog, type Log } from "../log.js";
+import { makeFolders } from "../make-folders.js";
 import type { Manifest } from "../manifest/manifest.js";
 import {
   anyObject,
@@ -234,7 +235,7 @@ const LOCAL_STATE: Shape = object({
 export function writeState(file: string, state: LocalState, log: Log): void {
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
+    makeFolders(path.dirname(file));
     fs.writeFileSync(tmp, JSON.stringify(state));
     fs.renameSync(tmp, file);
   } catch (e) {

@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import path from "node:path";
 import type { ProfileSpec } from "../config/profile-schema.js";
 import { UsageError } from "../errors.js";
@@ -30,6 +29,7 @@ import { readState, restoredContext } from "../cache/local-state.js";
 import type { RestoreReport } from "../cache/restore/restore.js";
 import { hostEnvironment } from "../environment.js";
 import type { Log } from "../log.js";
+import { makeFolders } from "../make-folders.js";
 
 export { RUN_REPORT_SCHEMA } from "./run-report.js";
 
@@ -55,7 +55,7 @@ export async function runProfile(opts: RunOptions): Promise<RunReport> {
   const { ctx } = job;
   const { name: profileName, spec: profile } = jobProfile(job);
   const outDir = path.resolve(job.cwd, opts.outDir);
-  for (const sub of ["logs", "telemetry"]) fs.mkdirSync(path.join(outDir, sub), { recursive: true });
+  for (const sub of ["logs", "telemetry"]) makeFolders(path.join(outDir, sub));
   const echo = opts.echo === undefined ? process.stdout : opts.echo;
   // Said before anything runs: which shell the commands get where PATH has no bash.
   sayShell({ ...job.env, ...profile.env }, ctx.log);

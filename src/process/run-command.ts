@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import { makeFolders } from "../make-folders.js";
 import { watchGroup } from "./group-watchdog.js";
 import { commandShell } from "./shell.js";
 
@@ -33,7 +34,7 @@ export const TIMEOUT_EXIT = 124;
  * SIGKILL after 10 s.
  */
 export function runCommand(opts: CommandOptions): Promise<CommandOutcome> {
-  fs.mkdirSync(path.dirname(opts.logFile), { recursive: true });
+  makeFolders(path.dirname(opts.logFile));
   const log = fs.createWriteStream(opts.logFile);
   const t0 = performance.now();
   return new Promise((resolve) => {

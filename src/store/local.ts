@@ -5,6 +5,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { StoreError } from "../errors.js";
+import { makeFolders } from "../make-folders.js";
 import { processAlive } from "../process-alive.js";
 import { ObjectFault, ObjectNotFound, type Store, type StoredObject } from "./store.js";
 
@@ -74,7 +75,7 @@ class LocalFolder {
 
   private tmpFile(): string {
     const dir = tmpFolder(this.root);
-    fs.mkdirSync(dir, { recursive: true });
+    makeFolders(dir);
     return path.join(dir, `${host()}-${process.pid}-${randomBytes(6).toString("hex")}`);
   }
 
@@ -98,7 +99,7 @@ class LocalFolder {
     try {
       await pipeline(body, fs.createWriteStream(tmp));
       const size = fs.statSync(tmp).size;
-      fs.mkdirSync(path.dirname(dest), { recursive: true });
+      makeFolders(path.dirname(dest));
       fs.renameSync(tmp, dest);
       return { size };
     } finally {
@@ -111,7 +112,7 @@ class LocalFolder {
     const tmp = this.tmpFile();
     try {
       fs.writeFileSync(tmp, body);
-      fs.mkdirSync(path.dirname(dest), { recursive: true });
+      makeFolders(path.dirname(dest));
       fs.linkSync(tmp, dest);
       return true;
     } catch (e) {

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import { makeFolders } from "../../make-folders.js";
 import {
   HEARTBEAT_MS,
   type OwnerRule,
@@ -37,7 +38,7 @@ export interface HeldLock {
  * has it, says who ("pid 123", with "in another container or host" where its PID means nothing here).
  */
 export function tryHoldLock(root: string, name: string): { held: HeldLock } | { holder: string } {
-  fs.mkdirSync(root, { recursive: true });
+  makeFolders(root);
   const file = path.join(root, name);
   const me = ownedName(HOLDER.prefix);
   // Twice: the first try may only break a stale lock.
@@ -70,7 +71,7 @@ export class FolderBusyError extends Error {}
 
 /** Runs `fn` holding `root`'s lock; waits up to `waitMs` for it, else throws FolderBusyError. */
 export async function withFolderLock<T>(root: string, fn: () => Promise<T> | T, waitMs = 30_000): Promise<T> {
-  fs.mkdirSync(root, { recursive: true });
+  makeFolders(root);
   const file = path.join(root, LOCK_FILE);
   const me = ownedName(HOLDER.prefix);
   const deadline = Date.now() + waitMs;

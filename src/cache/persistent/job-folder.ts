@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { type CacheKind, entryFilePath, type FoundEntry, KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import { makeFolders } from "../../make-folders.js";
 import { ensureRealDirs } from "../../pack/read/real-dirs.js";
 import { type OwnerRule, ownedName, ownerGone } from "../../pack/read/staging-owner.js";
 import { copyUnseen, readUnseen } from "../../unseen-read.js";
@@ -41,7 +42,7 @@ export async function buildJobFolder(
   pid: number,
 ): Promise<BuiltJobFolder> {
   const t0 = performance.now();
-  fs.mkdirSync(root, { recursive: true });
+  makeFolders(root);
   const job = path.join(root, ownedName(JOB_FOLDER.prefix, pid));
   fs.mkdirSync(job);
   const built: BuiltJobFolder = { path: job, entries: 0, linked: 0, copied: 0, seconds: 0 };

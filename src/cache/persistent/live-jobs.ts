@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import { makeFolders } from "../../make-folders.js";
 import { type OwnerRule, ownedName, ownerGone } from "../../pack/read/staging-owner.js";
 
 /**
@@ -42,7 +43,7 @@ export interface JobMark {
 
 /** Marks a job as using `root` from now on; returns the marker's name. */
 export function markJob(root: string, pid: number, mark: JobMark, now = Date.now()): string {
-  fs.mkdirSync(root, { recursive: true });
+  makeFolders(root);
   const marker = ownedName(LIVE_JOB.prefix, pid);
   writeMarker(root, marker, {
     startedAt: now,

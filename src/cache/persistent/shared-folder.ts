@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { CacheFolder } from "../../kinds/kind.js";
+import { makeFolders } from "../../make-folders.js";
 import { type OwnerRule, ownerGone, pidNamespace } from "../../pack/read/staging-owner.js";
 
 /**
@@ -66,7 +67,7 @@ export function jobTelemetryFile(stateFile: string, jobPid: number): string | nu
   const dir = path.dirname(stateFile);
   const name = `${TELEMETRY.prefix}${pidNamespace()}-${jobPid}${TELEMETRY_SUFFIX}`;
   try {
-    fs.mkdirSync(dir, { recursive: true });
+    makeFolders(dir);
     for (const n of fs.readdirSync(dir))
       if (
         n !== name &&

@@ -6,6 +6,7 @@ import { hostEnvironment } from "../../environment.js";
 import { UsageError } from "../../errors.js";
 import { workflowStep } from "../../github/workflow-step.js";
 import { workflowCommandLine } from "../../github/workflows.js";
+import { makeFolders } from "../../make-folders.js";
 import type { GlobalOptions } from "../options.js";
 import { commandBasics, printJson } from "../setup.js";
 
@@ -61,7 +62,7 @@ export async function workflowCommand(
         files.push({ profile, file, status: current === w.text ? "current" : "stale" });
         continue;
       }
-      fs.mkdirSync(path.dirname(file), { recursive: true });
+      makeFolders(path.dirname(file));
       fs.writeFileSync(file, w.text);
       const status = current === w.text ? "unchanged" : "wrote";
       files.push({ profile, file, status });

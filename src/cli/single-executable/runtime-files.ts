@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { ConfigError } from "../../errors.js";
+import { makeFolders } from "../../make-folders.js";
 import { stateDir } from "../../state-dir.js";
 
 /**
@@ -74,12 +75,12 @@ function listed(asset: AssetReader): RuntimeFiles {
 function placedIn(base: string, list: RuntimeFiles, asset: AssetReader): string {
   const root = path.join(base, list.id);
   if (isWhole(root, list)) return root;
-  fs.mkdirSync(base, { recursive: true });
+  makeFolders(base);
   const aside = fs.mkdtempSync(path.join(base, `.${list.id}-`));
   try {
     for (const rel of Object.keys(list.files)) {
       const file = path.join(aside, rel);
-      fs.mkdirSync(path.dirname(file), { recursive: true });
+      makeFolders(path.dirname(file));
       fs.writeFileSync(file, asset(rel));
     }
     // A folder left damaged (a file deleted or cut short by a cleaner) is replaced whole.

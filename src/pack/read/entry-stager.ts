@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { NOT_RELOCATABLE, RelocationError } from "../../kinds/pickle-rewriter.js";
+import { makeFolders } from "../../make-folders.js";
 import { EntryDigest } from "../entry-digest.js";
 import type { RestoreTarget, WantedEntry } from "../pack-request.js";
 import { writeFullySync, writeNewFileSync } from "./checked-write.js";
@@ -227,7 +228,7 @@ export class StagedEntry {
   private prepare(): void {
     if (this.created) return;
     const isDir = this.target.kind.entryShape === "folder";
-    fs.mkdirSync(isDir ? this.staged : path.dirname(this.staged), { recursive: true });
+    makeFolders(isDir ? this.staged : path.dirname(this.staged));
     this.created = true;
   }
 

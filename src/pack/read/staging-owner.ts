@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { KCACHE_PRIVATE_PREFIX } from "../../kinds/kind.js";
+import { makeFolders } from "../../make-folders.js";
 import { processAlive } from "../../process-alive.js";
 
 /**
@@ -100,7 +101,7 @@ export function ownerStale(
 
 /** A fresh staging folder inside a cache root, named for this process (see above). */
 export function makeStaging(root: string): string {
-  fs.mkdirSync(root, { recursive: true });
+  makeFolders(root);
   const dir = path.join(root, ownedName(STAGING.prefix));
   fs.mkdirSync(dir);
   return dir;

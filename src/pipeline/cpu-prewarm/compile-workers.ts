@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { boundedText } from "../../bounded-file.js";
 import type { DeviceFacts, PlanEntry } from "../../cache/plan/plan.js";
+import { makeFolders } from "../../make-folders.js";
 import { shippedPython, telemetryEnv } from "../../telemetry/hook.js";
 
 /** The longest delay Node's timers keep (a longer one fires after 1 ms). */
@@ -60,7 +61,7 @@ export async function runWorkers(opts: {
   timeoutMs: number;
 }): Promise<WorkersReport> {
   const t0 = performance.now();
-  fs.mkdirSync(opts.tmp, { recursive: true });
+  makeFolders(opts.tmp);
   const work = path.join(opts.tmp, "plan-work.json");
   fs.writeFileSync(work, JSON.stringify({ root: opts.root, device: opts.device, entries: opts.entries }));
   const noGpu = {

@@ -5,6 +5,7 @@ import type { AutotunePolicy } from "../../cache/autotune/settings.js";
 import type { CacheFolder } from "../../kinds/kind.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
 import type { Log } from "../../log.js";
+import { makeFolders } from "../../make-folders.js";
 
 /**
  * A trap benchmark scripts fall into under any cache tool: FLA's run_benchmark_compare.py clears
@@ -37,7 +38,7 @@ export class ClearTrap {
       const wire = path.join(c.path, "cache");
       try {
         const ours = !fs.existsSync(wire);
-        fs.mkdirSync(wire, { recursive: true });
+        makeFolders(wire);
         fs.writeFileSync(
           path.join(wire, this.marker),
           "kcache: a command that clears this folder clears nothing Triton uses\n",

@@ -11,6 +11,7 @@ import { parseDuration } from "../../config/durations.js";
 import type { CommandSpec, GroupSpec, ProfileSpec } from "../../config/profile-schema.js";
 import { mayHoldKernels } from "../../kinds/registry.js";
 import type { Log } from "../../log.js";
+import { makeFolders } from "../../make-folders.js";
 import { deviceEnv } from "../../process/devices.js";
 import { runCommand } from "../../process/run-command.js";
 import { withSources } from "../../process/source-env.js";
@@ -73,7 +74,7 @@ export class CommandsStage {
     this.env = { ...place.env, ...profile.env };
     for (const c of ctx.caches) {
       try {
-        fs.mkdirSync(c.path, { recursive: true });
+        makeFolders(c.path);
       } catch (e) {
         // A file or a link loop where the folder should be, a read-only parent: the job's own
         // compiler meets it too; the job runs, and kcache says why its cache stays cold.
