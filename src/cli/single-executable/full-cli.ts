@@ -9,13 +9,11 @@ import { locateSeaMain } from "./import-meta-url.js";
  * in this script's own copy of kcache's modules: a process runs one part or the other, never both.
  */
 
-/** Runs the command line, kcache's code reading `mainFile` (cli/main.js among the placed files) as its own. */
+/**
+ * Runs the command line, kcache's code reading `mainFile` (cli/main.js among the placed files) as
+ * its own: its modules load after that is known.
+ */
 export function runCli(mainFile: string): Promise<void> {
-  return cli(mainFile).then((m) => m.runToEnd(process.argv, m.main));
-}
-
-/** The CLI's modules, loaded where their code reads `mainFile` as its own location. */
-function cli(mainFile: string): Promise<typeof import("../main.js")> {
   locateSeaMain(mainFile);
-  return import("../main.js");
+  return import("../main.js").then((m) => m.runToEnd(process.argv, m.main));
 }
